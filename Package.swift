@@ -1,0 +1,98 @@
+// swift-tools-version:6.2
+// The manifest is the architecture, bottom to top:
+//   CLibcgroup      the C side: libcgroup (Debian's libcgroup-dev) as a system library, plus the
+//                   Linux calls Swift's Glibc module does not export (epoll, eventfd, inotify)
+//   CgroupKit       the kernel side: discovery, file readers and parsers, libcgroup calls
+//   Memwarn         the library services link: event sources, policy, the pressure monitor
+//   MemwarnTestKit  real test cgroups and memory-hungry child processes, for tests and benchmarks
+//   memwarn         the operator's command-line tool
+//   memwarn-hog     a child process that holds as much memory as it is told (tests, benchmarks)
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "memwarn",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Memwarn", targets: ["Memwarn"]),
+        .library(name: "CgroupKit", targets: ["CgroupKit"]),
+        .library(name: "MemwarnTestKit", targets: ["MemwarnTestKit"]),
+        .executable(name: "memwarn", targets: ["MemwarnCLI"]),
+        .executable(name: "memwarn-hog", targets: ["MemwarnHog"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibcgroup",
+            pkgConfig: "libcgroup",
+            providers: [.apt(["libcgroup-dev"])]
+        ),
+        .target(
+            name: "CgroupKit",
+            dependencies: ["CLibcgroup"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Memwarn",
+            dependencies: [
+                "CgroupKit",
+                "CLibcgroup",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "MemwarnTestKit",
+            dependencies: ["CgroupKit"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "MemwarnCLI",
+            dependencies: [
+                "Memwarn",
+                "CgroupKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "MemwarnHog",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CgroupKitTests",
+            dependencies: ["CgroupKit"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "MemwarnTests",
+            dependencies: [
+                "Memwarn",
+                "MemwarnTestKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "MemwarnCLITests",
+            dependencies: ["MemwarnTestKit", "CgroupKit"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

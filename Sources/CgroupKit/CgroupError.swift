@@ -1,0 +1,59 @@
+/// An error from reading, parsing or changing a cgroup or a kernel file.
+///
+/// Every error names the file or cgroup it concerns, so a message such as
+/// `/sys/fs/cgroup/memory/app/memory.stat: line 3 has no value` is enough to act on.
+/// Match on ``code`` to handle a kind of failure; new codes may be added.
+public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case unreadable, unwritable, malformed, notFound, noMemoryController
+            case outsideNamespace, permissionDenied, libcgroup, unsupported
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// A file could not be opened or read.
+        public static let unreadable = Code(.unreadable)
+        /// A control file could not be opened or written.
+        public static let unwritable = Code(.unwritable)
+        /// A file's content is not in the format the kernel documents (empty, truncated,
+        /// garbage, a number out of range, or larger than any kernel file of its kind).
+        public static let malformed = Code(.malformed)
+        /// The cgroup or file does not exist (also: a cgroup deleted under us).
+        public static let notFound = Code(.notFound)
+        /// No memory controller is mounted, or it is not enabled for this cgroup.
+        public static let noMemoryController = Code(.noMemoryController)
+        /// The cgroup lies outside this process's cgroup namespace and cannot be named.
+        public static let outsideNamespace = Code(.outsideNamespace)
+        /// The kernel refused the operation for lack of permission.
+        public static let permissionDenied = Code(.permissionDenied)
+        /// libcgroup returned an error.
+        public static let libcgroup = Code(.libcgroup)
+        /// The kernel or the layout does not support the operation.
+        public static let unsupported = Code(.unsupported)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// What went wrong, in words.
+    public var message: String
+    /// The file or cgroup directory concerned.
+    public var path: String?
+    /// The `errno` behind the failure, when a system call failed.
+    public var errno: Int32?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, path: String? = nil, errno: Int32? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.errno = errno
+    }
+
+    public var description: String {
+        path.map { "\($0): \(message)" } ?? message
+    }
+}

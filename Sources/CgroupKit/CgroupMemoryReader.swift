@@ -1,0 +1,137 @@
+/// The lowest memory limit that applies to a cgroup, and where it comes from.
+public struct EffectiveLimit: Sendable, Hashable, Codable {
+    /// The limit in bytes.
+    public var bytes: UInt64
+    /// The file that sets it: `memory.max`, `memory.high`, `memory.limit_in_bytes` or
+    /// `hierarchical_memory_limit` (v1: an ancestor's limit, named by the kernel).
+    public var file: String
+    /// The cgroup that sets it (its path inside the mount).
+    public var cgroupPath: String
+
+    /// Creates a limit.
+    public init(bytes: UInt64, file: String, cgroupPath: String) {
+        self.bytes = bytes
+        self.file = file
+        self.cgroupPath = cgroupPath
+    }
+}
+
+/// Event counters of a memory cgroup.
+///
+/// cgroup v2: `memory.events` (`low high max oom oom_kill oom_group_kill`). cgroup v1 has
+/// only `oom_kill` (from `memory.oom_control`) and `max` (from `memory.failcnt`, the times
+/// usage hit the limit); the others stay 0.
+public struct MemoryEventCounters: Sendable, Hashable, Codable {
+    /// Times usage went below `memory.low` protection and was reclaimed anyway.
+    public var low: UInt64 = 0
+    /// Times usage went over `memory.high` and was throttled.
+    public var high: UInt64 = 0
+    /// Times usage was about to go over the hard limit.
+    public var max: UInt64 = 0
+    /// Times the cgroup ran out of memory.
+    public var oom: UInt64 = 0
+    /// Processes killed by the OOM killer in the cgroup.
+    public var oomKill: UInt64 = 0
+    /// Group OOM kills.
+    public var oomGroupKill: UInt64 = 0
+
+    /// Creates counters.
+    public init(low: UInt64 = 0, high: UInt64 = 0, max: UInt64 = 0, oom: UInt64 = 0, oomKill: UInt64 = 0, oomGroupKill: UInt64 = 0) {
+        self.low = low
+        self.high = high
+        self.max = max
+        self.oom = oom
+        self.oomKill = oomKill
+        self.oomGroupKill = oomGroupKill
+    }
+}
+
+/// Reads a memory cgroup's usage, limits, statistics and events, for v1 and v2 alike.
+///
+/// Each call reads the kernel's files afresh; nothing is cached.
+public struct CgroupMemoryReader: Sendable {
+    /// The cgroup read.
+    public var location: CgroupLocation
+    /// Where the files are read.
+    public var files: KernelFiles
+
+    /// A reader for one cgroup.
+    public init(location: CgroupLocation, files: KernelFiles = .host) {
+        self.location = location
+        self.files = files
+    }
+
+    /// The name of the usage file: `memory.usage_in_bytes` (v1) or `memory.current` (v2).
+    public var usageFile: String { location.version == .v1 ? "memory.usage_in_bytes" : "memory.current" }
+
+    /// Current usage in bytes.
+    ///
+    /// - Throws: ``CgroupError`` `.noMemoryController` when the file is missing in a cgroup
+    ///   that exists, `.notFound` when the cgroup itself is gone, `.malformed`.
+    public func usage() throws(CgroupError) -> UInt64 {
+        try CgroupValues.number(read(usageFile), path: files.path(location.file(usageFile)))
+    }
+
+    /// `memory.stat`, by key.
+    public func stat() throws(CgroupError) -> [String: UInt64] {
+        try CgroupValues.flatKeyed(read("memory.stat"), path: files.path(location.file("memory.stat")))
+    }
+
+    /// The lowest limit of the cgroup and all its ancestors visible in the mount, or `nil`
+    /// when none is set.
+    ///
+    /// v1: the lower of `memory.limit_in_bytes` and `memory.stat`'s
+    /// `hierarchical_memory_limit` (which covers ancestors, even those outside a namespace).
+    /// v2: the lowest `memory.max` or `memory.high` from the cgroup up to the mount's root.
+    public func effectiveLimit() throws(CgroupError) -> EffectiveLimit? {
+        var best: EffectiveLimit?
+        func consider(_ bytes: UInt64?, _ file: String, _ path: String) {
+            guard let bytes, bytes < (best?.bytes ?? .max) else { return }
+            best = EffectiveLimit(bytes: bytes, file: file, cgroupPath: path)
+        }
+        switch location.version {
+        case .v1:
+            let own = try CgroupValues.limit(read("memory.limit_in_bytes"), path: files.path(location.file("memory.limit_in_bytes")))
+            consider(own, "memory.limit_in_bytes", location.path)
+            if let hierarchical = try stat()["hierarchical_memory_limit"] {
+                consider(hierarchical >= CgroupValues.v1Unlimited ? nil : hierarchical, "hierarchical_memory_limit", location.path)
+            }
+        case .v2:
+            guard files.exists(location.file("memory.current")) || !files.exists(location.directory) else {
+                throw CgroupError(.noMemoryController, "the memory controller is not enabled for this cgroup", path: files.path(location.directory))
+            }
+            var level: CgroupLocation? = location
+            while let current = level {
+                for file in ["memory.max", "memory.high"] where files.exists(current.file(file)) {
+                    let text = try files.read(current.file(file))
+                    consider(try CgroupValues.limit(text, path: files.path(current.file(file))), file, current.path)
+                }
+                level = current.parent
+            }
+        }
+        return best
+    }
+
+    /// The cgroup's memory event counters.
+    public func events() throws(CgroupError) -> MemoryEventCounters {
+        switch location.version {
+        case .v2:
+            let values = try CgroupValues.flatKeyed(read("memory.events"), path: files.path(location.file("memory.events")))
+            return MemoryEventCounters(
+                low: values["low"] ?? 0, high: values["high"] ?? 0, max: values["max"] ?? 0,
+                oom: values["oom"] ?? 0, oomKill: values["oom_kill"] ?? 0, oomGroupKill: values["oom_group_kill"] ?? 0)
+        case .v1:
+            let control = try CgroupValues.flatKeyed(read("memory.oom_control"), path: files.path(location.file("memory.oom_control")))
+            let failures = try CgroupValues.number(read("memory.failcnt"), path: files.path(location.file("memory.failcnt")))
+            return MemoryEventCounters(max: failures, oom: control["oom_kill"] ?? 0, oomKill: control["oom_kill"] ?? 0)
+        }
+    }
+
+    private func read(_ name: String) throws(CgroupError) -> String {
+        do {
+            return try files.read(location.file(name))
+        } catch where error.code == .notFound && files.exists(location.directory) {
+            throw CgroupError(.noMemoryController, "\(name) is missing: the memory controller is not enabled for this cgroup", path: files.path(location.file(name)), errno: error.errno)
+        }
+    }
+}

@@ -1,0 +1,113 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Reads and writes kernel files (procfs, cgroupfs) below a root directory.
+///
+/// The root is `/` on a real host. Tests point it at a directory of captured files (a
+/// "fixture tree" laid out like `/proc` and `/sys/fs/cgroup`), so every parser and every
+/// discovery rule runs on the same code path as in production.
+public struct KernelFiles: Sendable, Hashable {
+    /// The directory that stands for `/`.
+    public var root: String
+
+    /// The largest kernel file memwarn reads. `memory.stat` is about 1.5 KiB and
+    /// `mountinfo` a few KiB on busy hosts; anything bigger is not a kernel file of ours.
+    public static let maximumFileSize = 1 << 20
+
+    /// The real host.
+    public static let host = KernelFiles(root: "/")
+
+    /// Files below `root`.
+    public init(root: String) {
+        self.root = root.hasSuffix("/") && root != "/" ? String(root.dropLast()) : root
+    }
+
+    /// The real path of an absolute host path.
+    public func path(_ hostPath: String) -> String {
+        root == "/" ? hostPath : root + hostPath
+    }
+
+    /// Whether a file or directory exists at the host path.
+    public func exists(_ hostPath: String) -> Bool {
+        access(path(hostPath), F_OK) == 0
+    }
+
+    /// Reads a whole file as text.
+    ///
+    /// - Parameter hostPath: an absolute path as on the host, such as `/proc/self/cgroup`.
+    /// - Returns: the file's text.
+    /// - Throws: ``CgroupError`` `.notFound` when it does not exist, `.unreadable` when it
+    ///   cannot be read, `.malformed` when it is larger than ``maximumFileSize`` or not UTF-8.
+    public func read(_ hostPath: String) throws(CgroupError) -> String {
+        let realPath = path(hostPath)
+        let fd = open(realPath, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.openError(errno, realPath, writing: false) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 8192)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                let code: CgroupError.Code = (errno == ENODEV || errno == ENOENT) ? .notFound : .unreadable
+                throw CgroupError(code, "read failed: \(String(cString: strerror(errno)))", path: realPath, errno: errno)
+            }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+            if bytes.count > Self.maximumFileSize {
+                throw CgroupError(.malformed, "larger than \(Self.maximumFileSize) bytes; not a kernel file memwarn knows", path: realPath)
+            }
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CgroupError(.malformed, "not UTF-8 text", path: realPath)
+        }
+        return text
+    }
+
+    /// Writes text to an existing control file in one `write`, retried on `EINTR`.
+    ///
+    /// Control files are never created: a missing file is `.notFound`.
+    /// - Throws: ``CgroupError`` `.notFound`, `.permissionDenied` or `.unwritable`.
+    public func write(_ text: String, to hostPath: String) throws(CgroupError) {
+        let realPath = path(hostPath)
+        let fd = open(realPath, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.openError(errno, realPath, writing: true) }
+        defer { close(fd) }
+        let bytes = Array(text.utf8)
+        while true {
+            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if written == bytes.count { return }
+            if written < 0 && errno == EINTR { continue }
+            let error = written < 0 ? errno : EIO
+            throw CgroupError(.unwritable, "writing \"\(text)\" failed: \(String(cString: strerror(error)))", path: realPath, errno: error)
+        }
+    }
+
+    /// The names in a directory, without `.` and `..`.
+    public func list(_ hostPath: String) throws(CgroupError) -> [String] {
+        let realPath = path(hostPath)
+        guard let dir = opendir(realPath) else { throw Self.openError(errno, realPath, writing: false) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    /// The error for a failed `open`, by errno: `.notFound`, `.permissionDenied`, or `.unreadable`/`.unwritable`.
+    public static func openError(_ error: Int32, _ path: String, writing: Bool) -> CgroupError {
+        let reason = String(cString: strerror(error))
+        switch error {
+        case ENOENT, ENOTDIR, ENODEV: return CgroupError(.notFound, "does not exist (\(reason))", path: path, errno: error)
+        case EACCES, EPERM: return CgroupError(.permissionDenied, "permission denied", path: path, errno: error)
+        default: return CgroupError(writing ? .unwritable : .unreadable, "cannot open: \(reason)", path: path, errno: error)
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import CLibcgroup
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The calls memwarn makes into libcgroup (Debian's `libcgroup-dev`, version 2.0.2).
+///
+/// libcgroup keeps global state, so every call runs under one lock, and `cgroup_init` runs
+/// once. libcgroup 2.0.2 works on cgroup v1 hierarchies only for the calls used here: it
+/// cannot name cgroup2 paths (see `LINUX-SIGNALS.md`).
+public enum Libcgroup {
+    private static let lock = Mutex<Bool>(false)
+
+    /// Runs `body` under the library lock, after `cgroup_init` has succeeded once.
+    private static func withLibrary<T>(_ body: () throws(CgroupError) -> T) throws(CgroupError) -> T {
+        try lock.withLock { (initialized: inout Bool) throws(CgroupError) -> T in
+            if !initialized {
+                let status = cgroup_init()
+                guard status == 0 else { throw error(status, "cgroup_init") }
+                initialized = true
+            }
+            return try body()
+        }
+    }
+
+    /// The text for a libcgroup status code. `cgroup_strerror` in 2.0.2 is off by one for
+    /// codes from `ECGEOF` (50023) on, because its table has no entry for the unused 50022.
+    public static func message(for status: Int32) -> String {
+        if status == Int32(ECGOTHER) { return String(cString: strerror(cgroup_get_last_errno())) }
+        let corrected = status >= Int32(ECGEOF) ? status - 1 : status
+        return cgroup_strerror(corrected).map { String(cString: $0) } ?? "unknown libcgroup error"
+    }
+
+    static func error(_ status: Int32, _ call: String, path: String? = nil) -> CgroupError {
+        let lastErrno = status == Int32(ECGOTHER) ? cgroup_get_last_errno() : 0
+        let code: CgroupError.Code = switch lastErrno {
+        case EACCES, EPERM: .permissionDenied
+        case ENOENT: .notFound
+        default: status == Int32(ECGROUPNOTEXIST) ? .notFound : .libcgroup
+        }
+        return CgroupError(code, "\(call) failed: \(message(for: status)) (libcgroup \(status))", path: path, errno: lastErrno == 0 ? nil : lastErrno)
+    }
+
+    /// The path of a process's cgroup in a v1 controller's hierarchy, as libcgroup resolves it.
+    ///
+    /// - Parameters:
+    ///   - pid: the process.
+    ///   - controller: a v1 controller name, such as `memory`.
+    /// - Returns: the path relative to the hierarchy's root, starting with `/`.
+    /// - Throws: ``CgroupError`` `.libcgroup` when libcgroup cannot resolve it.
+    public static func currentPath(pid: Int32, controller: String) throws(CgroupError) -> String {
+        try withLibrary { () throws(CgroupError) -> String in
+            var raw: UnsafeMutablePointer<CChar>?
+            let status = cgroup_get_current_controller_path(pid, controller, &raw)
+            guard status == 0, let raw else { throw error(status, "cgroup_get_current_controller_path(\(pid), \(controller))") }
+            defer { free(raw) }
+            let path = String(cString: raw)
+            return path.hasPrefix("/") ? path : "/" + path
+        }
+    }
+
+    /// Where libcgroup sees a v1 controller mounted.
+    public static func mountPoint(controller: String) throws(CgroupError) -> String {
+        try withLibrary { () throws(CgroupError) -> String in
+            var raw: UnsafeMutablePointer<CChar>?
+            let status = cgroup_get_subsys_mount_point(controller, &raw)
+            guard status == 0, let raw else { throw error(status, "cgroup_get_subsys_mount_point(\(controller))") }
+            defer { free(raw) }
+            return String(cString: raw)
+        }
+    }
+
+    /// Creates a cgroup in a v1 controller's hierarchy and sets values on it
+    /// (`cgroup_new_cgroup`, `cgroup_add_controller`, `cgroup_add_value_uint64`,
+    /// `cgroup_create_cgroup`).
+    ///
+    /// - Parameters:
+    ///   - path: the new cgroup's path relative to the hierarchy's root.
+    ///   - controller: the controller, such as `memory`.
+    ///   - values: control files and their values, such as `memory.limit_in_bytes`.
+    /// - Throws: ``CgroupError`` when libcgroup fails; nothing is left behind then.
+    public static func createCgroup(path: String, controller: String, values: [(String, UInt64)]) throws(CgroupError) {
+        try withLibrary { () throws(CgroupError) in
+            let name = trimmedName(path)
+            guard let group = cgroup_new_cgroup(name) else { throw CgroupError(.libcgroup, "cgroup_new_cgroup failed", path: path) }
+            var owned: OpaquePointer? = group
+            defer { cgroup_free(&owned) }
+            guard let handle = cgroup_add_controller(group, controller) else {
+                throw CgroupError(.libcgroup, "cgroup_add_controller(\(controller)) failed", path: path)
+            }
+            for (file, value) in values {
+                let status = cgroup_add_value_uint64(handle, file, value)
+                guard status == 0 else { throw error(status, "cgroup_add_value_uint64(\(file))", path: path) }
+            }
+            let status = cgroup_create_cgroup(group, 0)
+            guard status == 0 else {
+                _ = cgroup_delete_cgroup(group, 0)
+                throw error(status, "cgroup_create_cgroup", path: path)
+            }
+        }
+    }
+
+    /// Sets a value on an existing v1 cgroup (`cgroup_set_value_uint64` + `cgroup_modify_cgroup`).
+    public static func setValue(_ value: UInt64, file: String, path: String, controller: String) throws(CgroupError) {
+        try withLibrary { () throws(CgroupError) in
+            guard let group = cgroup_new_cgroup(trimmedName(path)) else { throw CgroupError(.libcgroup, "cgroup_new_cgroup failed", path: path) }
+            var owned: OpaquePointer? = group
+            defer { cgroup_free(&owned) }
+            guard let handle = cgroup_add_controller(group, controller) else {
+                throw CgroupError(.libcgroup, "cgroup_add_controller(\(controller)) failed", path: path)
+            }
+            var status = cgroup_add_value_uint64(handle, file, value)
+            guard status == 0 else { throw error(status, "cgroup_add_value_uint64(\(file))", path: path) }
+            status = cgroup_modify_cgroup(group)
+            guard status == 0 else { throw error(status, "cgroup_modify_cgroup(\(file))", path: path) }
+        }
+    }
+
+    /// Deletes an empty v1 cgroup (`cgroup_delete_cgroup`).
+    ///
+    /// - Throws: ``CgroupError`` when libcgroup fails (for example while processes remain).
+    public static func deleteCgroup(path: String, controller: String) throws(CgroupError) {
+        try withLibrary { () throws(CgroupError) in
+            guard let group = cgroup_new_cgroup(trimmedName(path)) else { throw CgroupError(.libcgroup, "cgroup_new_cgroup failed", path: path) }
+            var owned: OpaquePointer? = group
+            defer { cgroup_free(&owned) }
+            guard cgroup_add_controller(group, controller) != nil else {
+                throw CgroupError(.libcgroup, "cgroup_add_controller(\(controller)) failed", path: path)
+            }
+            let status = cgroup_delete_cgroup(group, 0)
+            guard status == 0 else { throw error(status, "cgroup_delete_cgroup", path: path) }
+        }
+    }
+
+    private static func trimmedName(_ path: String) -> String {
+        String(path.drop { $0 == "/" })
+    }
+}

@@ -1,0 +1,28 @@
+public import CgroupKit
+
+/// What a ``PressureMonitor`` watches and how.
+public struct MonitorConfiguration: Sendable {
+    /// The levels' marks, hysteresis and timing.
+    public var policy: PressurePolicy
+    /// The cgroup to watch, as in `/proc/PID/cgroup` or an absolute path under its mount;
+    /// `nil` watches this process's own memory cgroup.
+    public var cgroupPath: String?
+    /// Whether to register PSI triggers (or their sampling fallback).
+    public var watchesPressureStall: Bool = true
+    /// The environment consulted for systemd's `MEMORY_PRESSURE_WATCH` / `MEMORY_PRESSURE_WRITE`.
+    public var environment: [String: String]
+    /// Where kernel files are read (the host; tests may point elsewhere).
+    public var files: KernelFiles = .host
+
+    /// A configuration.
+    ///
+    /// - Parameters:
+    ///   - policy: the policy; load one with ``PressurePolicy/load(file:environment:)``.
+    ///   - cgroupPath: the cgroup to watch, or `nil` for this process's own.
+    ///   - environment: the process environment (for systemd's variables).
+    public init(policy: PressurePolicy = PressurePolicy(), cgroupPath: String? = nil, environment: [String: String] = [:]) {
+        self.policy = policy
+        self.cgroupPath = cgroupPath
+        self.environment = environment
+    }
+}

@@ -1,0 +1,280 @@
+import CLibcgroup
+import CgroupKit
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The monitor's working part, confined to its loop thread: it owns the event sources,
+/// takes snapshots when one fires, runs the evaluator and hands out level events.
+final class MonitorEngine {
+    let loop: EventLoop
+    let sampler: SnapshotSampler
+    private let configuration: MonitorConfiguration
+    private var policy: PressurePolicy { configuration.policy }
+    private let logger: Logger
+    private let emit: (LevelEvent) -> Void
+    private let describeSources: ([String]) -> Void
+    /// Set when a source failed for good (a deleted cgroup); ``PressureMonitor/run()`` throws it.
+    private(set) var failure: CgroupError?
+
+    private var evaluator: LevelEvaluator
+    private var notifications: [CgroupV1Notification] = []
+    private var triggers: [PressureTrigger] = []
+    private var pressureSamplers: [PressureSampler] = []
+    private var fileWatches: [FileModifyWatch] = []
+    private var systemdWatch: SystemdPressureWatch?
+    private var lastEvents: MemoryEventCounters?
+    private var pollsUsage = false
+    private var stepDown: (deadline: Int, source: PressureSignal)?
+    private var recheckDeadline: Int?
+    private var sourceNames: [String] = []
+
+    init(loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger,
+         emit: @escaping (LevelEvent) -> Void, describeSources: @escaping ([String]) -> Void) {
+        self.loop = loop
+        self.sampler = sampler
+        self.configuration = configuration
+        self.logger = logger
+        self.emit = emit
+        self.describeSources = describeSources
+        self.evaluator = LevelEvaluator(policy: configuration.policy)
+    }
+
+    /// Takes the first reading, emits it, and registers every source. Loop thread.
+    func start() throws(CgroupError) {
+        let snapshot = try sampler.sample()
+        try registerCgroupSources(snapshot)
+        if configuration.watchesPressureStall { try registerPressureStall() }
+        try registerSystemd()
+        if pollsUsage || !pressureSamplers.isEmpty {
+            schedulePoll()
+        }
+        describeSources(sourceNames)
+        // Emitted once every source is live, so an observer of the first event misses nothing.
+        _ = evaluator.evaluate(snapshot, hint: .normal, now: .now)
+        emit(LevelEvent(level: evaluator.level, previous: nil, source: .initial, snapshot: snapshot))
+        scheduleRecheckIfRaised()
+    }
+
+    // MARK: Sources
+
+    private func registerCgroupSources(_ snapshot: PressureSnapshot) throws(CgroupError) {
+        guard let cgroup = sampler.layout.memory else {
+            pollsUsage = true
+            sourceNames.append("poll /proc/meminfo every \(policy.pollInterval) (no memory controller)")
+            return
+        }
+        switch cgroup.version {
+        case .v1:
+            if let limit = snapshot.limit?.bytes {
+                for ratio in Set([policy.recoveryRatio, policy.warningRatio, policy.criticalRatio]).sorted() {
+                    let bytes = UInt64(Double(limit) * ratio)
+                    try add(CgroupV1Notification(cgroup: cgroup, file: "memory.usage_in_bytes", argument: String(bytes), files: sampler.files),
+                            hint: .normal, source: .usageThreshold)
+                    sourceNames.append("usage-threshold \(bytes) bytes (\(Int(ratio * 100))% of \(limit))")
+                }
+            } else {
+                pollsUsage = true
+                sourceNames.append("poll /proc/meminfo every \(policy.pollInterval) (no cgroup limit)")
+            }
+            try add(CgroupV1Notification(cgroup: cgroup, file: "memory.oom_control", argument: "", files: sampler.files), hint: .critical, source: .oom)
+            sourceNames.append("oom-control")
+            for (level, argument) in [(MemoryPressureLevel.warning, "medium"), (.critical, "critical")] {
+                let notification = try CgroupV1Notification(cgroup: cgroup, file: "memory.pressure_level", argument: argument, files: sampler.files)
+                notifications.append(notification)
+                try loop.watch(notification.descriptor, events: EPOLLIN.rawValue) { [unowned self] _ in
+                    guard notification.drain() > 0 else { return }
+                    // Coalesce the flood: listen again only after the quiet time.
+                    loop.rewatch(notification.descriptor, events: 0)
+                    loop.schedule(at: .now + policy.pressureLevelQuietTime) { [unowned self] in
+                        loop.rewatch(notification.descriptor, events: EPOLLIN.rawValue)
+                    }
+                    wake(hint: level, source: .pressureLevel)
+                }
+                sourceNames.append("pressure-level \(argument)")
+            }
+        case .v2:
+            pollsUsage = true
+            sourceNames.append("poll \(cgroup.file("memory.current")) every \(policy.pollInterval) (cgroup v2 has no usage thresholds)")
+            lastEvents = try sampler.reader?.events()
+            let watch = try FileModifyWatch(path: cgroup.file("memory.events"), files: sampler.files)
+            fileWatches.append(watch)
+            try loop.watch(watch.descriptor, events: EPOLLIN.rawValue) { [unowned self] _ in
+                if watch.drain() {
+                    fail(CgroupError(.notFound, "the cgroup was removed", path: cgroup.directory))
+                    return
+                }
+                memoryEventsChanged()
+            }
+            sourceNames.append("inotify \(cgroup.file("memory.events"))")
+        }
+    }
+
+    private func add(_ notification: CgroupV1Notification, hint: MemoryPressureLevel, source: PressureSignal) throws(CgroupError) {
+        notifications.append(notification)
+        try loop.watch(notification.descriptor, events: EPOLLIN.rawValue) { [unowned self] _ in
+            guard notification.drain() > 0 else { return }
+            wake(hint: hint, source: source)
+        }
+    }
+
+    private func registerPressureStall() throws(CgroupError) {
+        guard let path = sampler.pressureFile else {
+            sourceNames.append("no PSI (kernel without /proc/pressure)")
+            return
+        }
+        let privileged = (try? Capabilities.effective(Capabilities.sysResource, files: sampler.files)) ?? false
+        for (kind, percent, level) in [(StallKind.some, policy.psiSomeWarningPercent, MemoryPressureLevel.warning), (.full, policy.psiFullCriticalPercent, .critical)] {
+            switch try PressureWatch.make(path: path, kind: kind, percent: percent, window: policy.psiWindow, privileged: privileged, files: sampler.files) {
+            case .trigger(let trigger):
+                triggers.append(trigger)
+                try loop.watch(trigger.descriptor, events: EPOLLPRI.rawValue | EPOLLERR.rawValue) { [unowned self] flags in
+                    if flags & EPOLLERR.rawValue != 0 {
+                        loop.unwatch(trigger.descriptor)
+                        logger.warning("PSI trigger source went away", metadata: ["path": "\(path)"])
+                        return
+                    }
+                    wake(hint: level, source: .psiTrigger)
+                }
+                sourceNames.append("psi-trigger \(kind.rawValue) \(PressureTrigger.microseconds(trigger.threshold))us/\(PressureTrigger.microseconds(trigger.window))us on \(path)")
+            case .sampling(let fallback):
+                pressureSamplers.append(fallback)
+                logger.notice("PSI trigger refused; sampling instead", metadata: ["path": "\(path)", "reason": "\(fallback.reason)"])
+                sourceNames.append("poll \(path) \(kind.rawValue) total every \(policy.pollInterval) (trigger refused: \(fallback.reason.message))")
+            }
+        }
+    }
+
+    private func registerSystemd() throws(CgroupError) {
+        guard let watch = try SystemdPressureWatch.fromEnvironment(configuration.environment) else { return }
+        systemdWatch = watch
+        try loop.watch(watch.descriptor, events: watch.events) { [unowned self] _ in
+            if !watch.drain() { loop.unwatch(watch.descriptor) }
+            wake(hint: .warning, source: .systemd)
+        }
+        sourceNames.append("systemd \(watch.path)")
+    }
+
+    private func memoryEventsChanged() {
+        guard let reader = sampler.reader else { return }
+        let counters: MemoryEventCounters
+        do {
+            counters = try reader.events()
+        } catch {
+            fail(error)
+            return
+        }
+        let previous = lastEvents ?? counters
+        lastEvents = counters
+        if counters.oom > previous.oom || counters.oomKill > previous.oomKill || counters.oomGroupKill > previous.oomGroupKill {
+            wake(hint: .critical, source: .oom)
+        } else if counters.max > previous.max {
+            wake(hint: .critical, source: .memoryEvents)
+        } else if counters.high > previous.high {
+            wake(hint: .warning, source: .memoryEvents)
+        } else {
+            wake(hint: .normal, source: .memoryEvents)
+        }
+    }
+
+    // MARK: Evaluation
+
+    /// Reads a snapshot and evaluates it.
+    func wake(hint: MemoryPressureLevel, source: PressureSignal) {
+        guard failure == nil else { return }
+        let snapshot: PressureSnapshot
+        do {
+            snapshot = try sampler.sample()
+        } catch {
+            fail(error)
+            return
+        }
+        evaluate(snapshot, hint: hint, source: source)
+    }
+
+    private func evaluate(_ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal) {
+        let previous = evaluator.level
+        let outcome = evaluator.evaluate(snapshot, hint: hint, now: .now)
+        if let change = outcome.change {
+            // A step down is caused by the signal that first saw the lower level.
+            let cause = change < previous ? (stepDown?.source ?? source) : source
+            cancelStepDown()
+            emit(LevelEvent(level: change, previous: previous, source: cause, snapshot: snapshot))
+        } else if let at = outcome.stepDownAt {
+            if stepDown == nil {
+                let id = loop.schedule(at: at) { [unowned self] in
+                    let cause = stepDown?.source ?? source
+                    wake(hint: .normal, source: cause)
+                }
+                stepDown = (id, source)
+            }
+        } else {
+            cancelStepDown()  // the level stands again: a pending step down is void
+        }
+        scheduleRecheckIfRaised()
+    }
+
+    private func cancelStepDown() {
+        if let pending = stepDown { loop.cancelDeadline(pending.deadline) }
+        stepDown = nil
+    }
+
+    private func scheduleRecheckIfRaised() {
+        if let id = recheckDeadline { loop.cancelDeadline(id) }
+        recheckDeadline = nil
+        guard evaluator.level > .normal, stepDown == nil else { return }
+        recheckDeadline = loop.schedule(at: .now + policy.recheckInterval) { [unowned self] in
+            recheckDeadline = nil
+            wake(hint: .normal, source: .recheck)
+        }
+    }
+
+    private func schedulePoll() {
+        loop.schedule(at: .now + policy.pollInterval) { [unowned self] in
+            guard failure == nil else { return }
+            poll()
+            schedulePoll()
+        }
+    }
+
+    /// The documented fallback: sample what has no event.
+    private func poll() {
+        var hint = MemoryPressureLevel.normal
+        var source = PressureSignal.poll
+        if !pressureSamplers.isEmpty, let path = sampler.pressureFile {
+            do {
+                let stall = try PressureStall.parse(sampler.files.read(path), path: path)
+                for index in pressureSamplers.indices {
+                    if let percent = pressureSamplers[index].sample(stall, at: .now), percent >= pressureSamplers[index].percent {
+                        hint = max(hint, pressureSamplers[index].kind == .some ? .warning : .critical)
+                        source = .poll
+                    }
+                }
+            } catch {
+                fail(error)
+                return
+            }
+        }
+        wake(hint: hint, source: source)
+    }
+
+    private func fail(_ error: CgroupError) {
+        guard failure == nil else { return }
+        failure = error
+        logger.error("memory monitor stopped", metadata: ["error": "\(error)"])
+        loop.stop()
+    }
+
+    /// Releases every source. Loop thread, after the loop ended.
+    func tearDown() {
+        for notification in notifications { loop.unwatch(notification.descriptor) }
+        for trigger in triggers { loop.unwatch(trigger.descriptor) }
+        for watch in fileWatches { loop.unwatch(watch.descriptor) }
+        if let systemdWatch { loop.unwatch(systemdWatch.descriptor) }
+        notifications = []
+        triggers = []
+        fileWatches = []
+        systemdWatch = nil
+    }
+}

@@ -1,0 +1,226 @@
+import CgroupKit
+public import Logging
+public import Metrics
+public import ServiceLifecycle
+import Synchronization
+
+/// Watches a memory cgroup and the kernel's pressure signals, and reports memory-pressure
+/// levels: the Linux counterpart of iOS's memory warnings.
+///
+/// Run it as a `Service` in a `ServiceGroup` (or call ``run()`` yourself); it stops on
+/// graceful shutdown or task cancellation. While it runs, a thread of its own sleeps in
+/// `epoll_wait` until the kernel reports something — a v1 usage threshold crossed, a
+/// pressure or OOM notification, a PSI trigger, a change of v2 `memory.events`, systemd's
+/// pressure watch — and only then reads the cgroup's files. Where the kernel offers no
+/// event (cgroup v2 usage, system memory when no limit applies, a refused PSI trigger) it
+/// samples every ``PressurePolicy/pollInterval``; ``watchedSources`` says which.
+///
+/// ```swift
+/// let monitor = PressureMonitor(configuration: .init(policy: try .load(environment: env)), logger: logger)
+/// monitor.addObserver { event in
+///     if event.level >= .warning { cache.removeAllObjects() }
+/// }
+/// let group = ServiceGroup(services: [monitor, myService], logger: logger)
+/// try await group.run()
+/// ```
+public final class PressureMonitor: Service, Sendable {
+    /// A registered observer, for ``removeObserver(_:)``.
+    public struct ObserverToken: Sendable, Hashable {
+        fileprivate let id: Int
+    }
+
+    private struct State {
+        var running = false
+        var latest: LevelEvent?
+        var sources: [String] = []
+        var nextID = 0
+        var observers: [Int: @Sendable (LevelEvent) -> Void] = [:]
+        var streams: [Int: AsyncStream<LevelEvent>.Continuation] = [:]
+    }
+
+    /// The configuration it runs with.
+    public let configuration: MonitorConfiguration
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let levelGauge: Gauge
+    private let usageGauge: Gauge
+    private let limitGauge: Gauge
+    private let factory: (any MetricsFactory)?
+
+    /// Creates a monitor; it does nothing until ``run()``.
+    ///
+    /// - Parameters:
+    ///   - configuration: what to watch and the policy.
+    ///   - logger: the caller's logger; memwarn never bootstraps logging.
+    ///   - metricsFactory: where to report `memwarn_level`, `memwarn_usage_bytes`,
+    ///     `memwarn_limit_bytes` and `memwarn_level_changes`; `nil` uses the process's
+    ///     bootstrapped factory (a no-op one unless the application set one up).
+    public init(configuration: MonitorConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)? = nil) {
+        self.configuration = configuration
+        self.logger = logger
+        self.factory = metricsFactory
+        if let metricsFactory {
+            levelGauge = Gauge(label: "memwarn_level", factory: metricsFactory)
+            usageGauge = Gauge(label: "memwarn_usage_bytes", factory: metricsFactory)
+            limitGauge = Gauge(label: "memwarn_limit_bytes", factory: metricsFactory)
+        } else {
+            levelGauge = Gauge(label: "memwarn_level")
+            usageGauge = Gauge(label: "memwarn_usage_bytes")
+            limitGauge = Gauge(label: "memwarn_limit_bytes")
+        }
+    }
+
+    /// The current level (`.normal` before the first reading).
+    public var level: MemoryPressureLevel { state.withLock { $0.latest?.level ?? .normal } }
+
+    /// The latest level event, or `nil` before the first reading.
+    public var latestEvent: LevelEvent? { state.withLock { $0.latest } }
+
+    /// What the running monitor listens to, one line a source, such as
+    /// `usage-threshold 53687091 bytes (80% of 67108864)` or
+    /// `poll /proc/pressure/memory some total every 1s (trigger refused: …)`.
+    public var watchedSources: [String] { state.withLock { $0.sources } }
+
+    /// Level events: the latest one first (when there is one), then every change, until
+    /// the monitor stops or the consumer stops iterating.
+    ///
+    /// Each call makes an independent stream; a slow consumer sees every event in order
+    /// (the stream buffers them).
+    public func events() -> AsyncStream<LevelEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: LevelEvent.self)
+        let id = state.withLock { state in
+            state.nextID += 1
+            state.streams[state.nextID] = continuation
+            if let latest = state.latest { continuation.yield(latest) }
+            if !state.running && state.latest != nil { continuation.finish() }
+            return state.nextID
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.streams.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Calls `observer` with every level event, on the monitor's thread: return quickly.
+    ///
+    /// - Returns: a token for ``removeObserver(_:)``.
+    @discardableResult
+    public func addObserver(_ observer: @escaping @Sendable (LevelEvent) -> Void) -> ObserverToken {
+        state.withLock { state in
+            state.nextID += 1
+            state.observers[state.nextID] = observer
+            return ObserverToken(id: state.nextID)
+        }
+    }
+
+    /// Stops calling an observer.
+    public func removeObserver(_ token: ObserverToken) {
+        _ = state.withLock { $0.observers.removeValue(forKey: token.id) }
+    }
+
+    /// Discovers the cgroup, registers the kernel's event sources and reports levels until
+    /// graceful shutdown or cancellation.
+    ///
+    /// - Throws: ``MonitorError`` when already running; ``CgroupError`` when the cgroup
+    ///   cannot be found or read, or is deleted while watched.
+    public func run() async throws {
+        try state.withLock { (state: inout State) throws(MonitorError) in
+            guard !state.running else { throw MonitorError("the monitor is already running") }
+            state.running = true
+        }
+        defer { finishStreams() }
+        let discovery = CgroupDiscovery(files: configuration.files)
+        let layout = try configuration.cgroupPath.map { (path) throws(CgroupError) in try discovery.layout(cgroupPath: path) } ?? discovery.layout()
+        for note in layout.notes { logger.notice("\(note)") }
+        let loop = try EventLoop()
+        let engine = MonitorEngine(
+            loop: loop, sampler: SnapshotSampler(layout: layout, files: configuration.files), configuration: configuration, logger: logger,
+            emit: { [self] event in publish(event) },
+            describeSources: { [self] sources in state.withLock { $0.sources = sources } })
+        let box = EngineBox(engine)
+        try await withTaskCancellationOrGracefulShutdownHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                LoopThread.start(name: "memwarn-monitor") {
+                    let engine = box.engine
+                    do {
+                        try engine.start()
+                        engine.loop.run()
+                    } catch {
+                        engine.tearDown()
+                        continuation.resume(throwing: error)
+                        return
+                    }
+                    engine.tearDown()
+                    if let failure = engine.failure {
+                        continuation.resume(throwing: failure)
+                    } else {
+                        continuation.resume()
+                    }
+                }
+            }
+        } onCancelOrGracefulShutdown: {
+            loop.execute { box.engine.loop.stop() }
+        }
+    }
+
+    private func publish(_ event: LevelEvent) {
+        let (observers, streams) = state.withLock { state in
+            state.latest = event
+            return (Array(state.observers.values), Array(state.streams.values))
+        }
+        levelGauge.record(Self.gaugeValue(event.level))
+        usageGauge.record(Int64(clamping: event.snapshot.usageBytes))
+        limitGauge.record(Int64(clamping: event.snapshot.capacityBytes ?? 0))
+        if let factory {
+            Counter(label: "memwarn_level_changes", dimensions: [("level", event.level.rawValue)], factory: factory).increment()
+        } else {
+            Counter(label: "memwarn_level_changes", dimensions: [("level", event.level.rawValue)]).increment()
+        }
+        logger.log(level: event.level == .normal ? .info : .warning, "memory pressure \(event.level)", metadata: [
+            "previous": "\(event.previous?.rawValue ?? "none")", "source": "\(event.source)",
+            "usage": "\(event.snapshot.usageBytes)", "limit": "\(event.snapshot.capacityBytes.map(String.init) ?? "none")",
+        ])
+        for stream in streams { stream.yield(event) }
+        for observer in observers { observer(event) }
+    }
+
+    private func finishStreams() {
+        let streams = state.withLock { state in
+            state.running = false
+            defer { state.streams.removeAll() }
+            return Array(state.streams.values)
+        }
+        for stream in streams { stream.finish() }
+    }
+
+    static func gaugeValue(_ level: MemoryPressureLevel) -> Int64 {
+        switch level {
+        case .normal: 0
+        case .warning: 1
+        case .critical: 2
+        }
+    }
+}
+
+/// Hands the engine to its thread. The engine is used only there once handed over.
+private final class EngineBox: @unchecked Sendable {
+    // @unchecked: `engine` is touched only on the monitor's loop thread after `run()` hands it over.
+    let engine: MonitorEngine
+    init(_ engine: MonitorEngine) { self.engine = engine }
+}
+
+/// Misuse of a ``PressureMonitor``.
+public struct MonitorError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong.
+    public var message: String
+    init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+extension PressureMonitor {
+    /// The level one snapshot means on its own (no history: hysteresis starts from `.normal`),
+    /// as `memwarn status` reports it.
+    public static func level(of snapshot: PressureSnapshot, policy: PressurePolicy) -> MemoryPressureLevel {
+        LevelEvaluator.candidate(for: snapshot, current: .normal, hint: .normal, policy: policy)
+    }
+}

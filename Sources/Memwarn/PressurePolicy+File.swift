@@ -1,0 +1,103 @@
+import CgroupKit
+
+extension PressurePolicy {
+    /// The environment variable naming a policy file.
+    public static let configFileVariable = "MEMWARN_CONFIG"
+
+    /// Loads the policy: the defaults, then a file's settings, then `MEMWARN_<KEY>`
+    /// environment variables (for example `MEMWARN_WARNING_RATIO=0.75`).
+    ///
+    /// The file format is `key = value` lines, `#` comments and blank lines; durations take a
+    /// unit (`250ms`, `2s`). `Config/memwarn.conf` documents every key. A file given
+    /// explicitly must exist; an unknown key, a bad value or an inconsistent result is an error.
+    /// - Parameters:
+    ///   - file: a policy file; `nil` uses `MEMWARN_CONFIG` when set, else no file.
+    ///   - environment: the variables to read overrides from.
+    /// - Throws: ``PolicyError`` naming the file and line or the variable.
+    public static func load(file: String? = nil, environment: [String: String]) throws(PolicyError) -> PressurePolicy {
+        var policy = PressurePolicy()
+        if let path = file ?? environment[configFileVariable] {
+            let text: String
+            do {
+                text = try KernelFiles.host.read(path)
+            } catch {
+                throw PolicyError("policy file \(error)")
+            }
+            try policy.apply(fileText: text, path: path)
+        }
+        for key in Self.keys {
+            let variable = "MEMWARN_" + key.uppercased()
+            if let value = environment[variable] {
+                try policy.set(key, to: value, origin: "environment variable \(variable)")
+            }
+        }
+        do {
+            try policy.validate()
+        } catch {
+            throw PolicyError("policy \(file ?? environment[configFileVariable] ?? "(defaults and environment)"): \(error.message)")
+        }
+        return policy
+    }
+
+    /// Applies the settings of a policy file's text.
+    public mutating func apply(fileText: String, path: String) throws(PolicyError) {
+        var lineNumber = 0
+        for rawLine in fileText.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            let line = rawLine.prefix { $0 != "#" }.trimmingWhitespace()
+            if line.isEmpty { continue }
+            let parts = line.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2 else { throw PolicyError("\(path):\(lineNumber): expected \"key = value\", found \"\(line)\"") }
+            try set(parts[0].trimmingWhitespace(), to: parts[1].trimmingWhitespace(), origin: "\(path):\(lineNumber)")
+        }
+    }
+
+    /// The keys a policy file and `MEMWARN_*` variables may set.
+    static let keys = [
+        "warning_ratio", "critical_ratio", "recovery_ratio", "psi_some_warning_percent", "psi_full_critical_percent",
+        "psi_window", "hold_time", "recheck_interval", "poll_interval", "pressure_level_quiet_time",
+    ]
+
+    /// Sets one setting by its file key.
+    mutating func set(_ key: String, to value: String, origin: String) throws(PolicyError) {
+        func number() throws(PolicyError) -> Double {
+            guard let number = Double(value), number.isFinite else { throw PolicyError("\(origin): \(key) must be a number, is \"\(value)\"") }
+            return number
+        }
+        func duration() throws(PolicyError) -> Duration {
+            guard let duration = Self.duration(value) else {
+                throw PolicyError("\(origin): \(key) must be a duration such as 250ms or 2s, is \"\(value)\"")
+            }
+            return duration
+        }
+        switch key {
+        case "warning_ratio": warningRatio = try number()
+        case "critical_ratio": criticalRatio = try number()
+        case "recovery_ratio": recoveryRatio = try number()
+        case "psi_some_warning_percent": psiSomeWarningPercent = try number()
+        case "psi_full_critical_percent": psiFullCriticalPercent = try number()
+        case "psi_window": psiWindow = try duration()
+        case "hold_time": holdTime = try duration()
+        case "recheck_interval": recheckInterval = try duration()
+        case "poll_interval": pollInterval = try duration()
+        case "pressure_level_quiet_time": pressureLevelQuietTime = try duration()
+        default: throw PolicyError("\(origin): unknown key \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
+        }
+    }
+
+    /// Parses `250ms`, `2s`, `1.5s`, `1m`.
+    static func duration(_ text: String) -> Duration? {
+        let units: [(String, Double)] = [("ms", 1e-3), ("s", 1), ("m", 60)]
+        for (suffix, scale) in units where text.hasSuffix(suffix) {
+            guard let number = Double(text.dropLast(suffix.count)), number.isFinite, number >= 0 else { return nil }
+            return .milliseconds(Int64((number * scale * 1000).rounded()))
+        }
+        return nil
+    }
+}
+
+extension StringProtocol {
+    func trimmingWhitespace() -> String {
+        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
+}

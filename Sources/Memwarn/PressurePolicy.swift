@@ -1,0 +1,63 @@
+/// When memory counts as tight: the marks, the hysteresis and how signals are watched.
+///
+/// The defaults are those of `Config/memwarn.conf`; ``PressurePolicy/load(file:environment:)``
+/// reads that format and `MEMWARN_*` environment overrides.
+public struct PressurePolicy: Sendable, Hashable {
+    /// Usage at or above this share of the effective limit raises `.warning`.
+    public var warningRatio: Double = 0.80
+    /// Usage at or above this share of the effective limit raises `.critical`.
+    public var criticalRatio: Double = 0.90
+    /// Usage must fall below this share before the level returns to `.normal` (hysteresis).
+    public var recoveryRatio: Double = 0.70
+    /// PSI `some` avg10 at or above this percentage raises `.warning`; also the threshold of
+    /// the `some` PSI trigger (this share of ``psiWindow``).
+    public var psiSomeWarningPercent: Double = 10
+    /// PSI `full` avg10 at or above this percentage raises `.critical`; also the threshold of
+    /// the `full` PSI trigger.
+    public var psiFullCriticalPercent: Double = 5
+    /// The PSI trigger window. Without `CAP_SYS_RESOURCE` the kernel accepts only multiples
+    /// of 2 s, so it is rounded up to one.
+    public var psiWindow: Duration = .seconds(2)
+    /// How long a lower level must hold before the monitor steps down. Escalation is immediate.
+    public var holdTime: Duration = .seconds(2)
+    /// How often the monitor re-reads while the level is raised, to find the way down.
+    public var recheckInterval: Duration = .seconds(1)
+    /// The fallback sampling period, used only where the kernel gives no event: cgroup v2
+    /// usage (v2 has no usage thresholds), system memory when no limit applies, and PSI
+    /// when a trigger cannot be registered.
+    public var pollInterval: Duration = .seconds(1)
+    /// The quiet time after a v1 `memory.pressure_level` notification before the next one
+    /// is listened to (the kernel sends tens of thousands a second under thrash).
+    public var pressureLevelQuietTime: Duration = .milliseconds(100)
+
+    /// The default policy.
+    public init() {}
+
+    /// Checks that the marks are ordered and the durations sensible.
+    ///
+    /// - Throws: ``PolicyError`` naming the first setting that is out of range.
+    public func validate() throws(PolicyError) {
+        guard 0 < recoveryRatio, recoveryRatio <= warningRatio, warningRatio <= criticalRatio, criticalRatio <= 1 else {
+            throw PolicyError("ratios must satisfy 0 < recovery_ratio (\(recoveryRatio)) <= warning_ratio (\(warningRatio)) <= critical_ratio (\(criticalRatio)) <= 1")
+        }
+        guard (0...100).contains(psiSomeWarningPercent), (0...100).contains(psiFullCriticalPercent) else {
+            throw PolicyError("PSI percentages must be within 0...100")
+        }
+        for (name, value) in [("psi_window", psiWindow), ("recheck_interval", recheckInterval), ("poll_interval", pollInterval)] where value < .milliseconds(10) {
+            throw PolicyError("\(name) must be at least 10ms, is \(value)")
+        }
+        guard holdTime >= .zero, pressureLevelQuietTime >= .zero else { throw PolicyError("durations must not be negative") }
+        guard psiWindow <= .seconds(10) else { throw PolicyError("psi_window must be at most 10s (the kernel's limit), is \(psiWindow)") }
+    }
+}
+
+/// A policy file or override that cannot be used.
+public struct PolicyError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong, naming the file, line and key.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+
+/// `memwarn`: see what the memory monitor sees.
+@main
+struct MemwarnCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "memwarn",
+        abstract: "Memory warnings for Linux services, from cgroup and PSI signals.",
+        discussion: """
+            Examples:
+              memwarn status                          this process's memory cgroup
+              memwarn status --json --cgroup /system.slice/app.service
+              memwarn watch --json --cgroup /sys/fs/cgroup/memory/app
+            """,
+        subcommands: [StatusCommand.self, WatchCommand.self])
+}
+
+/// Options shared by the subcommands.
+struct TargetOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "The cgroup to read: a path as in /proc/PID/cgroup, or an absolute path under the cgroup mount. Default: this process's own.",
+        valueName: "path"))
+    var cgroup: String?
+
+    @Option(name: .long, help: ArgumentHelp("A policy file (format of Config/memwarn.conf). Default: $MEMWARN_CONFIG, else the built-in policy.", valueName: "file"))
+    var config: String?
+
+    @Flag(name: .long, help: "Print JSON instead of text.")
+    var json = false
+
+    func validate() throws {
+        if let cgroup, !cgroup.hasPrefix("/") {
+            throw ValidationError("--cgroup takes an absolute path, such as /system.slice/app.service; got \"\(cgroup)\"")
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import CgroupKit
+import Foundation
+import Memwarn
+
+/// The JSON and text forms of a snapshot, shared by `status` and `watch`.
+struct StatusReport: Encodable {
+    struct Stall: Encodable {
+        var avg10: Double, avg60: Double, avg300: Double, total: UInt64
+        init(_ line: PressureStall.Line) {
+            avg10 = line.avg10
+            avg60 = line.avg60
+            avg300 = line.avg300
+            total = line.total
+        }
+    }
+    struct Pressure: Encodable {
+        var some: Stall
+        var full: Stall?
+        var file: String?
+    }
+
+    var mode: String
+    var cgroupPath: String?
+    var cgroupDirectory: String?
+    /// `cgroup` when usage is measured against a cgroup limit, `system` when no limit applies.
+    var measure: String
+    var usageBytes: UInt64
+    var limitBytes: UInt64?
+    var limitFile: String?
+    var limitCgroup: String?
+    var systemTotalBytes: UInt64?
+    var ratio: Double
+    var level: String
+    var psi: Pressure?
+    var notes: [String]
+
+    init(layout: CgroupLayout, snapshot: PressureSnapshot, level: MemoryPressureLevel) {
+        mode = layout.mode.rawValue
+        cgroupPath = snapshot.cgroup?.path
+        cgroupDirectory = snapshot.cgroup?.directory
+        measure = snapshot.limit == nil ? "system" : "cgroup"
+        usageBytes = snapshot.usageBytes
+        limitBytes = snapshot.limit?.bytes
+        limitFile = snapshot.limit?.file
+        limitCgroup = snapshot.limit?.cgroupPath
+        systemTotalBytes = snapshot.system?.totalBytes
+        ratio = (snapshot.ratio * 10_000).rounded() / 10_000
+        self.level = level.rawValue
+        psi = snapshot.pressure.map { Pressure(some: Stall($0.some), full: $0.full.map(Stall.init), file: snapshot.pressureFile) }
+        var notes = layout.notes
+        if snapshot.limit == nil {
+            notes.append("no cgroup limit applies: usage is the system's MemTotal - MemAvailable")
+        }
+        self.notes = notes
+    }
+
+    func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+
+    func text(policy: PressurePolicy) -> String {
+        let width = 40
+        let filled = min(width, Int((ratio * Double(width)).rounded()))
+        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+        var lines = [
+            "level     \(level)",
+            "usage     [\(bar)] \(String(format: "%.1f", ratio * 100))%",
+            "          \(Self.bytes(usageBytes)) of \(limitBytes.map(Self.bytes) ?? "no limit")"
+                + (limitFile.map { " (\($0) of \(limitCgroup ?? "?"))" } ?? ""),
+            "marks     warning \(Int(policy.warningRatio * 100))%, critical \(Int(policy.criticalRatio * 100))%, normal below \(Int(policy.recoveryRatio * 100))%",
+            "cgroup    \(cgroupDirectory ?? "none") (\(mode))",
+        ]
+        if let systemTotalBytes { lines.append("system    \(Self.bytes(usageBytes)) used of \(Self.bytes(systemTotalBytes))") }
+        if let psi {
+            lines.append("psi some  avg10 \(psi.some.avg10)%  avg60 \(psi.some.avg60)%  avg300 \(psi.some.avg300)%")
+            if let full = psi.full { lines.append("psi full  avg10 \(full.avg10)%  avg60 \(full.avg60)%  avg300 \(full.avg300)%") }
+        }
+        lines += notes.map { "note      \($0)" }
+        return lines.joined(separator: "\n")
+    }
+
+    static func bytes(_ value: UInt64) -> String {
+        let mebibytes = Double(value) / 1_048_576
+        return mebibytes >= 1024 ? String(format: "%.2f GiB", mebibytes / 1024) : String(format: "%.1f MiB", mebibytes)
+    }
+}

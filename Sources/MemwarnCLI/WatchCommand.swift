@@ -1,0 +1,78 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Memwarn
+import ServiceLifecycle
+
+/// `memwarn watch`: the monitor's level changes, as they happen.
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Print the current level, then one line per level change, until interrupted.",
+        discussion: """
+            Event-driven: the monitor sleeps until the kernel reports a crossing, a pressure or \
+            OOM notification or a PSI trigger. JSON lines carry time, level, previous, usageBytes, \
+            limitBytes, ratio and source.
+            Example: memwarn watch --json --cgroup /system.slice/app.service
+            """)
+
+    @OptionGroup var target: TargetOptions
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let policy = try PressurePolicy.load(file: target.config, environment: environment)
+        var logger = Logger(label: "memwarn")
+        logger.logLevel = .critical
+        let monitor = PressureMonitor(
+            configuration: MonitorConfiguration(policy: policy, cgroupPath: target.cgroup, environment: environment), logger: logger)
+        let printer = Task { [json = target.json] in
+            for await event in monitor.events() {
+                Output.line(json ? try WatchLine(event).json() : WatchLine(event).text())
+            }
+        }
+        let group = ServiceGroup(configuration: .init(
+            services: [monitor], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        defer { printer.cancel() }
+        try await group.run()
+        _ = try await printer.value
+    }
+}
+
+/// One line of `memwarn watch`.
+struct WatchLine: Encodable {
+    var time: String
+    var level: String
+    var previous: String?
+    var usageBytes: UInt64
+    var limitBytes: UInt64?
+    var ratio: Double
+    var source: String
+
+    init(_ event: LevelEvent) {
+        let seconds = Double(event.snapshot.time.components.seconds) + Double(event.snapshot.time.components.attoseconds) / 1e18
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        time = formatter.string(from: Date(timeIntervalSince1970: seconds))
+        level = event.level.rawValue
+        previous = event.previous?.rawValue
+        usageBytes = event.snapshot.usageBytes
+        limitBytes = event.snapshot.limit?.bytes
+        ratio = (event.snapshot.ratio * 10_000).rounded() / 10_000
+        source = event.source.name
+    }
+
+    func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Encode `previous` as null rather than leaving it out: every line has the same keys.
+        var object = try JSONSerialization.jsonObject(with: encoder.encode(self)) as? [String: Any] ?? [:]
+        if previous == nil { object["previous"] = NSNull() }
+        if limitBytes == nil { object["limitBytes"] = NSNull() }
+        return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+    }
+
+    func text() -> String {
+        let change = previous.map { "\($0) -> \(level)" } ?? "level \(level)"
+        return "\(time)  \(change)  \(StatusReport.bytes(usageBytes)) of \(limitBytes.map(StatusReport.bytes) ?? "no limit") (\(String(format: "%.1f", ratio * 100))%)  [\(source)]"
+    }
+}

@@ -1,0 +1,73 @@
+// memwarn-hog: a child process that holds exactly as much anonymous memory as it is told.
+// Tests and benchmarks start it, place it in a cgroup, then drive it over stdin:
+//
+//   hold <bytes>   grow or shrink to <bytes> of touched memory; replies
+//                  "held <bytes> <start ns> <end ns>" (CLOCK_MONOTONIC around the change)
+//   exit           exit 0 (end of input does the same)
+//
+// Memory is mapped anonymously and every page is written, so the cgroup is charged at once;
+// shrinking unmaps, so the charge is returned at once too.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Holder {
+    let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+    var regions: [(base: UnsafeMutableRawPointer, size: Int)] = []
+    var held = 0
+
+    mutating func hold(_ target: Int) -> Bool {
+        let wanted = (target + pageSize - 1) / pageSize * pageSize
+        while held > wanted, let last = regions.popLast() {
+            let excess = held - wanted
+            if excess >= last.size {
+                munmap(last.base, last.size)
+                held -= last.size
+            } else {
+                let keep = last.size - excess
+                munmap(last.base + keep, excess)
+                regions.append((last.base, keep))
+                held -= excess
+            }
+        }
+        if wanted > held {
+            let size = wanted - held
+            guard let base = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), base != MAP_FAILED else { return false }
+            var offset = 0
+            while offset < size {
+                base.storeBytes(of: UInt8(1), toByteOffset: offset, as: UInt8.self)
+                offset += pageSize
+            }
+            regions.append((base, size))
+            held = wanted
+        }
+        return true
+    }
+}
+
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+func reply(_ text: String) {
+    let bytes = Array((text + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+}
+
+var holder = Holder()
+while let line = readLine() {
+    let words = line.split(separator: " ")
+    if words.first == "exit" { exit(0) }
+    guard words.count == 2, words[0] == "hold", let bytes = Int(words[1]), bytes >= 0 else {
+        reply("error: expected \"hold <bytes>\" or \"exit\", got \"\(line)\"")
+        continue
+    }
+    let start = monotonicNanoseconds()
+    guard holder.hold(bytes) else {
+        reply("error: mmap of \(bytes) bytes failed: errno \(errno)")
+        continue
+    }
+    reply("held \(holder.held) \(start) \(monotonicNanoseconds())")
+}

@@ -1,0 +1,86 @@
+public import CgroupKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A uniquely named cgroup v1 memory cgroup below this process's own, created through
+/// libcgroup with a limit, for tests and benchmarks on real cgroups.
+///
+/// Use ``withTestCgroup(limit:_:)``: it kills the children *it* started in the cgroup and
+/// removes the cgroup even when the body throws.
+public final class TestCgroup: Sendable {
+    /// The cgroup's location.
+    public let location: CgroupLocation
+    /// The limit set on it.
+    public let limit: UInt64
+
+    /// Creates a child of this process's own memory cgroup with `memory.limit_in_bytes = limit`.
+    ///
+    /// - Throws: ``CgroupError`` when there is no v1 memory hierarchy or creation fails.
+    public init(limit: UInt64, prefix: String = "memwarn-test") throws(CgroupError) {
+        let layout = try CgroupDiscovery().layout()
+        guard let own = layout.memory, own.version == .v1 else {
+            throw CgroupError(.noMemoryController, "test cgroups need a cgroup v1 memory hierarchy (mode \(layout.mode.rawValue))")
+        }
+        let name = "\(prefix)-\(getpid())-\(TestNames.next())"
+        let location = own.child(name)
+        try Libcgroup.createCgroup(path: location.path, controller: "memory", values: [("memory.limit_in_bytes", limit)])
+        self.location = location
+        self.limit = limit
+    }
+
+    /// Moves a process into the cgroup (it must be one the caller started).
+    public func add(pid: Int32) throws(CgroupError) {
+        try KernelFiles.host.write(String(pid), to: location.file("cgroup.procs"))
+    }
+
+    /// The processes in the cgroup.
+    public func processes() throws(CgroupError) -> [Int32] {
+        try KernelFiles.host.read(location.file("cgroup.procs")).split(separator: "\n").compactMap { Int32($0) }
+    }
+
+    /// Current usage, as the kernel reports it.
+    public func usage() throws(CgroupError) -> UInt64 {
+        try CgroupMemoryReader(location: location).usage()
+    }
+
+    /// Removes the cgroup through libcgroup; retries while the kernel still holds it busy.
+    public func remove() throws(CgroupError) {
+        var lastError: CgroupError?
+        for _ in 0..<50 {
+            do throws(CgroupError) {
+                try Libcgroup.deleteCgroup(path: location.path, controller: "memory")
+                if !KernelFiles.host.exists(location.directory) { return }
+            } catch {
+                lastError = error
+            }
+            usleep(20_000)
+        }
+        throw lastError ?? CgroupError(.libcgroup, "cgroup still exists after deletion", path: location.directory)
+    }
+}
+
+/// Runs `body` with a new test cgroup and always removes it afterwards, after killing the
+/// hogs the body started (by pid) if they are still alive.
+public func withTestCgroup<T>(limit: UInt64, _ body: (TestCgroup) async throws -> T) async throws -> T {
+    let cgroup = try TestCgroup(limit: limit)
+    let result: Result<T, any Error>
+    do {
+        result = .success(try await body(cgroup))
+    } catch {
+        result = .failure(error)
+    }
+    MemoryHog.terminateAll(in: cgroup)
+    try cgroup.remove()
+    return try result.get()
+}
+
+/// Unique names for test cgroups within one process.
+enum TestNames {
+    private static let counter = AtomicCounter()
+    static func next() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return "\(counter.increment())-\(String(now.tv_nsec, radix: 36))"
+    }
+}
