@@ -5,7 +5,9 @@ public struct EffectiveLimit: Sendable, Hashable, Codable {
     /// The file that sets it: `memory.max`, `memory.high`, `memory.limit_in_bytes` or
     /// `hierarchical_memory_limit` (v1: an ancestor's limit, named by the kernel).
     public var file: String
-    /// The cgroup that sets it (its path inside the mount).
+    /// The cgroup that sets it (its path inside the mount). For v1's
+    /// `hierarchical_memory_limit` this is the cgroup read: the kernel does not say which
+    /// ancestor set the limit.
     public var cgroupPath: String
 
     /// Creates a limit.
@@ -97,7 +99,10 @@ public struct CgroupMemoryReader: Sendable {
                 consider(hierarchical >= CgroupValues.v1Unlimited ? nil : hierarchical, "hierarchical_memory_limit", location.path)
             }
         case .v2:
-            guard files.exists(location.file("memory.current")) || !files.exists(location.directory) else {
+            guard files.exists(location.directory) else {
+                throw CgroupError(.notFound, "no such cgroup", path: files.path(location.directory))
+            }
+            guard files.exists(location.file("memory.current")) else {
                 throw CgroupError(.noMemoryController, "the memory controller is not enabled for this cgroup", path: files.path(location.directory))
             }
             var level: CgroupLocation? = location
@@ -123,7 +128,7 @@ public struct CgroupMemoryReader: Sendable {
         case .v1:
             let control = try CgroupValues.flatKeyed(read("memory.oom_control"), path: files.path(location.file("memory.oom_control")))
             let failures = try CgroupValues.number(read("memory.failcnt"), path: files.path(location.file("memory.failcnt")))
-            return MemoryEventCounters(max: failures, oom: control["oom_kill"] ?? 0, oomKill: control["oom_kill"] ?? 0)
+            return MemoryEventCounters(max: failures, oomKill: control["oom_kill"] ?? 0)
         }
     }
 

@@ -68,7 +68,7 @@ final class MonitorEngine {
         switch cgroup.version {
         case .v1:
             if let limit = snapshot.limit?.bytes {
-                for ratio in Set([policy.recoveryRatio, policy.warningRatio, policy.criticalRatio]).sorted() {
+                for ratio in Set([policy.recoveryRatio, policy.warningRatio, policy.criticalRatio]).sorted() where ratio <= 1 {
                     let bytes = UInt64(Double(limit) * ratio)
                     try add(CgroupV1Notification(cgroup: cgroup, file: "memory.usage_in_bytes", argument: String(bytes), files: sampler.files),
                             hint: .normal, source: .usageThreshold)

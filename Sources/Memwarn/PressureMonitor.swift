@@ -121,7 +121,8 @@ public final class PressureMonitor: Service, Sendable {
     /// Discovers the cgroup, registers the kernel's event sources and reports levels until
     /// graceful shutdown or cancellation.
     ///
-    /// - Throws: ``MonitorError`` when already running; ``CgroupError`` when the cgroup
+    /// - Throws: ``MonitorError`` when already running; ``PolicyError`` for an inconsistent
+    ///   policy; ``CgroupError`` when the cgroup
     ///   cannot be found or read, or is deleted while watched.
     public func run() async throws {
         try state.withLock { (state: inout State) throws(MonitorError) in
@@ -129,6 +130,7 @@ public final class PressureMonitor: Service, Sendable {
             state.running = true
         }
         defer { finishStreams() }
+        try configuration.policy.validate()
         let discovery = CgroupDiscovery(files: configuration.files)
         let layout = try configuration.cgroupPath.map { (path) throws(CgroupError) in try discovery.layout(cgroupPath: path) } ?? discovery.layout()
         for note in layout.notes { logger.notice("\(note)") }

@@ -5,7 +5,8 @@
 public struct PressurePolicy: Sendable, Hashable {
     /// Usage at or above this share of the effective limit raises `.warning`.
     public var warningRatio: Double = 0.80
-    /// Usage at or above this share of the effective limit raises `.critical`.
+    /// Usage at or above this share of the effective limit raises `.critical`. A value above 1
+    /// (up to 2) turns usage-based critical off: only OOM, pressure and PSI signals raise it.
     public var criticalRatio: Double = 0.90
     /// Usage must fall below this share before the level returns to `.normal` (hysteresis).
     public var recoveryRatio: Double = 0.70
@@ -37,8 +38,8 @@ public struct PressurePolicy: Sendable, Hashable {
     ///
     /// - Throws: ``PolicyError`` naming the first setting that is out of range.
     public func validate() throws(PolicyError) {
-        guard 0 < recoveryRatio, recoveryRatio <= warningRatio, warningRatio <= criticalRatio, criticalRatio <= 1 else {
-            throw PolicyError("ratios must satisfy 0 < recovery_ratio (\(recoveryRatio)) <= warning_ratio (\(warningRatio)) <= critical_ratio (\(criticalRatio)) <= 1")
+        guard 0 < recoveryRatio, recoveryRatio <= warningRatio, warningRatio <= criticalRatio, warningRatio <= 1, criticalRatio <= 2 else {
+            throw PolicyError("ratios must satisfy 0 < recovery_ratio (\(recoveryRatio)) <= warning_ratio (\(warningRatio)) <= 1 and warning_ratio <= critical_ratio (\(criticalRatio)) <= 2")
         }
         guard (0...100).contains(psiSomeWarningPercent), (0...100).contains(psiFullCriticalPercent) else {
             throw PolicyError("PSI percentages must be within 0...100")

@@ -173,8 +173,9 @@ struct MemoryReaderFixtureTests {
     @Test("On v2 the effective limit of a cgroup that is gone is not found")
     func goneV2CgroupLimitIsNotFound() {
         let reader = reader("v2-host", .v2, "/sys/fs/cgroup", "/system.slice/gone.service")
-        let error = caughtError { () throws(CgroupError) in try reader.effectiveLimit() }
-        #expect(error?.code == .notFound, "got \(String(describing: error)); limit \(String(describing: try? reader.effectiveLimit()))")
+        expectError(.notFound, naming: Fixture.files("v2-host").path("/sys/fs/cgroup/system.slice/gone.service")) { () throws(CgroupError) in
+            try reader.effectiveLimit()
+        }
     }
 
     @Test("System memory comes from /proc/meminfo in bytes")

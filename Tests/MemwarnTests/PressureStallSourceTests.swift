@@ -1,0 +1,79 @@
+import CgroupKit
+import MemwarnTestKit
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import Memwarn
+
+/// PSI triggers and their fallback, on a real cgroup2 group's `memory.pressure`.
+struct PressureStallSourceTests {
+    static var privileged: Bool { (try? Capabilities.effective(Capabilities.sysResource)) ?? false }
+
+    @Test func anUnprivilegedWindowIsRoundedUpToAMultipleOfTwoSeconds() {
+        #expect(PressureTrigger.acceptedWindow(.milliseconds(500), privileged: false) == .seconds(2))
+        #expect(PressureTrigger.acceptedWindow(.seconds(2), privileged: false) == .seconds(2))
+        #expect(PressureTrigger.acceptedWindow(.milliseconds(2500), privileged: false) == .seconds(4))
+        #expect(PressureTrigger.acceptedWindow(.milliseconds(500), privileged: true) == .milliseconds(500))
+    }
+
+    @Test func aTriggerIsRegisteredOnARealCgroup2GroupWithTheRoundedWindow() async throws {
+        try await withUnifiedTestCgroup { cgroup in
+            let path = cgroup.location.file("memory.pressure")
+            let watch = try PressureWatch.make(path: path, kind: .some, percent: 10, window: .seconds(1), privileged: Self.privileged)
+            guard case .trigger(let trigger) = watch else {
+                Issue.record("the kernel refused the trigger: \(watch)")
+                return
+            }
+            #expect(trigger.window == (Self.privileged ? .seconds(1) : .seconds(2)))
+            #expect(trigger.threshold == trigger.window * 0.1)
+            // Nothing stalls in an empty group: the trigger must not fire.
+            var poller = pollfd(fd: trigger.descriptor, events: Int16(POLLPRI), revents: 0)
+            #expect(poll(&poller, 1, 0) == 0)
+        }
+    }
+
+    @Test func theKernelRefusesAnUnroundedWindowWithoutCapSysResource() async throws {
+        try await withUnifiedTestCgroup { cgroup in
+            let path = cgroup.location.file("memory.pressure")
+            if Self.privileged { return }
+            let error = #expect(throws: CgroupError.self) {
+                _ = try PressureTrigger(path: path, kind: .some, threshold: .milliseconds(100), window: .seconds(1))
+            }
+            #expect(error?.errno == EINVAL)
+        }
+    }
+
+    @Test func aTriggerTheKernelRefusesFallsBackToSamplingTheTotal() async throws {
+        try await withUnifiedTestCgroup { cgroup in
+            let path = cgroup.location.file("memory.pressure")
+            // A threshold longer than its window is invalid: the real kernel answers EINVAL.
+            let watch = try PressureWatch.make(path: path, kind: .some, percent: 10, window: .seconds(2), privileged: false, threshold: .seconds(3))
+            guard case .sampling(var sampler) = watch else {
+                Issue.record("expected the sampling fallback, got \(watch)")
+                return
+            }
+            #expect(sampler.reason.errno == EINVAL)
+            #expect(sampler.reason.description.contains(path))
+            let start = ContinuousClock.now
+            let before = PressureStall(some: .init(avg10: 0, avg60: 0, avg300: 0, total: 1_000_000), full: nil)
+            let after = PressureStall(some: .init(avg10: 0, avg60: 0, avg300: 0, total: 1_250_000), full: nil)
+            #expect(sampler.sample(before, at: start) == nil)
+            let measured = sampler.sample(after, at: start + .seconds(1))
+            let percent = try #require(measured)
+            #expect(abs(percent - 25) < 0.001)
+            let real = try PressureStall.parse(KernelFiles.host.read(path), path: path)
+            let backwards = sampler.sample(real, at: start + .seconds(2))
+            #expect(backwards == nil, "a total that went backwards is no reading")
+        }
+    }
+
+    @Test func aMissingPressureFileFallsBackInsteadOfFailing() throws {
+        let watch = try PressureWatch.make(path: "/sys/fs/cgroup/unified/memwarn-no-such-group/memory.pressure", kind: .full, percent: 5, window: .seconds(2), privileged: false)
+        guard case .sampling(let sampler) = watch else {
+            Issue.record("expected the sampling fallback")
+            return
+        }
+        #expect(sampler.reason.errno == ENOENT)
+    }
+}
