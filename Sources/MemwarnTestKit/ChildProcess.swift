@@ -18,6 +18,53 @@ public enum ProductsDirectory {
 
 /// Starting child processes with pipes, without Foundation's `Process`.
 public enum ChildProcess {
+    /// The outcome of ``run(_:environment:)``.
+    public struct Finished: Sendable {
+        /// The exit status, or 128 + the signal for a killed process.
+        public var status: Int32
+        public var standardOutput: String
+        public var standardError: String
+    }
+
+    /// Runs a command to its end with no input, capturing its output and error streams.
+    public static func run(_ arguments: [String], environment: [String]? = nil) throws(CgroupError) -> Finished {
+        var errorPipe: [Int32] = [0, 0]
+        guard pipe(&errorPipe) == 0 else { throw CgroupError(.unsupported, "pipe failed") }
+        let saved = dup(2)
+        dup2(errorPipe[1], 2)
+        let spawned = Result { () throws(CgroupError) in try spawn(arguments, environment: environment) }
+        dup2(saved, 2)
+        close(saved)
+        close(errorPipe[1])
+        let (pid, input, output) = try spawned.get()
+        close(input)
+        let standardOutput = readAll(output)
+        let standardError = readAll(errorPipe[0])
+        close(output)
+        close(errorPipe[0])
+        return Finished(status: wait(pid), standardOutput: standardOutput, standardError: standardError)
+    }
+
+    /// Waits for a child and returns its exit status, or 128 + signal.
+    public static func wait(_ pid: Int32) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    static func readAll(_ descriptor: Int32) -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += chunk[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Spawns `arguments` with its stdin and stdout connected to pipes (stderr inherited).
     ///
     /// - Returns: the pid, the write end of its stdin and the read end of its stdout.

@@ -1,0 +1,15 @@
+# Two entry points that do all the set-up on a fresh Debian machine (libcgroup-dev, build).
+.PHONY: demo test setup bench
+
+demo:   ## the main job: status, then watch this process's memory cgroup
+	Scripts/demo
+
+test:   ## every test (unit, fixture, real-cgroup integration, CLI)
+	Scripts/test
+
+setup:  ## install libcgroup-dev when missing, then build
+	Scripts/setup
+
+bench:  ## detection latency and idle CPU, peers side by side
+	Benchmarks/run latency --crossings 200
+	Benchmarks/run idle --seconds 60

@@ -1,0 +1,99 @@
+import CgroupKit
+import Foundation
+import MemwarnTestKit
+import Testing
+
+/// The built `memwarn` binary, run as an operator would, against real cgroups.
+@Suite(.serialized)
+struct CLITests {
+    static let memwarn = ProductsDirectory.path + "/memwarn"
+    static let limit: UInt64 = 64 << 20
+
+    static func object(_ line: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+
+    @Test func statusJSONReportsTheLimitAndTheKernelsUsage() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            let hog = try MemoryHog()
+            try cgroup.add(pid: hog.pid)
+            try hog.hold(20 << 20)
+            let result = try ChildProcess.run([Self.memwarn, "status", "--json", "--cgroup", cgroup.location.path])
+            let kernel = try cgroup.usage()
+            #expect(result.status == 0, "\(result.standardError)")
+            let status = try Self.object(result.standardOutput)
+            #expect(status["limitBytes"] as? Int == 67_108_864)
+            let usage = try #require(status["usageBytes"] as? Int)
+            #expect(abs(usage - Int(kernel)) <= 2 << 20)
+            #expect(usage >= 20 << 20)
+            #expect(status["mode"] as? String == "hybrid")
+            #expect(status["cgroupPath"] as? String == cgroup.location.path)
+            #expect(status["level"] as? String == "normal")
+            let psi = try #require(status["psi"] as? [String: Any])
+            let some = try #require(psi["some"] as? [String: Any])
+            #expect(some["avg10"] != nil && some["avg60"] != nil && some["avg300"] != nil && some["total"] != nil)
+            #expect((status["ratio"] as? Double).map { abs($0 - Double(usage) / Double(Self.limit)) < 0.001 } == true)
+            hog.terminate()
+        }
+    }
+
+    @Test func statusAcceptsTheAbsoluteMountPathToo() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            let result = try ChildProcess.run([Self.memwarn, "status", "--json", "--cgroup", cgroup.location.directory])
+            #expect(result.status == 0)
+            #expect(try Self.object(result.standardOutput)["cgroupPath"] as? String == cgroup.location.path)
+            let text = try ChildProcess.run([Self.memwarn, "status", "--cgroup", cgroup.location.directory])
+            #expect(text.standardOutput.contains("of 64.0 MiB"))
+            #expect(text.standardOutput.hasPrefix("level     normal"))
+        }
+    }
+
+    @Test func watchJSONFollowsAProcessItDidNotStart() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            let hog = try MemoryHog()
+            try cgroup.add(pid: hog.pid)
+            let overhead = Int(try cgroup.usage())
+            let environment = ProcessInfo.processInfo.environment.map { "\($0)=\($1)" } + ["MEMWARN_HOLD_TIME=300ms", "MEMWARN_PSI_SOME_WARNING_PERCENT=100", "MEMWARN_PSI_FULL_CRITICAL_PERCENT=100"]
+            let (pid, input, output) = try ChildProcess.spawn([Self.memwarn, "watch", "--json", "--cgroup", cgroup.location.path], environment: environment)
+            defer {
+                close(input)
+                close(output)
+            }
+            var lines: [[String: Any]] = [try Self.object(ChildProcess.readLine(output))]
+            for fraction in [0.60, 0.85, 0.95] {
+                try hog.hold(Int(Double(Self.limit) * fraction) - overhead)
+                if fraction > 0.6 { lines.append(try Self.object(ChildProcess.readLine(output))) }
+            }
+            try hog.hold(0)
+            lines.append(try Self.object(ChildProcess.readLine(output)))
+            kill(pid, SIGINT)
+            let status = ChildProcess.wait(pid)
+            #expect(status == 0, "memwarn watch should end cleanly on SIGINT")
+            #expect(lines.map { $0["level"] as? String } == ["normal", "warning", "critical", "normal"])
+            #expect(lines[0]["previous"] is NSNull)
+            #expect(lines.dropFirst().map { $0["previous"] as? String } == ["normal", "warning", "critical"])
+            #expect(lines.dropFirst().allSatisfy { ["usage-threshold", "pressure-level", "oom"].contains($0["source"] as? String) })
+            #expect(lines.allSatisfy { $0["limitBytes"] as? Int == 67_108_864 && $0["usageBytes"] is Int })
+            #expect(lines.allSatisfy { ($0["time"] as? String).map { ISO8601DateFormatter.fractional.date(from: $0) != nil } == true })
+            hog.terminate()
+        }
+    }
+
+    @Test func badArgumentsAndMissingCgroupsGiveAOneLineErrorAndAFailingStatus() throws {
+        for arguments in [["status", "--cgroup", "relative/path"], ["status", "--cgroup", "/memwarn-no-such-cgroup"], ["watch", "--cgroup", "/a/../b"], ["status", "--bogus"], ["status", "--config", "/nonexistent.conf"]] {
+            let result = try ChildProcess.run([Self.memwarn] + arguments)
+            #expect(result.status >= 1, "\(arguments)")
+            let firstLine = result.standardError.split(separator: "\n").first.map(String.init) ?? ""
+            #expect(firstLine.hasPrefix("Error: "), "\(arguments): \(result.standardError)")
+            #expect(result.standardOutput.isEmpty)
+        }
+    }
+}
+
+extension ISO8601DateFormatter {
+    nonisolated(unsafe) static let fractional: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+}
