@@ -1,17 +1,20 @@
 // The C side of memwarn, in one module so system headers are not claimed twice:
 // libcgroup (Debian's libcgroup-dev), and the Linux calls Swift's Glibc module does not
-// export (epoll, eventfd, inotify, thread names, malloc_trim). Linux only.
+// export (epoll, eventfd, inotify, prctl, malloc_trim). Linux only.
 #ifndef MEMWARN_CLIBCGROUP_SHIM_H
 #define MEMWARN_CLIBCGROUP_SHIM_H
 #ifdef __linux__
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
+// No _GNU_SOURCE here: it changes glibc's struct layouts (fd_set) against SwiftGlibc's.
 #include <malloc.h>
-#include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <libcgroup.h>
+
+/// Names the calling thread (prctl is variadic, so Swift cannot call it directly).
+static inline int memwarn_set_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
 #endif
 #endif

@@ -7,21 +7,25 @@ import Glibc
 /// never occupies a thread of Swift's cooperative pool.
 enum LoopThread {
     private final class Box {
+        let name: String
         let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
+        init(_ name: String, _ body: @escaping () -> Void) {
+            self.name = String(name.prefix(15))
+            self.body = body
+        }
     }
 
     /// Runs `body` on a new thread named `name`.
     static func start(name: String, _ body: @escaping () -> Void) {
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        let box = Unmanaged.passRetained(Box(name, body)).toOpaque()
         var thread = pthread_t()
         let status = pthread_create(&thread, nil, { raw in
             let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            _ = memwarn_set_thread_name(box.name)
             box.body()
             return nil
         }, box)
         precondition(status == 0, "pthread_create failed: \(status)")
-        pthread_setname_np(thread, String(name.prefix(15)))
         pthread_detach(thread)
     }
 }
