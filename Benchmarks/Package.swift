@@ -1,0 +1,40 @@
+// swift-tools-version:6.2
+// memwarn's benchmarks, a package of their own so the library's users never resolve or build them.
+//
+//   memwarn-bench latency   how long after memory crosses the warning mark each reader hears of it:
+//                           the event-driven PressureMonitor versus a 100 ms polling thread
+//   memwarn-bench idle      CPU the monitor's thread and a 100 ms polling thread use while nothing happens
+//
+// Run them with ./run (it builds the root package's memwarn-hog first); see README.md.
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "memwarn-benchmarks",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "memwarn-bench", targets: ["memwarn-bench"]),
+    ],
+    dependencies: [
+        .package(name: "memwarn", path: "../"),
+        // The monitor takes a Logger; the benchmark hands it a no-op one. Same requirement as the root's.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "memwarn-bench",
+            dependencies: [
+                .product(name: "Memwarn", package: "memwarn"),
+                .product(name: "CgroupKit", package: "memwarn"),
+                .product(name: "MemwarnTestKit", package: "memwarn"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

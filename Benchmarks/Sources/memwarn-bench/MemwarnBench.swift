@@ -1,0 +1,107 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `memwarn-bench latency|idle`: see README.md.
+@main
+struct MemwarnBench {
+    static let usage = """
+    usage: memwarn-bench latency [--crossings N] [--json]   (N defaults to 200)
+           memwarn-bench idle [--seconds S] [--json]        (S defaults to 60)
+
+    Needs root and a cgroup v1 memory hierarchy; finds memwarn-hog through MEMWARN_HOG
+    (the run script builds it and sets it). With --json the table goes to stderr and
+    stdout holds one JSON object.
+    """
+
+    static func main() async {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        let json = arguments.contains("--json")
+        arguments.removeAll { $0 == "--json" }
+        do {
+            guard let command = arguments.first else { throw UsageError("no benchmark named") }
+            let options = try parseOptions(Array(arguments.dropFirst()))
+            switch command {
+            case "latency":
+                let crossings = try options.integer("--crossings", default: 200)
+                guard crossings >= 1 else { throw UsageError("--crossings must be at least 1") }
+                let result = try await LatencyBenchmark(crossings: crossings).run { done in
+                    if isatty(2) == 1 && (done % 20 == 0 || done == crossings) { writeError("\rcrossings: \(done)/\(crossings)" + (done == crossings ? "\n" : "")) }
+                }
+                emit(report: result.report, json: json ? result.json : nil)
+            case "idle":
+                let seconds = try options.number("--seconds", default: 60)
+                guard seconds > 0 else { throw UsageError("--seconds must be positive") }
+                if isatty(2) == 1 { writeError("idling for \(fixed(seconds, 1)) s...\n") }
+                let result = try await IdleBenchmark(seconds: seconds).run()
+                emit(report: result.report, json: json ? result.json : nil)
+            case "-h", "--help", "help":
+                print(usage)
+            default:
+                throw UsageError("unknown benchmark \"\(command)\"")
+            }
+        } catch let error as UsageError {
+            writeError("memwarn-bench: \(error.message)\n\n\(usage)\n")
+            exit(2)
+        } catch {
+            writeError("memwarn-bench: \(error)\n")
+            exit(1)
+        }
+    }
+
+    /// The table on stdout; with JSON, the table on stderr and the object alone on stdout.
+    static func emit(report: String, json: JSON?) {
+        if let json {
+            writeError(report + "\n")
+            print(json.text)
+        } else {
+            print(report)
+        }
+    }
+
+    struct Options {
+        var values: [String: String]
+        func integer(_ name: String, default value: Int) throws(UsageError) -> Int {
+            guard let text = values[name] else { return value }
+            guard let number = Int(text) else { throw UsageError("\(name) expects a whole number, got \"\(text)\"") }
+            return number
+        }
+        func number(_ name: String, default value: Double) throws(UsageError) -> Double {
+            guard let text = values[name] else { return value }
+            guard let number = Double(text), number.isFinite else { throw UsageError("\(name) expects a number, got \"\(text)\"") }
+            return number
+        }
+    }
+
+    /// `--name value` and `--name=value` pairs.
+    static func parseOptions(_ arguments: [String]) throws(UsageError) -> Options {
+        var values: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            guard argument.hasPrefix("--") else { throw UsageError("unexpected argument \"\(argument)\"") }
+            if let equals = argument.firstIndex(of: "=") {
+                values[String(argument[..<equals])] = String(argument[argument.index(after: equals)...])
+            } else {
+                guard index + 1 < arguments.count else { throw UsageError("\(argument) needs a value") }
+                values[argument] = arguments[index + 1]
+                index += 1
+            }
+            index += 1
+        }
+        let known: Set = ["--crossings", "--seconds"]
+        if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) { throw UsageError("unknown option \(unknown)") }
+        return Options(values: values)
+    }
+}
+
+struct UsageError: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// Writes to stderr unbuffered.
+func writeError(_ text: String) {
+    let bytes = Array(text.utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
