@@ -1,0 +1,19 @@
+/// Content that can be discarded when memory is tight and not in use: Apple's
+/// `NSDiscardableContent`, for Linux.
+///
+/// Bracket every use with ``beginContentAccess()`` and ``endContentAccess()``; content
+/// with a positive access count is never discarded. ``DiscardableCache`` calls
+/// ``discardContentIfPossible()`` on a memory warning and, when
+/// ``DiscardableCache/evictsObjectsWithDiscardedContent`` is set, drops entries whose content
+/// is gone.
+public protocol DiscardableContent: AnyObject {
+    /// Marks the content as in use. Returns `false` if it was already discarded (then it
+    /// is not in use and must be rebuilt).
+    func beginContentAccess() -> Bool
+    /// Ends one use begun with ``beginContentAccess()``.
+    func endContentAccess()
+    /// Discards the content if no one is using it.
+    func discardContentIfPossible()
+    /// Whether the content has been discarded.
+    func isContentDiscarded() -> Bool
+}

@@ -1,0 +1,33 @@
+/// What one release did, consumer by consumer, in the order they were asked.
+public struct ReleaseReport: Sendable, Hashable {
+    /// One consumer's part.
+    public struct Entry: Sendable, Hashable {
+        /// The consumer's name.
+        public var consumer: String
+        /// The tier it was asked in (a consumer with discarded content is asked twice:
+        /// once in ``ReleaseTier/discarded``, once in its own tier).
+        public var tier: ReleaseTier
+        /// Its footprint before and after.
+        public var bytesBefore: Int
+        public var bytesAfter: Int
+        /// What it said it freed.
+        public var bytesFreed: Int
+        /// How long it took.
+        public var duration: Duration
+    }
+
+    /// The level behind the release.
+    public var level: MemoryPressureLevel
+    /// The bytes wanted: enough to bring usage back below the recovery mark.
+    public var targetBytes: Int
+    /// The consumers asked, in order.
+    public var entries: [Entry]
+    /// The bytes freed in all.
+    public var freedBytes: Int { entries.reduce(0) { $0 + $1.bytesFreed } }
+    /// Whether the target was met.
+    public var metTarget: Bool { freedBytes >= targetBytes }
+    /// Whether freed heap was returned to the kernel (`malloc_trim(0)`).
+    public var trimmedHeap: Bool
+    /// The whole release's duration, trimming included.
+    public var duration: Duration
+}
