@@ -28,6 +28,7 @@ final class MonitorEngine {
     private var pollsUsage = false
     private var stepDown: (deadline: Int, source: PressureSignal)?
     private var recheckDeadline: Int?
+    private var lastRatio = 0.0
     private var sourceNames: [String] = []
 
     init(loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger,
@@ -52,6 +53,7 @@ final class MonitorEngine {
         }
         describeSources(sourceNames)
         // Emitted once every source is live, so an observer of the first event misses nothing.
+        lastRatio = snapshot.limit == nil ? 0 : snapshot.ratio
         _ = evaluator.evaluate(snapshot, hint: .normal, now: .now)
         emit(LevelEvent(level: evaluator.level, previous: nil, source: .initial, snapshot: snapshot))
         scheduleRecheckIfRaised()
@@ -137,7 +139,7 @@ final class MonitorEngine {
                     }
                     wake(hint: level, source: .psiTrigger)
                 }
-                sourceNames.append("psi-trigger \(kind.rawValue) \(PressureTrigger.microseconds(trigger.threshold))us/\(PressureTrigger.microseconds(trigger.window))us on \(path)")
+                sourceNames.append("psi-trigger \(kind.rawValue) \(trigger.threshold.microseconds)us/\(trigger.window.microseconds)us on \(path)")
             case .sampling(let fallback):
                 pressureSamplers.append(fallback)
                 logger.notice("PSI trigger refused; sampling instead", metadata: ["path": "\(path)", "reason": "\(fallback.reason)"])
@@ -194,6 +196,7 @@ final class MonitorEngine {
     }
 
     private func evaluate(_ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal) {
+        lastRatio = snapshot.limit == nil ? 0 : snapshot.ratio
         let previous = evaluator.level
         let outcome = evaluator.evaluate(snapshot, hint: hint, now: .now)
         if let change = outcome.change {
@@ -220,10 +223,16 @@ final class MonitorEngine {
         stepDown = nil
     }
 
+    /// Re-reads every recheck interval while the level is raised (to find the way down) and
+    /// while usage sits between the recovery and warning marks: the kernel checks v1 usage
+    /// thresholds only every 128 page events per CPU, so a crossing followed by silence can
+    /// go unreported; near a mark the re-check bounds that delay. Below the recovery mark at
+    /// `.normal` nothing is scheduled and the loop sleeps.
     private func scheduleRecheckIfRaised() {
         if let id = recheckDeadline { loop.cancelDeadline(id) }
         recheckDeadline = nil
-        guard evaluator.level > .normal, stepDown == nil else { return }
+        let nearMark = lastRatio >= policy.recoveryRatio && sampler.layout.memory?.version == .v1
+        guard evaluator.level > .normal || nearMark, stepDown == nil else { return }
         recheckDeadline = loop.schedule(at: .now + policy.recheckInterval) { [unowned self] in
             recheckDeadline = nil
             wake(hint: .normal, source: .recheck)

@@ -8,30 +8,41 @@ import MemwarnTestKit
 /// that polls the same file every 100 ms, side by side on the same crossings.
 struct LatencyBenchmark {
     static let limit: UInt64 = 64 << 20
+    /// Where each cycle starts, well below the recovery mark, so the monitor goes back to `.normal`.
     static let lowFraction = 0.60
-    static let highFraction = 0.85
+    /// How far below the warning mark the hog waits before the final step: below it, so no event.
+    static let belowMark = 1 << 20
+    /// How far above the warning mark the final step ends.
+    static let aboveMark = 512 << 10
+    /// How long to wait for the monitor's `.warning` before counting the crossing as missed.
+    static let missAfter: Duration = .seconds(1)
 
     var crossings: Int
 
-    /// What the monitor's observer saw, stamped on arrival.
+    /// What the monitor's observer saw, stamped on arrival; or, when `deadlineOf` is set, the benchmark's
+    /// own note that the monitor had not reported that crossing within ``missAfter``.
     struct MonitorObservation: Sendable {
         var level: MemoryPressureLevel
         var source: String
         var ratio: Double
         var nanoseconds: UInt64
+        var deadlineOf: Int? = nil
     }
 
     struct Result {
         var crossings: Int
         var overhead: Int
         var lowBytes: Int
-        var highBytes: Int
+        var belowBytes: Int
+        var aboveBytes: Int
         var threshold: UInt64
         var monitor: LatencySummary
         var poller: LatencySummary
-        var faultIn: LatencySummary
-        var monitorFromCrossing: LatencySummary
-        var pollerFromCrossing: LatencySummary
+        var finalStep: LatencySummary
+        /// The cgroup's usage read just before each final step, lowest and highest.
+        var usageBelow: ClosedRange<UInt64>
+        /// Crossings the monitor did not report within ``LatencyBenchmark/missAfter``.
+        var missed: [Int]
         var monitorSources: [String: Int]
         var warningRatios: ClosedRange<Double>
         var pollerReads: Int
@@ -48,13 +59,14 @@ struct LatencyBenchmark {
             let empty = try hog.hold(0)
             let overhead = Int(try cgroup.usage()) - empty.bytes
             let lowBytes = Int(Double(Self.limit) * Self.lowFraction) - overhead
-            let highBytes = Int(Double(Self.limit) * Self.highFraction) - overhead
 
             var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory)
             configuration.policy.holdTime = .zero
             configuration.watchesPressureStall = false
             // The monitor's own mark, computed as the monitor computes it.
             let threshold = UInt64(Double(Self.limit) * configuration.policy.warningRatio)
+            let belowBytes = Int(threshold) - Self.belowMark - overhead
+            let aboveBytes = Int(threshold) + Self.aboveMark - overhead
             let monitor = PressureMonitor(configuration: configuration, logger: quietLogger)
             let (monitorStream, monitorContinuation) = AsyncStream.makeStream(of: MonitorObservation.self)
             monitor.addObserver { event in
@@ -73,47 +85,75 @@ struct LatencyBenchmark {
 
                 var monitorLatencies: [Int64] = []
                 var pollerLatencies: [Int64] = []
-                var faultIn: [Int64] = []
-                var crossingOffsets: [Int64] = []
+                var finalStep: [Int64] = []
+                var missed: [Int] = []
+                var lowestBelow = UInt64.max
+                var highestBelow = UInt64.min
                 var sources: [String: Int] = [:]
                 var lowestRatio = Double.infinity
                 var highestRatio = -Double.infinity
                 var random = SystemRandomNumberGenerator()
                 for crossing in 1...crossings {
-                    // Back to normal, and both readers know it.
-                    let low = try hog.hold(lowBytes)
+                    // 1. Back to normal, and both readers know it.
+                    try hog.hold(lowBytes)
                     while monitorLevel != .normal {
-                        monitorLevel = try await next(&monitorEvents, waitingFor: "monitor .normal event").level
+                        let event = try await next(&monitorEvents, waitingFor: "monitor .normal event")
+                        if event.deadlineOf == nil { monitorLevel = event.level }
                     }
                     while pollerAbove {
                         pollerAbove = try await next(&pollerEvents, waitingFor: "poller below the mark").isAbove
                     }
+                    // 2. Just below the mark: past the recovery mark, but from .normal that changes nothing,
+                    // so neither reader reports anything. Usage is checked so that a drift in the cgroup's
+                    // overhead cannot make the step below cross the mark unnoticed.
+                    try hog.hold(belowBytes)
+                    let below = try cgroup.usage()
+                    guard below < threshold else {
+                        throw BenchmarkError("usage \(below) is already at the warning mark \(threshold) before the final step (crossing \(crossing))")
+                    }
+                    lowestBelow = min(lowestBelow, below)
+                    highestBelow = max(highestBelow, below)
                     // The step would otherwise follow a poll by a fixed few microseconds whenever the
                     // poller was the last to report: a uniform random delay makes its phase arbitrary,
                     // as it is for a real application.
                     try await Task.sleep(for: .nanoseconds(Int64.random(in: 0..<100_000_000, using: &random)))
 
-                    // Cross the warning mark; t0 is when the hog started growing.
-                    let held = try hog.hold(highBytes)
+                    // 3. A small final step across the mark; t0 is when the hog started it.
+                    let held = try hog.hold(aboveBytes)
                     let start = held.startNanoseconds
-                    faultIn.append(Int64(held.endNanoseconds) - Int64(start))
-                    // When usage passed the mark, assuming the hog touched its pages at an even pace.
-                    let share = (Double(threshold) - Double(overhead + low.bytes)) / Double(held.bytes - low.bytes)
-                    crossingOffsets.append(Int64(share * Double(held.endNanoseconds - start)))
+                    finalStep.append(Int64(held.endNanoseconds) - Int64(start))
+                    // Waiting on the stream with a timeout would cancel it (and end it), so a miss is
+                    // noted by putting a marker for this crossing into the same stream after missAfter.
+                    let deadline = Task {
+                        try await Task.sleep(for: Self.missAfter)
+                        monitorContinuation.yield(MonitorObservation(level: .normal, source: "", ratio: 0, nanoseconds: monotonicNanoseconds(), deadlineOf: crossing))
+                    }
                     var warning: MonitorObservation
                     repeat {
                         warning = try await next(&monitorEvents, waitingFor: "monitor .warning event (crossing \(crossing))")
-                        monitorLevel = warning.level
-                    } while warning.level < .warning
-                    monitorLatencies.append(Int64(warning.nanoseconds) - Int64(start))
-                    sources[warning.source, default: 0] += 1
-                    lowestRatio = min(lowestRatio, warning.ratio)
-                    highestRatio = max(highestRatio, warning.ratio)
+                        if warning.deadlineOf == crossing { break }
+                        if warning.deadlineOf == nil { monitorLevel = warning.level }
+                    } while warning.deadlineOf != nil || warning.level < .warning
+                    deadline.cancel()
+                    if warning.deadlineOf == crossing {
+                        missed.append(crossing)
+                    } else {
+                        guard warning.nanoseconds >= start else {
+                            throw BenchmarkError("the monitor reported .warning before the final step (crossing \(crossing))")
+                        }
+                        monitorLatencies.append(Int64(warning.nanoseconds) - Int64(start))
+                        sources[warning.source, default: 0] += 1
+                        lowestRatio = min(lowestRatio, warning.ratio)
+                        highestRatio = max(highestRatio, warning.ratio)
+                    }
                     var seen: PollingReader.Observation
                     repeat {
                         seen = try await next(&pollerEvents, waitingFor: "poller above the mark (crossing \(crossing))")
                         pollerAbove = seen.isAbove
                     } while !seen.isAbove
+                    guard seen.nanoseconds >= start else {
+                        throw BenchmarkError("the poller saw usage above the mark before the final step (crossing \(crossing))")
+                    }
                     pollerLatencies.append(Int64(seen.nanoseconds) - Int64(start))
                     progress(crossing)
                 }
@@ -122,11 +162,9 @@ struct LatencyBenchmark {
                 running.cancel()
                 try await running.value
                 return Result(
-                    crossings: crossings, overhead: overhead, lowBytes: lowBytes, highBytes: highBytes, threshold: threshold,
-                    monitor: LatencySummary(monitorLatencies), poller: LatencySummary(pollerLatencies), faultIn: LatencySummary(faultIn),
-                    monitorFromCrossing: LatencySummary(zip(monitorLatencies, crossingOffsets).map { $0 - $1 }),
-                    pollerFromCrossing: LatencySummary(zip(pollerLatencies, crossingOffsets).map { $0 - $1 }),
-                    monitorSources: sources, warningRatios: lowestRatio...highestRatio,
+                    crossings: crossings, overhead: overhead, lowBytes: lowBytes, belowBytes: belowBytes, aboveBytes: aboveBytes,
+                    threshold: threshold, monitor: LatencySummary(monitorLatencies), poller: LatencySummary(pollerLatencies),
+                    finalStep: LatencySummary(finalStep), usageBelow: lowestBelow...highestBelow, missed: missed, monitorSources: sources, warningRatios: lowestRatio <= highestRatio ? lowestRatio...highestRatio : 0...0,
                     pollerReads: poller.reads, pollerFailures: poller.failures, watchedSources: watched)
             } catch {
                 poller.stop()
@@ -147,23 +185,18 @@ extension LatencyBenchmark.Result {
         let limit = LatencyBenchmark.limit
         return """
         latency: \(crossings) crossings of the warning mark (\(threshold) bytes, 80% of a \(limit >> 20) MiB limit)
-        hog \(Int(LatencyBenchmark.lowFraction * 100))% -> \(Int(LatencyBenchmark.highFraction * 100))% of the limit (holds \(lowBytes) -> \(highBytes) bytes; cgroup overhead \(overhead) bytes)
-        latency = reader's CLOCK_MONOTONIC on receipt - hog's CLOCK_MONOTONIC before it started growing
+        each: hog at \(Int(LatencyBenchmark.lowFraction * 100))% of the limit until both readers are back below the mark, then mark - \(LatencyBenchmark.belowMark >> 10) KiB, then a final step to mark + \(LatencyBenchmark.aboveMark >> 10) KiB
+        hog holds \(lowBytes) -> \(belowBytes) -> \(aboveBytes) bytes (cgroup overhead \(overhead) bytes; usage before the final step \(usageBelow.lowerBound)...\(usageBelow.upperBound))
+        latency = reader's CLOCK_MONOTONIC on receipt - hog's CLOCK_MONOTONIC just before it started the final step
 
         \(table([
             ["reader", "n", "p50 ms", "p99 ms", "max ms", "mean ms", "min ms"],
             row("PressureMonitor observer (.warning)", monitor),
             row("100 ms polling reader", poller),
-            row("(hog growing 60% -> 85%, for scale)", faultIn),
+            row("(hog's final step, start -> end)", finalStep),
         ]))
 
-        the same, counted from when usage passed the mark (estimated: the hog's growth, interpolated linearly)
-        \(table([
-            ["reader", "n", "p50 ms", "p99 ms", "max ms", "mean ms", "min ms"],
-            row("PressureMonitor observer (.warning)", monitorFromCrossing),
-            row("100 ms polling reader", pollerFromCrossing),
-        ]))
-
+        monitor missed \(missed.count) of \(crossings) crossings (no .warning within \(LatencyBenchmark.missAfter))\(missed.isEmpty ? "" : ": " + missed.map(String.init).joined(separator: ", "))
         monitor .warning sources: \(monitorSources.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")); usage at the event \(fixed(warningRatios.lowerBound * 100, 1))%...\(fixed(warningRatios.upperBound * 100, 1))% of the limit
         poller: \(pollerReads) reads, \(pollerFailures) failed
         """
@@ -187,20 +220,21 @@ extension LatencyBenchmark.Result {
             ("warning_threshold_bytes", .number(threshold)),
             ("overhead_bytes", .number(overhead)),
             ("hog_low_bytes", .number(lowBytes)),
-            ("hog_high_bytes", .number(highBytes)),
+            ("hog_below_mark_bytes", .number(belowBytes)),
+            ("hog_above_mark_bytes", .number(aboveBytes)),
+            ("usage_before_step_min_bytes", .number(usageBelow.lowerBound)),
+            ("usage_before_step_max_bytes", .number(usageBelow.upperBound)),
             ("poll_interval_ms", .number(100)),
             ("monitor", summary(monitor, extra: [
                 ("sources", .object(monitorSources.sorted { $0.key < $1.key }.map { ($0.key, .number($0.value)) })),
                 ("usage_ratio_min", .double(warningRatios.lowerBound, digits: 4)),
                 ("usage_ratio_max", .double(warningRatios.upperBound, digits: 4)),
                 ("watched_sources", .array(watchedSources.map { .string($0) })),
+                ("missed", .number(missed.count)),
+                ("missed_crossings", .array(missed.map { .number($0) })),
             ])),
             ("poller", summary(poller, extra: [("reads", .number(pollerReads)), ("failed_reads", .number(pollerFailures))])),
-            ("hog_growth", summary(faultIn)),
-            ("from_estimated_crossing", .object([
-                ("monitor", summary(monitorFromCrossing)),
-                ("poller", summary(pollerFromCrossing)),
-            ])),
+            ("hog_final_step", summary(finalStep)),
         ])
     }
 }

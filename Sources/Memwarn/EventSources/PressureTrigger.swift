@@ -42,18 +42,13 @@ final class PressureTrigger {
         let realPath = files.path(path)
         descriptor = open(realPath, O_RDWR | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { throw KernelFiles.openError(errno, realPath, writing: true) }
-        let request = "\(kind.rawValue) \(Self.microseconds(threshold)) \(Self.microseconds(window))"
+        let request = "\(kind.rawValue) \(threshold.microseconds) \(window.microseconds)"
         let written = request.withCString { Glibc.write(descriptor, $0, strlen($0) + 1) }
         guard written >= 0 else {
             let error = errno
             close(descriptor)
             throw CgroupError(.unwritable, "PSI trigger \"\(request)\" refused: \(String(cString: strerror(error)))", path: realPath, errno: error)
         }
-    }
-
-    static func microseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
     }
 
     deinit { close(descriptor) }
@@ -82,7 +77,7 @@ struct PressureSampler: Sendable {
         guard let line = kind == .some ? stall.some : stall.full else { return nil }
         defer { last = (line.total, now) }
         guard let last else { return nil }
-        let elapsed = PressureTrigger.microseconds(now - last.at)
+        let elapsed = (now - last.at).microseconds
         guard elapsed > 0, line.total >= last.total else { return nil }
         return Double(line.total - last.total) / Double(elapsed) * 100
     }
