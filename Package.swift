@@ -7,6 +7,7 @@
 //   MemwarnTestKit  real test cgroups and memory-hungry child processes, for tests and benchmarks
 //   memwarn         the operator's command-line tool
 //   memwarn-hog     a child process that holds as much memory as it is told (tests, benchmarks)
+//   memwarn-release-probe  a child process holding caches, media and handles to release (tests)
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -24,6 +25,7 @@ let package = Package(
         .library(name: "MemwarnTestKit", targets: ["MemwarnTestKit"]),
         .executable(name: "memwarn", targets: ["MemwarnCLI"]),
         .executable(name: "memwarn-hog", targets: ["MemwarnHog"]),
+        .executable(name: "memwarn-release-probe", targets: ["MemwarnReleaseProbe"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -72,6 +74,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "MemwarnHog",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "MemwarnReleaseProbe",
+            dependencies: ["Memwarn", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Bytes the system may purge when they are not in use: Apple's `NSPurgeableData`, for Linux.
 ///
@@ -10,11 +9,11 @@ public final class PurgeableData: DiscardableContent, Sendable {
         var bytes: [UInt8]?
         var accessCount = 1
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Wraps bytes; the new object is in use.
     public init(bytes: [UInt8]) {
-        state = Mutex(State(bytes: bytes))
+        state = Locked(State(bytes: bytes))
     }
 
     /// The length in bytes (0 once discarded).

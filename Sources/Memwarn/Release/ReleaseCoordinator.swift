@@ -1,5 +1,4 @@
 import CLibcgroup
-import Synchronization
 
 /// Releases memory from registered consumers in the documented order when memory is tight.
 ///
@@ -29,7 +28,7 @@ public final class ReleaseCoordinator: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Whether a release ends with `malloc_trim(0)`.
     public let trimsHeap: Bool
 

@@ -1,0 +1,52 @@
+/// Why a media file could not be decoded, written or reloaded.
+///
+/// Every error names the file it concerns.
+public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case unreadable, unwritable, badMagic, malformedHeader, unsupportedMaxval, truncated, changedOnDisk
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The file could not be opened or read.
+        public static let unreadable = Code(.unreadable)
+        /// The file could not be created or written.
+        public static let unwritable = Code(.unwritable)
+        /// The file does not start with `P5` (PGM) or `P6` (PPM).
+        public static let badMagic = Code(.badMagic)
+        /// The header is not a well-formed Netpbm header (a missing or non-numeric field, a
+        /// zero or oversized dimension, no whitespace before the raster), or a sample
+        /// exceeds the maxval.
+        public static let malformedHeader = Code(.malformedHeader)
+        /// The maxval is above 255 (two-byte samples, which memwarn does not decode).
+        public static let unsupportedMaxval = Code(.unsupportedMaxval)
+        /// The file ends before the raster does.
+        public static let truncated = Code(.truncated)
+        /// A released buffer, decoded again, no longer matches the checksum recorded at its
+        /// first decode: the file changed on disk.
+        public static let changedOnDisk = Code(.changedOnDisk)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// What went wrong, in words.
+    public var message: String
+    /// The file concerned.
+    public var path: String
+    /// The `errno` behind the failure, when a system call failed.
+    public var errno: Int32?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, path: String, errno: Int32? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.errno = errno
+    }
+
+    public var description: String { "\(path): \(message)" }
+}

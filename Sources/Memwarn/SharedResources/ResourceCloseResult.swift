@@ -1,0 +1,46 @@
+/// A handle that a ``ResourcePool`` failed to close: the pool's name and the error its
+/// `close` closure threw.
+///
+/// The pool has dropped the handle all the same (a handle whose close failed is in an
+/// unknown state and is never handed out again), so it no longer counts in the footprint.
+public struct ResourceCloseError: Error, Sendable, CustomStringConvertible {
+    /// The pool's name.
+    public var pool: String
+    /// What `close` threw.
+    public var error: any Error
+
+    /// Creates an error.
+    public init(pool: String, error: any Error) {
+        self.pool = pool
+        self.error = error
+    }
+
+    public var description: String { "\(pool): closing a handle failed: \(error)" }
+}
+
+/// What one ``ResourcePool/closeIdle()`` did.
+public struct ResourceCloseResult: Sendable, CustomStringConvertible {
+    /// The idle handles closed, failed closes included (they are dropped too).
+    public var closed: Int
+    /// The bytes those handles accounted for.
+    public var bytesFreed: Int
+    /// The handles left open because they were in use.
+    public var inUse: Int
+    /// The closes that failed, in the order tried.
+    public var failures: [ResourceCloseError]
+
+    /// Creates a result.
+    public init(closed: Int, bytesFreed: Int, inUse: Int, failures: [ResourceCloseError]) {
+        self.closed = closed
+        self.bytesFreed = bytesFreed
+        self.inUse = inUse
+        self.failures = failures
+    }
+
+    /// Whether every close succeeded.
+    public var succeeded: Bool { failures.isEmpty }
+
+    public var description: String {
+        "closed \(closed) (\(bytesFreed) bytes), \(inUse) in use, \(failures.count) failed"
+    }
+}

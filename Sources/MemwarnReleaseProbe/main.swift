@@ -1,0 +1,122 @@
+// memwarn-release-probe: a child process that holds memory the way a service would — three
+// caches, a media store and a handle pool of clearly different sizes — so tests can release it
+// inside a real cgroup and compare the report with the kernel's usage. Commands on stdin, one
+// JSON line per reply on stdout:
+//
+//   load                        fill the stores; reply {"footprints": {name: bytes}}
+//   release <level> <bytes>     ReleaseCoordinator.shared.release; reply: the report
+//   watch                       start a PressureMonitor on this process's cgroup with the
+//                               coordinator attached; each automatic release prints its report
+//   ballast <bytes>             hold that much memory no consumer can release
+//   exit
+import Foundation
+import Logging
+import Memwarn
+
+let megabyte = 1 << 20
+let output = FileHandle.standardOutput
+
+func reply(_ object: some Encodable) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    let data = (try? encoder.encode(object)) ?? Data("{\"error\":\"encoding failed\"}".utf8)
+    output.write(data + Data("\n".utf8))
+}
+
+struct Failure: Encodable { var error: String }
+
+/// A connection stand-in: a descriptor plus the buffers a client library would keep.
+final class Connection {
+    let descriptor: Int32
+    let buffer: [UInt8]
+    init() throws {
+        descriptor = open("/dev/null", O_RDWR | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Failure(error: "open /dev/null failed") }
+        buffer = [UInt8](repeating: 7, count: 2 * megabyte)
+    }
+}
+extension Failure: Error {}
+
+func fill(_ cache: DiscardableCache<Int, [UInt8]>, bytes: Int, entry: Int) {
+    for key in 0..<(bytes / entry) {
+        cache.setObject([UInt8](repeating: UInt8(truncatingIfNeeded: key), count: entry), forKey: key, cost: entry)
+    }
+}
+
+var caches: [DiscardableCache<Int, [UInt8]>] = []
+var media: MediaStore?
+var pool: ResourcePool<Connection>?
+var monitor: PressureMonitor?
+var ballast: [[UInt8]] = []
+let directory = NSTemporaryDirectory() + "memwarn-probe-\(getpid())"
+
+@MainActor func load() async throws {
+    for (name, bytes, entry) in [("sessions", 60, 64 << 10), ("thumbnails", 40, 256 << 10), ("fragments", 20, 16 << 10)] {
+        let cache = DiscardableCache<Int, [UInt8]>()
+        cache.name = name
+        fill(cache, bytes: bytes * megabyte, entry: entry)
+        caches.append(cache)
+    }
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let store = MediaStore(name: "media")
+    for (name, width, height) in [("poster", 1024, 1024), ("banner", 1024, 512), ("icon", 512, 512)] {
+        let path = "\(directory)/\(name).ppm"
+        try PortablePixmap.write(width: width, height: height, pixel: { x, y in (UInt8(x & 255), UInt8(y & 255), 128) }, to: path)
+        _ = try store.add(name, path: path)
+    }
+    media = store
+    let connections = ResourcePool<Connection>(name: "connections", bytesPerHandle: 2 * megabyte, maximumCount: 4,
+                                               open: { try Connection() }, close: { connection in
+        guard close(connection.descriptor) == 0 else { throw Failure(error: "close failed: errno \(errno)") }
+    })
+    // Open four handles at once, then return them: four idle connections.
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<4 {
+            group.addTask { try await connections.withResource { _ in try await Task.sleep(for: .milliseconds(50)) } }
+        }
+        try await group.waitForAll()
+    }
+    pool = connections
+    var footprints: [String: Int] = [:]
+    for consumer in ReleaseCoordinator.shared.consumers { footprints[consumer.name] = consumer.footprintBytes }
+    reply(["footprints": footprints])
+}
+
+@MainActor func startWatching() async throws {
+    var logger = Logger(label: "memwarn-release-probe")
+    logger.logLevel = .critical
+    let running = PressureMonitor(configuration: MonitorConfiguration(environment: [:]), logger: logger)
+    ReleaseCoordinator.shared.addReportObserver { report in reply(report) }
+    ReleaseCoordinator.shared.attach(to: running)
+    monitor = running
+    var events = running.events().makeAsyncIterator()
+    Task { try await running.run() }
+    guard let first = await events.next() else { throw Failure(error: "the monitor ended at once") }
+    reply(["watching": first.level.rawValue])
+}
+
+while let line = readLine() {
+    let words = line.split(separator: " ").map(String.init)
+    do {
+        switch words.first {
+        case "load": try await load()
+        case "release":
+            guard words.count == 3, let level = MemoryPressureLevel(rawValue: words[1]), let target = Int(words[2]) else {
+                throw Failure(error: "usage: release <normal|warning|critical> <bytes>")
+            }
+            reply(ReleaseCoordinator.shared.release(level: level, targetBytes: target))
+        case "watch": try await startWatching()
+        case "ballast":
+            guard words.count == 2, let bytes = Int(words[1]) else { throw Failure(error: "usage: ballast <bytes>") }
+            ballast.append([UInt8](repeating: 1, count: bytes))
+            reply(["ballast": ballast.reduce(0) { $0 + $1.count }])
+        case "exit":
+            try? FileManager.default.removeItem(atPath: directory)
+            exit(0)
+        default: throw Failure(error: "unknown command \"\(line)\"")
+        }
+    } catch {
+        reply(Failure(error: "\(error)"))
+    }
+}
+try? FileManager.default.removeItem(atPath: directory)
