@@ -81,18 +81,8 @@ public enum Libcgroup {
     ///   - values: control files and their values, such as `memory.limit_in_bytes`.
     /// - Throws: ``CgroupError`` when libcgroup fails; nothing is left behind then.
     public static func createCgroup(path: String, controller: String, values: [(String, UInt64)]) throws(CgroupError) {
-        try withLibrary { () throws(CgroupError) in
-            let name = trimmedName(path)
-            guard let group = cgroup_new_cgroup(name) else { throw CgroupError(.libcgroup, "cgroup_new_cgroup failed", path: path) }
-            var owned: OpaquePointer? = group
-            defer { cgroup_free(&owned) }
-            guard let handle = cgroup_add_controller(group, controller) else {
-                throw CgroupError(.libcgroup, "cgroup_add_controller(\(controller)) failed", path: path)
-            }
-            for (file, value) in values {
-                let status = cgroup_add_value_uint64(handle, file, value)
-                guard status == 0 else { throw error(status, "cgroup_add_value_uint64(\(file))", path: path) }
-            }
+        try withGroup(path: path, controller: controller) { (group, handle) throws(CgroupError) in
+            try add(values, to: handle, path: path)
             let status = cgroup_create_cgroup(group, 0)
             guard status == 0 else {
                 _ = cgroup_delete_cgroup(group, 0)
@@ -103,16 +93,9 @@ public enum Libcgroup {
 
     /// Sets a value on an existing v1 cgroup (`cgroup_set_value_uint64` + `cgroup_modify_cgroup`).
     public static func setValue(_ value: UInt64, file: String, path: String, controller: String) throws(CgroupError) {
-        try withLibrary { () throws(CgroupError) in
-            guard let group = cgroup_new_cgroup(trimmedName(path)) else { throw CgroupError(.libcgroup, "cgroup_new_cgroup failed", path: path) }
-            var owned: OpaquePointer? = group
-            defer { cgroup_free(&owned) }
-            guard let handle = cgroup_add_controller(group, controller) else {
-                throw CgroupError(.libcgroup, "cgroup_add_controller(\(controller)) failed", path: path)
-            }
-            var status = cgroup_add_value_uint64(handle, file, value)
-            guard status == 0 else { throw error(status, "cgroup_add_value_uint64(\(file))", path: path) }
-            status = cgroup_modify_cgroup(group)
+        try withGroup(path: path, controller: controller) { (group, handle) throws(CgroupError) in
+            try add([(file, value)], to: handle, path: path)
+            let status = cgroup_modify_cgroup(group)
             guard status == 0 else { throw error(status, "cgroup_modify_cgroup(\(file))", path: path) }
         }
     }
@@ -121,15 +104,31 @@ public enum Libcgroup {
     ///
     /// - Throws: ``CgroupError`` when libcgroup fails (for example while processes remain).
     public static func deleteCgroup(path: String, controller: String) throws(CgroupError) {
+        try withGroup(path: path, controller: controller) { (group, _) throws(CgroupError) in
+            let status = cgroup_delete_cgroup(group, 0)
+            guard status == 0 else { throw error(status, "cgroup_delete_cgroup", path: path) }
+        }
+    }
+
+    /// Runs `body` with a libcgroup description of one cgroup and its controller, under the
+    /// library lock, and frees the description afterwards.
+    private static func withGroup(path: String, controller: String,
+                                  _ body: (OpaquePointer, OpaquePointer) throws(CgroupError) -> Void) throws(CgroupError) {
         try withLibrary { () throws(CgroupError) in
             guard let group = cgroup_new_cgroup(trimmedName(path)) else { throw CgroupError(.libcgroup, "cgroup_new_cgroup failed", path: path) }
             var owned: OpaquePointer? = group
             defer { cgroup_free(&owned) }
-            guard cgroup_add_controller(group, controller) != nil else {
+            guard let handle = cgroup_add_controller(group, controller) else {
                 throw CgroupError(.libcgroup, "cgroup_add_controller(\(controller)) failed", path: path)
             }
-            let status = cgroup_delete_cgroup(group, 0)
-            guard status == 0 else { throw error(status, "cgroup_delete_cgroup", path: path) }
+            try body(group, handle)
+        }
+    }
+
+    private static func add(_ values: [(String, UInt64)], to handle: OpaquePointer, path: String) throws(CgroupError) {
+        for (file, value) in values {
+            let status = cgroup_add_value_uint64(handle, file, value)
+            guard status == 0 else { throw error(status, "cgroup_add_value_uint64(\(file))", path: path) }
         }
     }
 
