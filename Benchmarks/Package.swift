@@ -4,6 +4,8 @@
 //   memwarn-bench latency   how long after memory crosses the warning mark each reader hears of it:
 //                           the event-driven PressureMonitor versus a 100 ms polling thread
 //   memwarn-bench idle      CPU the monitor's thread and a 100 ms polling thread use while nothing happens
+//   memwarn-bench cache     set and get throughput of DiscardableCache beside NSCache and a locked Dictionary
+//   memwarn-bench release   how long a ReleaseCoordinator takes to give back 1 GiB held by ten caches
 //
 // Run them with ./run (it builds the root package's memwarn-hog first); see README.md.
 import PackageDescription

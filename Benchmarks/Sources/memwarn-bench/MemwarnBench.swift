@@ -2,16 +2,19 @@
 import Glibc
 #endif
 
-/// `memwarn-bench latency|idle`: see README.md.
+/// `memwarn-bench latency|idle|cache|release`: see README.md.
 @main
 struct MemwarnBench {
     static let usage = """
     usage: memwarn-bench latency [--crossings N] [--json]   (N defaults to 200)
            memwarn-bench idle [--seconds S] [--json]        (S defaults to 60)
+           memwarn-bench cache [--sizes N,N,...] [--json]   (sizes default to 20000,100000,1000000;
+                                                            20000, NSCache's reference size, is always run)
+           memwarn-bench release [--json]                   (1 GiB in 10 DiscardableCaches, released)
 
-    Needs root and a cgroup v1 memory hierarchy; finds memwarn-hog through MEMWARN_HOG
-    (the run script builds it and sets it). With --json the table goes to stderr and
-    stdout holds one JSON object.
+    latency and idle need root and a cgroup v1 memory hierarchy, and find memwarn-hog through
+    MEMWARN_HOG (the run script builds it and sets it); cache and release need neither. Build
+    in release. With --json the table goes to stderr and stdout holds one JSON object.
     """
 
     static func main() async {
@@ -34,6 +37,18 @@ struct MemwarnBench {
                 guard seconds > 0 else { throw UsageError("--seconds must be positive") }
                 if isatty(2) == 1 { writeError("idling for \(fixed(seconds, 1)) s...\n") }
                 let result = try await IdleBenchmark(seconds: seconds).run()
+                emit(report: result.report, json: json ? result.json : nil)
+            case "cache":
+                let sizes = try options.integers("--sizes", default: [20_000, 100_000, 1_000_000])
+                guard sizes.allSatisfy({ $0 >= 1 }) else { throw UsageError("--sizes must all be at least 1") }
+                let result = try CacheBenchmark(sizes: sizes).run { step in
+                    if isatty(2) == 1 { writeError(step + "\n") }
+                }
+                emit(report: result.report, json: json ? result.json : nil)
+            case "release":
+                let result = try ReleaseBenchmark().run { step in
+                    if isatty(2) == 1 { writeError(step + "\n") }
+                }
                 emit(report: result.report, json: json ? result.json : nil)
             case "-h", "--help", "help":
                 print(usage)
@@ -66,6 +81,16 @@ struct MemwarnBench {
             guard let number = Int(text) else { throw UsageError("\(name) expects a whole number, got \"\(text)\"") }
             return number
         }
+        /// A comma-separated list of whole numbers.
+        func integers(_ name: String, default value: [Int]) throws(UsageError) -> [Int] {
+            guard let text = values[name] else { return value }
+            var numbers: [Int] = []
+            for item in text.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let number = Int(item.filter { $0 != "_" && $0 != " " }) else { throw UsageError("\(name) expects whole numbers separated by commas, got \"\(text)\"") }
+                numbers.append(number)
+            }
+            return numbers
+        }
         func number(_ name: String, default value: Double) throws(UsageError) -> Double {
             guard let text = values[name] else { return value }
             guard let number = Double(text), number.isFinite else { throw UsageError("\(name) expects a number, got \"\(text)\"") }
@@ -89,7 +114,7 @@ struct MemwarnBench {
             }
             index += 1
         }
-        let known: Set = ["--crossings", "--seconds"]
+        let known: Set = ["--crossings", "--seconds", "--sizes"]
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) { throw UsageError("unknown option \(unknown)") }
         return Options(values: values)
     }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
 
 /// A pthread mutex.
@@ -7,10 +7,12 @@ import Glibc
 /// Used instead of `Synchronization.Mutex` where state holds non-`Sendable` values (a
 /// cache's entries: `Mutex`'s `sending` rules would forbid handing one out), and in the types
 /// the thread-sanitizer run exercises: TSan does not see `Mutex`'s futex and reports false races.
+@usableFromInline
 final class Lock: @unchecked Sendable {
     // @unchecked: the pthread mutex is the synchronization; it is allocated once and never moved.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
+    @usableFromInline
     init() {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -22,10 +24,10 @@ final class Lock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    @inline(__always) func lock() { pthread_mutex_lock(mutex) }
-    @inline(__always) func unlock() { pthread_mutex_unlock(mutex) }
+    @inlinable func lock() { pthread_mutex_lock(mutex) }
+    @inlinable func unlock() { pthread_mutex_unlock(mutex) }
 
-    @inline(__always) func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    @inlinable func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
