@@ -6,9 +6,8 @@ extension CacheStorage {
     /// - Complexity: O(n) when discardable content is stored, else O(1).
     @inlinable
     var discardedCost: Int {
-        guard discardableCount > 0 else { return 0 }
-        return nodes.reduce(0) { sum, node in
-            node.key != nil && node.content?.isContentDiscarded() == true ? sum + node.cost : sum
+        contents.reduce(0) { sum, entry in
+            entry.value.isContentDiscarded() ? sum + nodes[Int(entry.key)].cost : sum
         }
     }
 
@@ -17,11 +16,10 @@ extension CacheStorage {
     /// - Returns: the cost freed and, when `keepingValues`, the removed values.
     @inlinable
     mutating func releaseDiscarded(keepingValues: Bool) -> (freed: Int, values: [Value]) {
-        guard discardableCount > 0 else { return (0, []) }
         var freed = 0
         var values: [Value] = []
-        for slot in nodes.indices where nodes[slot].key != nil && nodes[slot].content?.isContentDiscarded() == true {
-            freed += nodes[slot].cost
+        for (slot, content) in contents where content.isContentDiscarded() {
+            freed += nodes[Int(slot)].cost
             let value = remove(slot)
             if keepingValues { values.append(value) }
         }
@@ -44,10 +42,10 @@ extension CacheStorage {
         var freed = 0
         var values: [Value] = []
         var largest = Heap<ReleaseCandidate>(nodes.indices.compactMap { slot in
-            nodes[slot].key == nil ? nil : ReleaseCandidate(cost: nodes[slot].cost, slot: slot)
+            nodes[slot].key == nil ? nil : ReleaseCandidate(cost: nodes[slot].cost, slot: Int32(slot))
         })
         while freed < target, let candidate = largest.popMax() {
-            if let content = nodes[candidate.slot].content {
+            if let content = contents[candidate.slot] {
                 content.discardContentIfPossible()
                 guard content.isContentDiscarded() else { continue }
             }
@@ -63,10 +61,10 @@ extension CacheStorage {
 @usableFromInline
 struct ReleaseCandidate: Comparable {
     @usableFromInline var cost: Int
-    @usableFromInline var slot: Int
+    @usableFromInline var slot: Int32
 
     @inlinable
-    init(cost: Int, slot: Int) {
+    init(cost: Int, slot: Int32) {
         self.cost = cost
         self.slot = slot
     }
