@@ -22,7 +22,7 @@ public enum MemoryPressureLevel: String, Sendable, Hashable, Codable, Comparable
 }
 
 /// The signal that woke the monitor and produced a level.
-public struct PressureSignal: Sendable, Hashable, Codable, CustomStringConvertible {
+public struct PressureSignal: Sendable, Hashable, CustomStringConvertible {
     /// The signal's name, as printed by `memwarn watch --json` (`source`).
     public let name: String
     /// Whether the kernel delivered it as an event (eventfd, PSI trigger, inotify) rather
@@ -56,15 +56,4 @@ public struct PressureSignal: Sendable, Hashable, Codable, CustomStringConvertib
     public static let request = PressureSignal("request", eventDriven: false)
 
     public var description: String { name }
-
-    public init(from decoder: any Decoder) throws {
-        let name = try decoder.singleValueContainer().decode(String.self)
-        let known: [PressureSignal] = [.initial, .usageThreshold, .pressureLevel, .oom, .memoryEvents, .psiTrigger, .systemd, .poll, .recheck, .request]
-        self = known.first { $0.name == name } ?? PressureSignal(name, eventDriven: false)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(name)
-    }
 }

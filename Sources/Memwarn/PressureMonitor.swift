@@ -45,7 +45,7 @@ public final class PressureMonitor: Service, Sendable {
     private let levelGauge: Gauge
     private let usageGauge: Gauge
     private let limitGauge: Gauge
-    private let factory: (any MetricsFactory)?
+    private let levelChanges: [MemoryPressureLevel: Counter]
 
     /// Creates a monitor; it does nothing until ``run()``.
     ///
@@ -58,16 +58,13 @@ public final class PressureMonitor: Service, Sendable {
     public init(configuration: MonitorConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)? = nil) {
         self.configuration = configuration
         self.logger = logger
-        self.factory = metricsFactory
-        if let metricsFactory {
-            levelGauge = Gauge(label: "memwarn_level", factory: metricsFactory)
-            usageGauge = Gauge(label: "memwarn_usage_bytes", factory: metricsFactory)
-            limitGauge = Gauge(label: "memwarn_limit_bytes", factory: metricsFactory)
-        } else {
-            levelGauge = Gauge(label: "memwarn_level")
-            usageGauge = Gauge(label: "memwarn_usage_bytes")
-            limitGauge = Gauge(label: "memwarn_limit_bytes")
-        }
+        let factory = metricsFactory ?? MetricsSystem.factory
+        levelGauge = Gauge(label: "memwarn_level", factory: factory)
+        usageGauge = Gauge(label: "memwarn_usage_bytes", factory: factory)
+        limitGauge = Gauge(label: "memwarn_limit_bytes", factory: factory)
+        levelChanges = Dictionary(uniqueKeysWithValues: MemoryPressureLevel.allCases.map {
+            ($0, Counter(label: "memwarn_level_changes", dimensions: [("level", $0.rawValue)], factory: factory))
+        })
     }
 
     /// The current level (`.normal` before the first reading).
@@ -173,11 +170,7 @@ public final class PressureMonitor: Service, Sendable {
         levelGauge.record(Self.gaugeValue(event.level))
         usageGauge.record(Int64(clamping: event.snapshot.usageBytes))
         limitGauge.record(Int64(clamping: event.snapshot.capacityBytes ?? 0))
-        if let factory {
-            Counter(label: "memwarn_level_changes", dimensions: [("level", event.level.rawValue)], factory: factory).increment()
-        } else {
-            Counter(label: "memwarn_level_changes", dimensions: [("level", event.level.rawValue)]).increment()
-        }
+        levelChanges[event.level]?.increment()
         logger.log(level: event.level == .normal ? .info : .warning, "memory pressure \(event.level)", metadata: [
             "previous": "\(event.previous?.rawValue ?? "none")", "source": "\(event.source)",
             "usage": "\(event.snapshot.usageBytes)", "limit": "\(event.snapshot.capacityBytes.map(String.init) ?? "none")",

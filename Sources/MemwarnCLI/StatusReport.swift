@@ -4,18 +4,9 @@ import Memwarn
 
 /// The JSON and text forms of a snapshot, shared by `status` and `watch`.
 struct StatusReport: Encodable {
-    struct Stall: Encodable {
-        var avg10: Double, avg60: Double, avg300: Double, total: UInt64
-        init(_ line: PressureStall.Line) {
-            avg10 = line.avg10
-            avg60 = line.avg60
-            avg300 = line.avg300
-            total = line.total
-        }
-    }
     struct Pressure: Encodable {
-        var some: Stall
-        var full: Stall?
+        var some: PressureStall.Line
+        var full: PressureStall.Line?
         var file: String?
     }
 
@@ -46,7 +37,7 @@ struct StatusReport: Encodable {
         systemTotalBytes = snapshot.system?.totalBytes
         ratio = (snapshot.ratio * 10_000).rounded() / 10_000
         self.level = level.rawValue
-        psi = snapshot.pressure.map { Pressure(some: Stall($0.some), full: $0.full.map(Stall.init), file: snapshot.pressureFile) }
+        psi = snapshot.pressure.map { Pressure(some: $0.some, full: $0.full, file: snapshot.pressureFile) }
         var notes = layout.notes
         if snapshot.limit == nil {
             notes.append("no cgroup limit applies: usage is the system's MemTotal - MemAvailable")
@@ -54,10 +45,32 @@ struct StatusReport: Encodable {
         self.notes = notes
     }
 
+    private enum CodingKeys: String, CodingKey {
+        case mode, cgroupPath, cgroupDirectory, measure, usageBytes, limitBytes, limitFile, limitCgroup
+        case systemTotalBytes, ratio, level, psi, notes
+    }
+
+    /// Every key is always present; an absent value is `null` (synthesized encoding would
+    /// leave the key out, and `limitBytes: null` is how "no limit" reads).
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(mode, forKey: .mode)
+        try container.encode(cgroupPath, forKey: .cgroupPath)
+        try container.encode(cgroupDirectory, forKey: .cgroupDirectory)
+        try container.encode(measure, forKey: .measure)
+        try container.encode(usageBytes, forKey: .usageBytes)
+        try container.encode(limitBytes, forKey: .limitBytes)
+        try container.encode(limitFile, forKey: .limitFile)
+        try container.encode(limitCgroup, forKey: .limitCgroup)
+        try container.encode(systemTotalBytes, forKey: .systemTotalBytes)
+        try container.encode(ratio, forKey: .ratio)
+        try container.encode(level, forKey: .level)
+        try container.encode(psi, forKey: .psi)
+        try container.encode(notes, forKey: .notes)
+    }
+
     func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        try JSONLine.encode(self)
     }
 
     func text(policy: PressurePolicy) -> String {

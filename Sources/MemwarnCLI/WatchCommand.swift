@@ -61,14 +61,24 @@ struct WatchLine: Encodable {
         source = event.source.name
     }
 
+    private enum CodingKeys: String, CodingKey {
+        case time, level, previous, usageBytes, limitBytes, ratio, source
+    }
+
+    /// Every line has the same keys: `previous` and `limitBytes` are `null` when absent.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(time, forKey: .time)
+        try container.encode(level, forKey: .level)
+        try container.encode(previous, forKey: .previous)
+        try container.encode(usageBytes, forKey: .usageBytes)
+        try container.encode(limitBytes, forKey: .limitBytes)
+        try container.encode(ratio, forKey: .ratio)
+        try container.encode(source, forKey: .source)
+    }
+
     func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        // Encode `previous` as null rather than leaving it out: every line has the same keys.
-        var object = try JSONSerialization.jsonObject(with: encoder.encode(self)) as? [String: Any] ?? [:]
-        if previous == nil { object["previous"] = NSNull() }
-        if limitBytes == nil { object["limitBytes"] = NSNull() }
-        return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+        try JSONLine.encode(self)
     }
 
     func text() -> String {

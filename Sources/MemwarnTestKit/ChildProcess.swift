@@ -1,5 +1,4 @@
 public import CgroupKit
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -115,10 +114,4 @@ public enum ChildProcess {
             bytes.append(byte)
         }
     }
-}
-
-/// A process-wide counter.
-final class AtomicCounter: Sendable {
-    private let value = Synchronization.Atomic<Int>(0)
-    func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
 }

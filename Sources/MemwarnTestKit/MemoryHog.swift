@@ -62,6 +62,13 @@ public final class MemoryHog: Sendable {
         return Held(bytes: held, startNanoseconds: start, endNanoseconds: end)
     }
 
+    /// Grows or shrinks so that `cgroup`'s usage is `fraction` of its limit, given the bytes
+    /// the cgroup holds besides the hog's memory (measure them once, while the hog holds nothing).
+    @discardableResult
+    public func hold(_ fraction: Double, of cgroup: TestCgroup, besides overhead: Int) throws(CgroupError) -> Held {
+        try hold(Int(Double(cgroup.limit) * fraction) - overhead)
+    }
+
     /// Kills the hog (SIGKILL) and reaps it. Safe to call twice.
     public func terminate() {
         let owned = Self.started.withLock { $0.remove(pid) != nil }

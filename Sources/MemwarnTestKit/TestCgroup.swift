@@ -1,4 +1,5 @@
 public import CgroupKit
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -83,4 +84,10 @@ enum TestNames {
         clock_gettime(CLOCK_REALTIME, &now)
         return "\(counter.increment())-\(String(now.tv_nsec, radix: 36))"
     }
+}
+
+/// A process-wide counter.
+final class AtomicCounter: Sendable {
+    private let value = Atomic<Int>(0)
+    func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
 }

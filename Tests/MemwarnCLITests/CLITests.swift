@@ -61,7 +61,7 @@ struct CLITests {
             }
             var lines: [[String: Any]] = [try Self.object(ChildProcess.readLine(output))]
             for fraction in [0.60, 0.85, 0.95] {
-                try hog.hold(Int(Double(Self.limit) * fraction) - overhead)
+                try hog.hold(fraction, of: cgroup, besides: overhead)
                 if fraction > 0.6 { lines.append(try Self.object(ChildProcess.readLine(output))) }
             }
             try hog.hold(0)
@@ -77,6 +77,19 @@ struct CLITests {
             #expect(lines.allSatisfy { ($0["time"] as? String).map { ISO8601DateFormatter.fractional.date(from: $0) != nil } == true })
             hog.terminate()
         }
+    }
+
+    @Test func withoutALimitStatusJSONSaysNullAndMeasuresTheSystem() throws {
+        // This process's own memory cgroup has no limit on these machines; skip elsewhere.
+        let own = try CgroupDiscovery().layout()
+        guard let memory = own.memory, try CgroupMemoryReader(location: memory).effectiveLimit() == nil else { return }
+        let result = try ChildProcess.run([Self.memwarn, "status", "--json"])
+        #expect(result.status == 0)
+        let status = try Self.object(result.standardOutput)
+        #expect(status["limitBytes"] is NSNull, "every key is present; no limit reads null")
+        #expect(status["limitFile"] is NSNull)
+        #expect(status["measure"] as? String == "system")
+        #expect((status["systemTotalBytes"] as? Int ?? 0) > 0)
     }
 
     @Test func badArgumentsAndMissingCgroupsGiveAOneLineErrorAndAFailingStatus() throws {

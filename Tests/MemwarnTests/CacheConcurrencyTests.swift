@@ -1,4 +1,5 @@
 import Synchronization
+import MemwarnTestKit
 import Testing
 @testable import Memwarn
 
@@ -8,7 +9,6 @@ import Testing
 @Suite("CacheConcurrency")
 struct CacheConcurrencyTests {
     typealias Payload = CacheFixtures.Payload
-    typealias SplitMix = CacheFixtures.SplitMix
     typealias Flag = CacheFixtures.Flag
 
     static let keySpace = 1_024
@@ -47,7 +47,7 @@ struct CacheConcurrencyTests {
     /// Releases (both tiers, random targets), clears now and then and moves the limits
     /// until `done` is set; returns the rounds run.
     static func releaseRepeatedly<Value>(_ cache: DiscardableCache<Int, Value>, until done: Flag, seed: UInt64) async -> Int {
-        var random = SplitMix(seed: seed)
+        var random = SeededGenerator(seed: seed)
         var rounds = 0
         repeat {
             rounds += 1
@@ -122,7 +122,7 @@ struct CacheConcurrencyTests {
         let misplaced = await withTaskGroup(of: Int.self) { group in
             for worker in 0..<Self.workers {
                 group.addTask {
-                    var random = SplitMix(seed: UInt64(worker + 1) &* 0x9E37_79B9)
+                    var random = SeededGenerator(seed: UInt64(worker + 1) &* 0x9E37_79B9)
                     var misplaced = 0
                     for operation in 0..<Self.operationsPerWorker {
                         let key = Int(random.next() % UInt64(Self.keySpace))
@@ -160,7 +160,7 @@ struct CacheConcurrencyTests {
         let corrupt = await withTaskGroup(of: Int.self) { group in
             for worker in 0..<Self.workers {
                 group.addTask {
-                    var random = SplitMix(seed: UInt64(worker + 101) &* 0x2545_F491)
+                    var random = SeededGenerator(seed: UInt64(worker + 101) &* 0x2545_F491)
                     var corrupt = 0
                     for operation in 0..<Self.operationsPerWorker {
                         let key = Int(random.next() % UInt64(Self.keySpace))
@@ -211,7 +211,7 @@ struct CacheConcurrencyTests {
         let reports = CacheFixtures.Collected<Int>()
         coordinator.addReportObserver { report in reports.append(report.entries.count) }
         async let releases: Int = {
-            var random = SplitMix(seed: 7)
+            var random = SeededGenerator(seed: 7)
             var rounds = 0
             repeat {
                 rounds += 1
@@ -224,7 +224,7 @@ struct CacheConcurrencyTests {
         await withTaskGroup(of: Void.self) { group in
             for worker in 0..<8 {
                 group.addTask {
-                    var random = SplitMix(seed: UInt64(worker + 1_000))
+                    var random = SeededGenerator(seed: UInt64(worker + 1_000))
                     for operation in 0..<5_000 {
                         let cache = caches[Int(random.next() % UInt64(caches.count))]
                         let key = Int(random.next() % UInt64(Self.keySpace))

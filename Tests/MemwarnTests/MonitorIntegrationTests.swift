@@ -8,12 +8,6 @@ import Testing
 struct MonitorIntegrationTests {
     static let limit: UInt64 = 64 << 20
 
-    /// Sets the hog so the cgroup's usage is `fraction` of its limit, given what the cgroup
-    /// held besides the hog's memory (measured once, while the hog held nothing).
-    static func raise(_ hog: MemoryHog, in cgroup: TestCgroup, to fraction: Double, overhead: Int) throws {
-        try hog.hold(Int(Double(cgroup.limit) * fraction) - overhead)
-    }
-
     @Test func levelsRiseToWarningThenCriticalAndFallToNormalFromEventDrivenSources() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
             let hog = try MemoryHog()
@@ -31,7 +25,7 @@ struct MonitorIntegrationTests {
                 #expect(first.snapshot.limit?.bytes == Self.limit)
                 var seen: [LevelEvent] = []
                 for fraction in [0.60, 0.85, 0.95] {
-                    try Self.raise(hog, in: cgroup, to: fraction, overhead: overhead)
+                    try hog.hold(fraction, of: cgroup, besides: overhead)
                     if fraction > 0.6 { seen.append(try await next(&iterator)) }
                 }
                 try hog.hold(0)
@@ -61,7 +55,7 @@ struct MonitorIntegrationTests {
             let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
             try await withRunningMonitor(monitor) { iterator in
                 _ = try await next(&iterator)
-                try Self.raise(hog, in: cgroup, to: 0.85, overhead: overhead)
+                try hog.hold(0.85, of: cgroup, besides: overhead)
                 let warning = try await next(&iterator)
                 #expect(warning.level == .warning)
                 let dropped = ContinuousClock.now

@@ -1,5 +1,6 @@
 import Foundation
 import Memwarn
+import MemwarnTestKit
 import Synchronization
 
 /// Set and get throughput of `DiscardableCache` beside Foundation's `NSCache` and a plain
@@ -82,7 +83,7 @@ struct CacheBenchmark {
             costs = (0..<size).map(CacheBenchmark.cost)
             values = (0..<size).map { Value(id: $0, cost: CacheBenchmark.cost($0)) }
             numbers = (0..<size).map { NSNumber(value: $0) }
-            var generator = SplitMix64(seed: UInt64(size))
+            var generator = SeededGenerator(seed: UInt64(size))
             order = Array(0..<size)
             order.shuffle(using: &generator)
         }
@@ -187,18 +188,6 @@ struct CacheBenchmark {
     }
 }
 
-/// A small seeded generator, so the get order is the same from run to run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 extension CacheBenchmark.Result {
     func measurement(_ container: CacheBenchmark.Container, _ size: Int) -> CacheBenchmark.Measurement? {
