@@ -16,5 +16,12 @@
 static inline int memwarn_set_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
 }
+
+/// Asks the CPU to start loading the cache lines at and just before an address, for
+/// writing. A prefetch never faults, so any address may be given.
+static inline void memwarn_prefetch_for_write(const void *address) {
+    __builtin_prefetch(address, 1, 3);
+    __builtin_prefetch((const char *)address - 16, 1, 3);
+}
 #endif
 #endif

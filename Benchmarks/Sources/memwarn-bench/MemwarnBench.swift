@@ -10,7 +10,8 @@ struct MemwarnBench {
            memwarn-bench idle [--seconds S] [--json]        (S defaults to 60)
            memwarn-bench cache [--sizes N,N,...] [--json]   (sizes default to 20000,100000,1000000;
                                                             20000, NSCache's reference size, is always run)
-           memwarn-bench release [--json]                   (1 GiB in 10 DiscardableCaches, released)
+           memwarn-bench release [--json]                   (1 GiB in 10 DiscardableCaches, released; then the
+                                                            same in a child with its heap on huge pages)
 
     latency and idle need root and a cgroup v1 memory hierarchy, and find memwarn-hog through
     MEMWARN_HOG (the run script builds it and sets it); cache and release need neither. Build
@@ -20,7 +21,8 @@ struct MemwarnBench {
     static func main() async {
         var arguments = Array(CommandLine.arguments.dropFirst())
         let json = arguments.contains("--json")
-        arguments.removeAll { $0 == "--json" }
+        let isHugePageHeapChild = arguments.contains(HugePageHeapRun.childFlag)
+        arguments.removeAll { $0 == "--json" || $0 == HugePageHeapRun.childFlag }
         do {
             guard let command = arguments.first else { throw UsageError("no benchmark named") }
             let options = try parseOptions(Array(arguments.dropFirst()))
@@ -46,10 +48,17 @@ struct MemwarnBench {
                 }
                 emit(report: result.report, json: json ? result.json : nil)
             case "release":
-                let result = try ReleaseBenchmark().run { step in
-                    if isatty(2) == 1 { writeError(step + "\n") }
+                let progress = { (step: String) in if isatty(2) == 1 { writeError(step + "\n") } }
+                let result = try ReleaseBenchmark().run(progress: progress)
+                if isHugePageHeapChild {
+                    emit(report: result.report, json: result.json)
+                    break
                 }
-                emit(report: result.report, json: json ? result.json : nil)
+                progress("floors: munmap of 1 GiB on 4 KiB and 2 MiB pages; malloc/free of the same sizes in C")
+                let floor = try KernelReturnFloor.measure(runs: ReleaseBenchmark.runs, sizes: ReleaseBenchmark.entrySizes(), trim: mallocTrim())
+                progress("the same release with the heap on huge pages (a child process)")
+                let comparison = ReleaseComparison(defaultHeap: result, hugePageHeap: try HugePageHeapRun.run(), floor: floor)
+                emit(report: comparison.report, json: json ? comparison.json : nil)
             case "-h", "--help", "help":
                 print(usage)
             default:

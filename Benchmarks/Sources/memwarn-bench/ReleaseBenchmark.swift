@@ -37,6 +37,8 @@ struct ReleaseBenchmark {
         var report: ReleaseReport
         var rssBefore: Int
         var rssAfter: Int
+        /// Of `rssBefore`, the bytes on transparent huge pages (`AnonHugePages`).
+        var hugePagesBefore: Int
         /// `malloc_trim(0)` called by the benchmark after a release that did not trim.
         var trimNanoseconds: UInt64?
         var rssAfterTrim: Int?
@@ -57,6 +59,8 @@ struct ReleaseBenchmark {
     }
 
     struct Result {
+        /// How the glibc heap is set up in this process (`GLIBC_TUNABLES`, or the default).
+        var heap: String
         var sizes: (min: Int, max: Int, mean: Double)
         var scenarios: [Scenario]
         var heapPath: HeapPath
@@ -90,7 +94,7 @@ struct ReleaseBenchmark {
         var heapPath = heapPaths.sorted { $0.nanoseconds < $1.nanoseconds }[(heapPaths.count - 1) / 2]
         heapPath.runsNanoseconds = heapPaths.map(\.nanoseconds)
         let mean = Double(sizes.reduce(0, +)) / Double(sizes.count)
-        return Result(sizes: (sizes.min() ?? 0, sizes.max() ?? 0, mean), scenarios: scenarios, heapPath: heapPath, trimAvailable: trim != nil)
+        return Result(heap: Self.heapDescription, sizes: (sizes.min() ?? 0, sizes.max() ?? 0, mean), scenarios: scenarios, heapPath: heapPath, trimAvailable: trim != nil)
     }
 
     private static func fill(_ cache: Cache, consumer: Int, sizes: [Int]) {
@@ -116,6 +120,7 @@ struct ReleaseBenchmark {
         guard held == totalBytes else { throw BenchmarkError("the caches hold \(held) bytes, not \(totalBytes)") }
 
         let rssBefore = residentBytes()
+        let hugePagesBefore = anonymousHugePageBytes()
         let start = monotonicNanoseconds()
         let report = coordinator.release(level: .critical, targetBytes: target)
         let releaseNanoseconds = monotonicNanoseconds() - start
@@ -131,7 +136,7 @@ struct ReleaseBenchmark {
         }
         withExtendedLifetime(caches) {}  // the coordinator holds them weakly
         return Scenario(name: name, targetBytes: target, trimsHeap: trimsHeap, fillNanoseconds: fillNanoseconds, heldBytes: held,
-                        releaseNanoseconds: releaseNanoseconds, report: report, rssBefore: rssBefore, rssAfter: rssAfter,
+                        releaseNanoseconds: releaseNanoseconds, report: report, rssBefore: rssBefore, rssAfter: rssAfter, hugePagesBefore: hugePagesBefore,
                         trimNanoseconds: trimNanoseconds, rssAfterTrim: rssAfterTrim)
     }
 
@@ -145,6 +150,16 @@ struct ReleaseBenchmark {
         let nanoseconds = monotonicNanoseconds() - start
         return HeapPath(entriesBefore: entriesBefore, entriesAfter: cache.count, bytesBefore: bytesBefore, targetBytes: target,
                         freedBytes: freed, nanoseconds: nanoseconds)
+    }
+}
+
+extension ReleaseBenchmark {
+    /// This process's heap set-up: its `GLIBC_TUNABLES`, or glibc's default (4 KiB pages).
+    static var heapDescription: String {
+        guard let tunables = getenv("GLIBC_TUNABLES").map({ String(cString: $0) }), !tunables.isEmpty else {
+            return "glibc default (4 KiB pages)"
+        }
+        return "GLIBC_TUNABLES=\(tunables)"
     }
 }
 
@@ -184,16 +199,16 @@ extension ReleaseBenchmark.Result {
     private func path(_ entry: ReleaseReport.Entry) -> String { entry.bytesAfter == 0 ? "whole" : "heap" }
 
     var report: String {
-        var rows = [["release (.critical)", "trimsHeap", "release ms", "runs ms", "freed MiB", "RSS before MiB", "RSS after MiB", "then malloc_trim ms", "RSS after trim MiB"]]
+        var rows = [["release (.critical)", "trimsHeap", "release ms", "runs ms", "freed MiB", "RSS before MiB", "on huge pages MiB", "RSS after MiB", "then malloc_trim ms", "RSS after trim MiB"]]
         func runs(_ values: [UInt64]) -> String { values.map { fixed(ms($0), 1) }.joined(separator: " ") }
         for scenario in scenarios {
             rows.append([
                 scenario.name == "everything" ? "everything (Int.max)" : scenario.name, String(scenario.trimsHeap), fixed(ms(scenario.releaseNanoseconds), 2),
-                runs(scenario.runsReleaseNanoseconds), mib(scenario.report.freedBytes), mib(scenario.rssBefore), mib(scenario.rssAfter),
+                runs(scenario.runsReleaseNanoseconds), mib(scenario.report.freedBytes), mib(scenario.rssBefore), mib(scenario.hugePagesBefore), mib(scenario.rssAfter),
                 scenario.trimNanoseconds.map { fixed(ms($0), 2) } ?? "", scenario.rssAfterTrim.map(mib) ?? "",
             ])
         }
-        rows.append(["heap path alone (1 cache, half)", "n/a", fixed(ms(heapPath.nanoseconds), 2), runs(heapPath.runsNanoseconds), mib(heapPath.freedBytes), "", "", "", ""])
+        rows.append(["heap path alone (1 cache, half)", "n/a", fixed(ms(heapPath.nanoseconds), 2), runs(heapPath.runsNanoseconds), mib(heapPath.freedBytes), "", "", "", "", ""])
 
         var lines: [String] = []
         if let full = scenario("everything", trimsHeap: true) {
@@ -219,7 +234,7 @@ extension ReleaseBenchmark.Result {
         let fills = scenarios.map { fixed(ms($0.fillNanoseconds), 0) }.joined(separator: ", ")
 
         return """
-        release: \(ReleaseBenchmark.consumerCount) DiscardableCache<Int, [UInt8]> on a private ReleaseCoordinator, \(ReleaseBenchmark.consumerCount * ReleaseBenchmark.entriesPerConsumer) entries,
+        release: \(ReleaseBenchmark.consumerCount) DiscardableCache<Int, [UInt8]> on a private ReleaseCoordinator, \(ReleaseBenchmark.consumerCount * ReleaseBenchmark.entriesPerConsumer) entries, heap: \(heap),
         \(ReleaseBenchmark.totalBytes) bytes in all (entry \(sizes.min)–\(sizes.max) B, mean \(fixed(sizes.mean, 1)) B; cost = byte count);
         a fresh fill for every measurement; each row is the median of \(ReleaseBenchmark.runs) runs by release time
         (its RSS, trim and fill figures are that run's; fill ms: \(fills))
@@ -243,6 +258,7 @@ extension ReleaseBenchmark.Result {
                 ("trimmed_heap", .bool(scenario.report.trimmedHeap)),
                 ("rss_before_bytes", .number(scenario.rssBefore)),
                 ("rss_after_bytes", .number(scenario.rssAfter)),
+                ("anon_huge_pages_before_bytes", .number(scenario.hugePagesBefore)),
                 ("fill_ms", .double(ms(scenario.fillNanoseconds), digits: 1)),
                 ("consumers", .array(scenario.report.entries.map { entry in
                     .object([
@@ -267,6 +283,7 @@ extension ReleaseBenchmark.Result {
         let full = scenario("everything", trimsHeap: true)
         return .object([
             ("benchmark", .string("release")),
+            ("heap", .string(heap)),
             ("consumers", .number(ReleaseBenchmark.consumerCount)),
             ("entries", .number(ReleaseBenchmark.consumerCount * ReleaseBenchmark.entriesPerConsumer)),
             ("total_bytes", .number(ReleaseBenchmark.totalBytes)),

@@ -89,6 +89,8 @@ indirect enum JSON {
     case bool(Bool)
     case array([JSON])
     case object([(String, JSON)])
+    /// JSON text made elsewhere (a child process's object), inserted as it is.
+    case raw(String)
 
     static func number(_ value: Int) -> JSON { .int(Int64(value)) }
     static func number(_ value: UInt64) -> JSON { .int(Int64(clamping: value)) }
@@ -101,6 +103,7 @@ indirect enum JSON {
         case .bool(let value): return value ? "true" : "false"
         case .array(let values): return "[" + values.map(\.text).joined(separator: ",") + "]"
         case .object(let members): return "{" + members.map { JSON.quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
+        case .raw(let text): return text
         }
     }
 

@@ -44,14 +44,27 @@ extension CacheStorage {
         var largest = Heap<ReleaseCandidate>(nodes.indices.compactMap { slot in
             nodes[slot].key == nil ? nil : ReleaseCandidate(cost: nodes[slot].cost, slot: Int32(slot))
         })
-        while freed < target, let candidate = largest.popMax() {
-            if let content = contents[candidate.slot] {
-                content.discardContentIfPossible()
-                guard content.isContentDiscarded() else { continue }
+        // Candidates are taken in batches whose values are prefetched first: the entries come
+        // in cost order, scattered over the heap, and each free would otherwise wait for memory.
+        var batch: [ReleaseCandidate] = []
+        batch.reserveCapacity(Self.prefetchDistance)
+        releasing: while freed < target {
+            batch.removeAll(keepingCapacity: true)
+            while batch.count < Self.prefetchDistance, let candidate = largest.popMax() {
+                prefetchValue(inSlot: Int(candidate.slot))
+                batch.append(candidate)
             }
-            freed += candidate.cost
-            let value = remove(candidate.slot)
-            if keepingValues { values.append(value) }
+            guard !batch.isEmpty else { break }
+            for candidate in batch {
+                guard freed < target else { break releasing }
+                if let content = contents[candidate.slot] {
+                    content.discardContentIfPossible()
+                    guard content.isContentDiscarded() else { continue }
+                }
+                freed += candidate.cost
+                let value = remove(candidate.slot)
+                if keepingValues { values.append(value) }
+            }
         }
         return (freed, values)
     }

@@ -128,6 +128,7 @@ struct CacheStorage<Key: Hashable, Value> {
     @inlinable
     mutating func removeAll(keepingValues: Bool) -> [Value] {
         let values = keepingValues ? nodes.compactMap { $0.key == nil ? nil : $0.value } : []
+        if !keepingValues { releaseValuesInSlotOrder() }
         index = [:]
         nodes = []
         contents = [:]
@@ -168,8 +169,8 @@ struct CacheStorage<Key: Hashable, Value> {
     @inlinable
     mutating func remove(_ slot: Int32) -> Value {
         unlink(slot)
-        let node = nodes[Int(slot)]
-        nodes[Int(slot)] = .empty
+        var node = Node.empty
+        swap(&node, &nodes[Int(slot)])  // a move: no retain and release of the value
         index[node.key!] = nil
         totalCost -= node.cost
         if !contents.isEmpty { contents[slot] = nil }

@@ -17,9 +17,7 @@ extension DiscardableCache {
     public func release(_ request: ReleaseRequest) -> Int {
         lock.lock()
         let keepingValues = storedDelegate != nil
-        let (freed, values) = request.tier == .discarded
-            ? storage.releaseDiscarded(keepingValues: keepingValues)
-            : storage.release(target: request.targetBytes, keepingValues: keepingValues)
+        let (freed, values) = releaseEntries(&storage, request, keepingValues)
         let delegate = storedDelegate
         lock.unlock()
         notify(delegate, values)
