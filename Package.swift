@@ -3,11 +3,16 @@
 //   CLibcgroup      the C side: libcgroup (Debian's libcgroup-dev) as a system library, plus the
 //                   Linux calls Swift's Glibc module does not export (epoll, eventfd, inotify)
 //   CgroupKit       the kernel side: discovery, file readers and parsers, libcgroup calls
-//   Memwarn         the library services link: event sources, policy, the pressure monitor
+//   Memwarn         the library services link: event sources, policy, the pressure monitor,
+//                   the release order and its stores (caches, media, shared resources)
+//   MemwarnLifeCycle  UIKit's life cycle for a service and its units: states, background tasks,
+//                   will-terminate, and terminate-suspended through the release order
 //   MemwarnTestKit  real test cgroups and memory-hungry child processes, for tests and benchmarks
 //   memwarn         the operator's command-line tool
 //   memwarn-hog     a child process that holds as much memory as it is told (tests, benchmarks)
 //   memwarn-release-probe  a child process holding caches, media and handles to release (tests)
+//   memwarn-lifecycle-probe  a child process whose sessions are units: suspended, terminated,
+//                   relaunched, and shut down by SIGTERM (tests)
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -21,11 +26,13 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Memwarn", targets: ["Memwarn"]),
+        .library(name: "MemwarnLifeCycle", targets: ["MemwarnLifeCycle"]),
         .library(name: "CgroupKit", targets: ["CgroupKit"]),
         .library(name: "MemwarnTestKit", targets: ["MemwarnTestKit"]),
         .executable(name: "memwarn", targets: ["MemwarnCLI"]),
         .executable(name: "memwarn-hog", targets: ["MemwarnHog"]),
         .executable(name: "memwarn-release-probe", targets: ["MemwarnReleaseProbe"]),
+        .executable(name: "memwarn-lifecycle-probe", targets: ["MemwarnLifeCycleProbe"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -58,6 +65,15 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "MemwarnLifeCycle",
+            dependencies: [
+                "Memwarn",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "MemwarnTestKit",
             dependencies: ["CgroupKit"],
             swiftSettings: strictSettings
@@ -81,6 +97,16 @@ let package = Package(
             dependencies: ["Memwarn", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "MemwarnLifeCycleProbe",
+            dependencies: [
+                "Memwarn",
+                "MemwarnLifeCycle",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "CgroupKitTests",
             dependencies: ["CgroupKit"],
@@ -91,6 +117,18 @@ let package = Package(
             name: "MemwarnTests",
             dependencies: [
                 "Memwarn",
+                "MemwarnTestKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "MemwarnLifeCycleTests",
+            dependencies: [
+                "Memwarn",
+                "MemwarnLifeCycle",
                 "MemwarnTestKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

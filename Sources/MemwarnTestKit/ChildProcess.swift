@@ -100,13 +100,24 @@ public enum ChildProcess {
         return (pid, toChild[1], fromChild[0])
     }
 
-    /// Reads one line (without its newline) from a pipe, blocking.
+    /// Reads one line (without its newline) from a pipe, blocking, for at most `timeout`
+    /// (a bound against a hung child, not a measurement).
     ///
-    /// - Throws: ``CgroupError`` `.unreadable` at end of file (the child exited).
-    public static func readLine(_ descriptor: Int32) throws(CgroupError) -> String {
+    /// - Throws: ``CgroupError`` `.unreadable` at end of file (the child exited) or when no
+    ///   line came within `timeout`.
+    public static func readLine(_ descriptor: Int32, timeout: Duration = .seconds(60)) throws(CgroupError) -> String {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
+        let deadline = ContinuousClock.now + timeout
         while true {
+            let left = deadline - .now
+            let (seconds, attoseconds) = left.components
+            var descriptors = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptors, 1, left <= .zero ? 0 : Int32(clamping: seconds * 1_000 + attoseconds / 1_000_000_000_000_000 + 1))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else {
+                throw CgroupError(.unreadable, "no line from the child within \(timeout) (read so far: \"\(String(decoding: bytes, as: UTF8.self))\")")
+            }
             let count = read(descriptor, &byte, 1)
             if count < 0 && errno == EINTR { continue }
             guard count == 1 else { throw CgroupError(.unreadable, "the child closed its output (exited or was killed)") }

@@ -69,15 +69,17 @@ public final class ReleaseCoordinator: Sendable {
     ///   - level: `.warning` asks tiers up to ``ReleaseTier/media``; `.critical` asks all.
     ///     `.normal` releases nothing.
     ///   - targetBytes: the bytes wanted; 0 drops only discarded content.
+    ///   - tiers: the tiers to walk (all by default), still in release order and only those
+    ///     the level allows; `[.suspendedUnits]` terminates suspended units and nothing else.
     /// - Returns: the report, consumer by consumer in the order asked.
     /// - Complexity: O(c log c) for c consumers, plus what the consumers do.
     @discardableResult
-    public func release(level: MemoryPressureLevel, targetBytes: Int) -> ReleaseReport {
+    public func release(level: MemoryPressureLevel, targetBytes: Int, tiers: Set<ReleaseTier> = Set(ReleaseTier.all)) -> ReleaseReport {
         let start = ContinuousClock.now
         var entries: [ReleaseReport.Entry] = []
         var remaining = targetBytes
         let live = level == .normal ? [] : consumers
-        for tier in ReleaseTier.all where tier.minimumLevel <= level {
+        for tier in ReleaseTier.all where tier.minimumLevel <= level && tiers.contains(tier) {
             if tier != .discarded && remaining <= 0 { break }
             let candidates: [(consumer: any MemoryConsumer, size: Int)] = tier == .discarded
                 ? live.map { ($0, $0.discardedBytes) }.filter { $0.1 > 0 }

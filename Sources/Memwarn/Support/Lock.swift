@@ -34,15 +34,15 @@ final class Lock: @unchecked Sendable {
     }
 }
 
-/// A value guarded by a ``Lock``.
-final class Locked<Value>: @unchecked Sendable {
+/// A value guarded by a ``Lock`` (shared with the package's other modules).
+package final class Locked<Value>: @unchecked Sendable {
     // @unchecked: `value` is read and written only inside `withLock`, under `lock`.
     private let lock = Lock()
     private var value: Value
 
-    init(_ value: Value) { self.value = value }
+    package init(_ value: Value) { self.value = value }
 
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         try lock.withLock { try body(&value) }
     }
 }

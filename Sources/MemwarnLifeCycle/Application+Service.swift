@@ -1,0 +1,16 @@
+public import ServiceLifecycle
+
+/// The application as a swift-service-lifecycle `Service`: run it in a `ServiceGroup` with
+/// `gracefulShutdownSignals: [.sigterm, .sigint]`, and SIGTERM or SIGINT leads to
+/// ``Application/terminate()`` — `willTerminate` for running units under the deadline — and
+/// then to the group's clean exit.
+extension Application: Service {
+    /// Launches the application if it is not running, waits for graceful shutdown (or
+    /// cancellation), then terminates.
+    public func run() async throws {
+        if state == .notRunning { try await launch() }
+        try? await gracefulShutdown()
+        let report = await terminate()
+        logger.info("terminated", metadata: ["report": "\(report)", "duration": "\(report.duration)"])
+    }
+}

@@ -1,0 +1,24 @@
+/// Deadlines and delays of the life cycle.
+public struct LifeCycleConfiguration: Sendable, Hashable {
+    /// How long `didEnterBackground` may run (iOS gives about 5 s). A handler still running
+    /// then is cut off (its task is cancelled and no longer awaited) and reported; the unit
+    /// then counts as unsaved and is not suspended.
+    public var backgroundHandlerDeadline: Duration
+    /// How long `willTerminate` handlers may run, together, when the process is told to stop.
+    public var terminationDeadline: Duration
+    /// How long a unit stays in the background, saved and with no background task, before
+    /// it is suspended.
+    public var suspensionDelay: Duration
+    /// The background execution time a unit's background tasks get, counted from entering
+    /// the background; when it runs out their expiration handlers run and they are ended.
+    public var backgroundTaskTime: Duration
+
+    /// The defaults: 5 s, 5 s, 1 s and 30 s.
+    public init(backgroundHandlerDeadline: Duration = .seconds(5), terminationDeadline: Duration = .seconds(5),
+                suspensionDelay: Duration = .seconds(1), backgroundTaskTime: Duration = .seconds(30)) {
+        self.backgroundHandlerDeadline = backgroundHandlerDeadline
+        self.terminationDeadline = terminationDeadline
+        self.suspensionDelay = suspensionDelay
+        self.backgroundTaskTime = backgroundTaskTime
+    }
+}

@@ -1,0 +1,56 @@
+/// Told of an ``Application``'s or a ``LifeCycleUnit``'s life-cycle events, as `UIApplicationDelegate`
+/// and `UISceneDelegate` are. Every method has an empty default.
+///
+/// Callbacks for one subject never overlap and arrive in the documented order (see
+/// ``LifeCycleTransition``). A callback may not request a transition of its own subject (it
+/// would wait for itself): that is refused with ``LifeCycleError/reentrantTransition(subject:)``.
+public protocol LifeCycleDelegate<Subject>: AnyObject, Sendable {
+    /// ``Application`` or ``LifeCycleUnit``.
+    associatedtype Subject: AnyObject & Sendable
+
+    /// The launch has begun (the subject is still ``LifeCycleState/notRunning``). A unit
+    /// relaunched after it was discarded gets `restoring: true`: load the state saved in
+    /// ``didEnterBackground(_:)`` here. Throwing abandons the launch.
+    func willFinishLaunching(_ subject: Subject, restoring: Bool) async throws
+    /// The launch is done (the subject is inactive, or in the background).
+    func didFinishLaunching(_ subject: Subject) async
+    /// The subject is about to leave ``LifeCycleState/active``.
+    func willResignActive(_ subject: Subject) async
+    /// The subject is now in the background: save everything a relaunch would need, within
+    /// the configuration's ``LifeCycleConfiguration/backgroundHandlerDeadline``. A unit
+    /// can be suspended (and then terminated under pressure) only once this returns without
+    /// throwing and within the deadline.
+    func didEnterBackground(_ subject: Subject) async throws
+    /// The subject is about to leave the background for the foreground.
+    func willEnterForeground(_ subject: Subject) async
+    /// The subject is now ``LifeCycleState/active``.
+    func didBecomeActive(_ subject: Subject) async
+    /// The subject is about to stop running, within the configuration's
+    /// ``LifeCycleConfiguration/terminationDeadline``. Suspended units are not told.
+    func willTerminate(_ subject: Subject) async
+}
+
+extension LifeCycleDelegate {
+    public func willFinishLaunching(_ subject: Subject, restoring: Bool) async throws {}
+    public func didFinishLaunching(_ subject: Subject) async {}
+    public func willResignActive(_ subject: Subject) async {}
+    public func didEnterBackground(_ subject: Subject) async throws {}
+    public func willEnterForeground(_ subject: Subject) async {}
+    public func didBecomeActive(_ subject: Subject) async {}
+    public func willTerminate(_ subject: Subject) async {}
+}
+
+extension LifeCycleDelegate {
+    /// Calls the delegate method for a callback.
+    func deliver(_ callback: LifeCycleCallback, to subject: Subject, restoring: Bool) async throws {
+        switch callback {
+        case .willFinishLaunching: try await willFinishLaunching(subject, restoring: restoring)
+        case .didFinishLaunching: await didFinishLaunching(subject)
+        case .willResignActive: await willResignActive(subject)
+        case .didEnterBackground: try await didEnterBackground(subject)
+        case .willEnterForeground: await willEnterForeground(subject)
+        case .didBecomeActive: await didBecomeActive(subject)
+        case .willTerminate: await willTerminate(subject)
+        }
+    }
+}

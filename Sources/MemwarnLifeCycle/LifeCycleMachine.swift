@@ -1,0 +1,122 @@
+import Memwarn
+
+/// The state of one ``Application`` or ``LifeCycleUnit`` and the running of its transitions: one at a
+/// time, in the order asked, each checked against ``LifeCycleTransition/all`` and delivering
+/// its callbacks in order.
+final class LifeCycleMachine: Sendable {
+    /// What the owner does at a transition's steps.
+    struct Hooks: Sendable {
+        /// Refuses a legal transition for the owner's own reasons (a unit: not saved).
+        var check: @Sendable (LifeCycleTransition) throws -> Void = { _ in }
+        /// Delivers a callback to the delegate (with a deadline where one applies).
+        var deliver: @Sendable (LifeCycleCallback, _ restoring: Bool) async -> HandlerOutcome
+        /// Runs under the state lock as the state changes (a unit: join or leave the tiers).
+        var stateWillChange: @Sendable (LifeCycleTransition) -> Void = { _ in }
+        /// Runs after the transition's last callback.
+        var transitionDidFinish: @Sendable (LifeCycleTransition, [LifeCycleCallback: HandlerOutcome]) async -> Void = { _, _ in }
+    }
+
+    private struct State {
+        var current = LifeCycleState.notRunning
+        /// A transition is running (a discard must not race it).
+        var busy = false
+        /// The last queued operation: the next one waits for it.
+        var tail: Task<Void, Never>?
+    }
+
+    /// The transition running on this task, if any: refuses re-entry from a callback.
+    @TaskLocal private static var running: ObjectIdentifier?
+
+    let subject: LifeCycleSubject
+    private let broadcaster: NotificationBroadcaster
+    private let state = Locked(State())
+
+    init(subject: LifeCycleSubject, broadcaster: NotificationBroadcaster) {
+        self.subject = subject
+        self.broadcaster = broadcaster
+    }
+
+    var current: LifeCycleState { state.withLock { $0.current } }
+
+    /// Runs `body` with the current state, which cannot change until it returns.
+    func whileInState<T>(_ body: (LifeCycleState) throws -> T) rethrows -> T {
+        try state.withLock { try body($0.current) }
+    }
+
+    func post(_ event: LifeCycleNotification.Event) {
+        broadcaster.post(LifeCycleNotification(subject: subject, event: event))
+    }
+
+    /// Runs `operation` after every operation queued before it, and before any queued after.
+    @discardableResult
+    func serially<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        guard Self.running != ObjectIdentifier(self) else { throw LifeCycleError.reentrantTransition(subject: subject) }
+        let task = state.withLock { state in
+            let previous = state.tail
+            let task = Task { [self] in
+                await previous?.value
+                return try await Self.$running.withValue(ObjectIdentifier(self)) { try await operation() }
+            }
+            state.tail = Task { _ = try? await task.value }
+            return task
+        }
+        return try await task.value
+    }
+
+    /// Performs one legal transition to `target` (call inside ``serially(_:)``).
+    ///
+    /// - Throws: ``LifeCycleError/illegalTransition(subject:from:to:)``, the owner's check,
+    ///   or ``LifeCycleError/launchFailed(subject:reason:)`` (the state then stays not running).
+    @discardableResult
+    func perform(to target: LifeCycleState, restoring: Bool = false, hooks: Hooks) async throws -> [LifeCycleCallback: HandlerOutcome] {
+        let transition = try state.withLock { state in
+            guard let transition = LifeCycleTransition.between(state.current, target) else {
+                throw LifeCycleError.illegalTransition(subject: subject, from: state.current, to: target)
+            }
+            try hooks.check(transition)
+            state.busy = true
+            return transition
+        }
+        defer { state.withLock { $0.busy = false } }
+
+        var outcomes: [LifeCycleCallback: HandlerOutcome] = [:]
+        for callback in transition.callbacks where callback.runsBeforeTheStateChanges {
+            let outcome = await deliver(callback, restoring: restoring, hooks: hooks)
+            outcomes[callback] = outcome
+            if callback == .willFinishLaunching, outcome != .completed {
+                throw LifeCycleError.launchFailed(subject: subject, reason: outcome.description)
+            }
+        }
+        try state.withLock { state in
+            try hooks.check(transition)  // again: callbacks ran since, and e.g. a background task may have begun
+            hooks.stateWillChange(transition)
+            state.current = transition.to
+        }
+        post(.stateChanged(from: transition.from, to: transition.to))
+        for callback in transition.callbacks where !callback.runsBeforeTheStateChanges {
+            outcomes[callback] = await deliver(callback, restoring: restoring, hooks: hooks)
+        }
+        await hooks.transitionDidFinish(transition, outcomes)
+        return outcomes
+    }
+
+    private func deliver(_ callback: LifeCycleCallback, restoring: Bool, hooks: Hooks) async -> HandlerOutcome {
+        post(.callback(callback))
+        let outcome = await hooks.deliver(callback, restoring)
+        if outcome != .completed { post(.handler(callback, outcome)) }
+        return outcome
+    }
+
+    /// Moves a suspended, idle subject to not running at once (no callbacks: it runs no code).
+    ///
+    /// - Returns: whether it did; `false` when the subject is not suspended or a transition
+    ///   is under way (it is being resumed).
+    func discardIfSuspended(_ stateWillChange: () -> Void) -> Bool {
+        state.withLock { state in
+            guard state.current == .suspended, !state.busy else { return false }
+            stateWillChange()
+            state.current = .notRunning
+            return true
+        }
+    }
+}

@@ -1,0 +1,46 @@
+/// One life-cycle event, as ``Application/notifications()`` delivers them.
+public struct LifeCycleNotification: Sendable, Hashable, CustomStringConvertible {
+    /// What happened.
+    public enum Event: Sendable, Hashable {
+        /// A callback is being delivered to the subject's delegate.
+        case callback(LifeCycleCallback)
+        /// The subject's state changed.
+        case stateChanged(from: LifeCycleState, to: LifeCycleState)
+        /// A callback's handler threw or overran its deadline.
+        case handler(LifeCycleCallback, HandlerOutcome)
+        /// A suspended unit was terminated to free memory (no `willTerminate`); its consumers
+        /// were released and unregistered. Asking for it again relaunches it from its saved state.
+        case discarded(freedBytes: Int)
+        /// Idle shared-resource handles were closed on entering the background.
+        case closedIdleHandles(count: Int, failures: Int)
+        case backgroundTaskBegan(BackgroundTaskIdentifier, name: String)
+        case backgroundTaskEnded(BackgroundTaskIdentifier, name: String)
+        /// The background time ran out: the task's expiration handler ran and it was ended.
+        case backgroundTaskExpired(BackgroundTaskIdentifier, name: String)
+        /// The API was misused (ending an unknown or ended task, for example); nothing changed.
+        case misuse(String)
+    }
+
+    /// Whose event.
+    public var subject: LifeCycleSubject
+    public var event: Event
+
+    public init(subject: LifeCycleSubject, event: Event) {
+        self.subject = subject
+        self.event = event
+    }
+
+    public var description: String {
+        switch event {
+        case .callback(let callback): "\(subject): \(callback)"
+        case .stateChanged(let from, let to): "\(subject): \(from) → \(to)"
+        case .handler(let callback, let outcome): "\(subject): \(callback) \(outcome)"
+        case .discarded(let freed): "\(subject): discarded, \(freed) bytes freed"
+        case .closedIdleHandles(let count, let failures): "\(subject): closed \(count) idle handles (\(failures) failed)"
+        case .backgroundTaskBegan(let id, let name): "\(subject): background task \(id) \"\(name)\" began"
+        case .backgroundTaskEnded(let id, let name): "\(subject): background task \(id) \"\(name)\" ended"
+        case .backgroundTaskExpired(let id, let name): "\(subject): background task \(id) \"\(name)\" expired"
+        case .misuse(let message): "\(subject): misuse: \(message)"
+        }
+    }
+}

@@ -1,0 +1,94 @@
+extension LifeCycleUnit {
+    /// Starts a background task: while one runs, the unit is not suspended. Give it a name
+    /// for reports, and an expiration handler, which runs when the unit's background time
+    /// (``LifeCycleConfiguration/backgroundTaskTime`` from entering the background) runs
+    /// out; the task is then ended for it.
+    ///
+    /// - Returns: the task's identifier, or ``BackgroundTaskIdentifier/invalid`` when the unit
+    ///   is not running or its background time is used up.
+    public func beginBackgroundTask(name: String? = nil, expirationHandler: (@Sendable () -> Void)? = nil) -> BackgroundTaskIdentifier {
+        let begun: (BackgroundTaskIdentifier, String)? = machine.whileInState { current in
+            guard current.isRunning else { return nil }
+            return storage.withLock { storage in
+                if current == .background, let ends = storage.backgroundTimeEnds, ends <= .now { return nil }
+                storage.nextTaskNumber += 1
+                let identifier = BackgroundTaskIdentifier(rawValue: storage.nextTaskNumber)
+                let taskName = name ?? "task \(storage.nextTaskNumber)"
+                storage.tasks[identifier] = BackgroundTask(name: taskName, expirationHandler: expirationHandler)
+                return (identifier, taskName)
+            }
+        }
+        guard let (identifier, taskName) = begun else {
+            logger.debug("background task not begun", metadata: ["state": "\(state)"])
+            return .invalid
+        }
+        machine.post(.backgroundTaskBegan(identifier, name: taskName))
+        return identifier
+    }
+
+    /// Ends a background task. Ending an unknown or already-ended task is a misuse: it is
+    /// reported (a ``LifeCycleNotification/Event/misuse(_:)`` notification and a warning in the
+    /// log) and changes nothing.
+    ///
+    /// - Returns: whether a running task was ended.
+    @discardableResult
+    public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) -> Bool {
+        let (task, remaining) = storage.withLock { storage in (storage.tasks.removeValue(forKey: identifier), storage.tasks.count) }
+        guard let task else {
+            let message = identifier == .invalid
+                ? "endBackgroundTask called with the invalid identifier"
+                : "endBackgroundTask(\(identifier)): no such running task (unknown, already ended, or expired)"
+            logger.warning("\(message)")
+            machine.post(.misuse(message))
+            return false
+        }
+        machine.post(.backgroundTaskEnded(identifier, name: task.name))
+        if remaining == 0 && state == .background { scheduleSuspensionIfIdle() }
+        return true
+    }
+
+    /// The running background tasks, by identifier, with their names.
+    public var backgroundTasks: [BackgroundTaskIdentifier: String] {
+        storage.withLock { $0.tasks.mapValues(\.name) }
+    }
+
+    /// The background time left: `nil` in the foreground (not limited), the time until the
+    /// background tasks expire in the background, and zero when suspended or not running.
+    public var backgroundTimeRemaining: Duration? {
+        let current = state
+        switch current {
+        case .inactive, .active: return nil
+        case .suspended, .notRunning: return .zero
+        case .background:
+            guard let ends = storage.withLock({ $0.backgroundTimeEnds }) else { return .zero }
+            return max(.zero, ends - .now)
+        }
+    }
+
+    /// Arms the timer that expires the background tasks when the background time runs out.
+    func scheduleBackgroundTimeExpiry() {
+        guard let ends = storage.withLock({ $0.backgroundTimeEnds }) else { return }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: ends, clock: .continuous)
+            guard !Task.isCancelled, let self else { return }
+            expireBackgroundTasks()
+        }
+        storage.withLock { storage in
+            storage.expiryTimer?.cancel()
+            storage.expiryTimer = timer
+        }
+    }
+
+    /// Runs every running task's expiration handler, then ends the task.
+    func expireBackgroundTasks() {
+        let expired = storage.withLock { storage in
+            defer { storage.tasks = [:] }
+            return storage.tasks.sorted { $0.key.rawValue < $1.key.rawValue }
+        }
+        for (identifier, task) in expired {
+            task.expirationHandler?()
+            machine.post(.backgroundTaskExpired(identifier, name: task.name))
+        }
+        if state == .background { scheduleSuspensionIfIdle() }
+    }
+}
