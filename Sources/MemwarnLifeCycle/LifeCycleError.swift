@@ -11,8 +11,9 @@ public enum LifeCycleError: Error, Sendable, Equatable, CustomStringConvertible 
     case launchFailed(subject: LifeCycleSubject, reason: String)
     /// The application has terminated; it takes no more requests.
     case applicationTerminated
-    /// A callback asked for a transition of its own subject, which would wait for the
-    /// callback to return: a deadlock, refused.
+    /// A callback (or a task it started, which inherits its context) asked for a transition of
+    /// its own subject, which would wait for the callback to return: a deadlock, refused. To
+    /// move the subject on from a callback, use `Task.detached`.
     case reentrantTransition(subject: LifeCycleSubject)
     /// No unit has this identifier.
     case unknownUnit(LifeCycleUnit.ID)

@@ -18,8 +18,8 @@ final class LifeCycleMachine: Sendable {
 
     private struct State {
         var current = LifeCycleState.notRunning
-        /// A transition is running (a discard must not race it).
-        var busy = false
+        /// Operations running now (a discard must not race one: it may be resuming the unit).
+        var operations = 0
         /// The last queued operation: the next one waits for it.
         var tail: Task<Void, Never>?
     }
@@ -55,6 +55,8 @@ final class LifeCycleMachine: Sendable {
             let previous = state.tail
             let task = Task { [self] in
                 await previous?.value
+                self.state.withLock { $0.operations += 1 }
+                defer { self.state.withLock { $0.operations -= 1 } }
                 return try await Self.$running.withValue(ObjectIdentifier(self)) { try await operation() }
             }
             state.tail = Task { _ = try? await task.value }
@@ -74,10 +76,8 @@ final class LifeCycleMachine: Sendable {
                 throw LifeCycleError.illegalTransition(subject: subject, from: state.current, to: target)
             }
             try hooks.check(transition)
-            state.busy = true
             return transition
         }
-        defer { state.withLock { $0.busy = false } }
 
         var outcomes: [LifeCycleCallback: HandlerOutcome] = [:]
         for callback in transition.callbacks where callback.runsBeforeTheStateChanges {
@@ -109,11 +109,11 @@ final class LifeCycleMachine: Sendable {
 
     /// Moves a suspended, idle subject to not running at once (no callbacks: it runs no code).
     ///
-    /// - Returns: whether it did; `false` when the subject is not suspended or a transition
-    ///   is under way (it is being resumed).
+    /// - Returns: whether it did; `false` when the subject is not suspended or an operation
+    ///   is under way (it may be resuming the subject, which was asked for).
     func discardIfSuspended(_ stateWillChange: () -> Void) -> Bool {
         state.withLock { state in
-            guard state.current == .suspended, !state.busy else { return false }
+            guard state.current == .suspended, state.operations == 0 else { return false }
             stateWillChange()
             state.current = .notRunning
             return true

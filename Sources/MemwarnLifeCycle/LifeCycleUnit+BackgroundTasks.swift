@@ -68,7 +68,7 @@ extension LifeCycleUnit {
     /// Arms the timer that expires the background tasks when the background time runs out.
     func scheduleBackgroundTimeExpiry() {
         guard let ends = storage.withLock({ $0.backgroundTimeEnds }) else { return }
-        let timer = Task { [weak self] in
+        let timer = Task.detached { [weak self] in  // detached: see scheduleSuspensionIfIdle()
             try? await Task.sleep(until: ends, clock: .continuous)
             guard !Task.isCancelled, let self else { return }
             expireBackgroundTasks()

@@ -235,7 +235,9 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     /// saved, and without background tasks.
     func scheduleSuspensionIfIdle() {
         let delay = configuration.suspensionDelay
-        let timer = Task { [weak self] in
+        // Detached: the timer must not inherit the transition it may be started from (it
+        // would be refused as re-entrant), nor its priority.
+        let timer = Task.detached { [weak self] in
             try? await Task.sleep(for: delay)
             guard !Task.isCancelled, let self else { return }
             do {

@@ -71,8 +71,8 @@ final class SessionDelegate: LifeCycleDelegate {
 
     func willTerminate(_ unit: LifeCycleUnit) async {
         if overrunsTermination {
-            let end = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(100)) }  // ignores cancellation
+            // A detached sleep is not cancelled with its waiter: this ignores cancellation.
+            await Task.detached { try? await Task.sleep(for: .seconds(60)) }.value
         }
         try? save()
     }
