@@ -96,17 +96,8 @@ public final class Application: Sendable {
     var hooks: LifeCycleMachine.Hooks {
         LifeCycleMachine.Hooks(deliver: { [self] callback, restoring in
             guard let delegate else { return .completed }
-            let body: @Sendable () async throws -> Void = { try await delegate.deliver(callback, to: self, restoring: restoring) }
-            switch callback {
-            case .didEnterBackground: return await runHandler(deadline: configuration.backgroundHandlerDeadline, body)
-            case .willTerminate: return await runHandler(deadline: configuration.terminationDeadline, body)
-            default:
-                do {
-                    try await body()
-                    return .completed
-                } catch {
-                    return .failed(reason: String(describing: error))
-                }
+            return await runCallbackHandler(callback, configuration: configuration) {
+                try await delegate.deliver(callback, to: self, restoring: restoring)
             }
         })
     }

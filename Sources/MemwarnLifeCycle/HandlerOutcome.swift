@@ -18,6 +18,23 @@ public enum HandlerOutcome: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// Runs a callback's handler: `didEnterBackground` and `willTerminate` under their deadlines
+/// from `configuration`, the others to their end.
+func runCallbackHandler(_ callback: LifeCycleCallback, configuration: LifeCycleConfiguration,
+                        _ handler: @escaping @Sendable () async throws -> Void) async -> HandlerOutcome {
+    switch callback {
+    case .didEnterBackground: return await runHandler(deadline: configuration.backgroundHandlerDeadline, handler)
+    case .willTerminate: return await runHandler(deadline: configuration.terminationDeadline, handler)
+    default:
+        do {
+            try await handler()
+            return .completed
+        } catch {
+            return .failed(reason: String(describing: error))
+        }
+    }
+}
+
 /// Runs `handler` until it returns or `deadline` passes, whichever is first. At the deadline
 /// the handler's task is cancelled and no longer awaited: one that ignores cancellation runs on
 /// detached from its caller, which goes on.

@@ -153,17 +153,8 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
 
     private func deliver(_ callback: LifeCycleCallback, restoring: Bool) async -> HandlerOutcome {
         guard let delegate = storage.withLock({ $0.delegate }) else { return .completed }
-        let body: @Sendable () async throws -> Void = { try await delegate.deliver(callback, to: self, restoring: restoring) }
-        switch callback {
-        case .didEnterBackground: return await runHandler(deadline: configuration.backgroundHandlerDeadline, body)
-        case .willTerminate: return await runHandler(deadline: configuration.terminationDeadline, body)
-        default:
-            do {
-                try await body()
-                return .completed
-            } catch {
-                return .failed(reason: String(describing: error))
-            }
+        return await runCallbackHandler(callback, configuration: configuration) {
+            try await delegate.deliver(callback, to: self, restoring: restoring)
         }
     }
 

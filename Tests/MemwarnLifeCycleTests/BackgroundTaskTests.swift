@@ -108,8 +108,9 @@ struct BackgroundTaskTests {
         let log = NotificationLog(recorded.app)
         let fresh = try recorded.app.makeUnit("fresh")
         #expect(fresh.beginBackgroundTask() == .invalid, "not running")
-        let unit = try await Self.backgroundUnit(recorded)
-        let holder = unit.beginBackgroundTask(name: "holder")
+        let unit = try await recorded.app.activateUnit("u")
+        let holder = unit.beginBackgroundTask(name: "holder")  // begun in the foreground: it must expire
+        try await recorded.app.moveUnitToBackground("u")
         try await log.wait(for: "the holder expired") { $0.event == .backgroundTaskExpired(holder, name: "holder") }
         #expect(unit.beginBackgroundTask() == .invalid, "the background time is used up")
         try await unit.transition(to: .suspended)

@@ -11,34 +11,8 @@ struct ReleaseIntegrationTests {
     static let limit: UInt64 = 256 << 20
     static let mebibyte = 1 << 20
 
-    final class Probe {
-        let pid: Int32
-        private let input: Int32
-        private let output: Int32
-
-        init(in cgroup: TestCgroup) throws {
-            (pid, input, output) = try ChildProcess.spawn([ProductsDirectory.path + "/memwarn-release-probe"])
-            try cgroup.add(pid: pid)
-        }
-
-        func send(_ command: String) throws -> [String: Any] {
-            let bytes = Array((command + "\n").utf8)
-            _ = bytes.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
-            return try receive()
-        }
-
-        func receive() throws -> [String: Any] {
-            let line = try ChildProcess.readLine(output)
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-            if let error = object["error"] { Issue.record("the probe failed: \(error)") }
-            return object
-        }
-
-        func stop() {
-            close(input)
-            _ = ChildProcess.wait(pid)
-            close(output)
-        }
+    static func probe(in cgroup: TestCgroup) throws -> JSONLineChild {
+        try JSONLineChild([ProductsDirectory.path + "/memwarn-release-probe"], in: cgroup)
     }
 
     static func entries(_ report: [String: Any]) throws -> [(consumer: String, tier: String, freed: Int, before: Int)] {
@@ -49,7 +23,7 @@ struct ReleaseIntegrationTests {
 
     @Test func aWarningReleasesCachesLargestFirstThenMediaStopsAtTheTargetAndUsageDrops() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
-            let probe = try Probe(in: cgroup)
+            let probe = try Self.probe(in: cgroup)
             defer { probe.stop() }
             let loaded = try #require(try probe.send("load")["footprints"] as? [String: Int])
             #expect(loaded["sessions"] == 60 * Self.mebibyte && loaded["thumbnails"] == 40 * Self.mebibyte && loaded["fragments"] == 20 * Self.mebibyte)
@@ -76,7 +50,7 @@ struct ReleaseIntegrationTests {
 
     @Test func criticalAlsoClosesIdleConnectionsAfterTheOtherTiers() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
-            let probe = try Probe(in: cgroup)
+            let probe = try Self.probe(in: cgroup)
             defer { probe.stop() }
             _ = try probe.send("load")
             let before = try cgroup.usage()
@@ -93,7 +67,7 @@ struct ReleaseIntegrationTests {
 
     @Test func theMonitorsWarningReleasesOnItsOwnUntilUsageIsBelowTheRecoveryMark() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
-            let probe = try Probe(in: cgroup)
+            let probe = try Self.probe(in: cgroup)
             defer { probe.stop() }
             _ = try probe.send("load")
             #expect(try probe.send("watch")["watching"] as? String == "normal")

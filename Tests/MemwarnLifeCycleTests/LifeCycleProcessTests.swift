@@ -1,0 +1,86 @@
+import CgroupKit
+import Foundation
+import MemwarnTestKit
+import Testing
+
+/// The life cycle in a real child process (`memwarn-lifecycle-probe`, whose client sessions
+/// are units): terminate-suspended under a real constrained cgroup, and a real SIGTERM.
+@Suite(.serialized)
+struct LifeCycleProcessTests {
+    static let mebibyte = 1 << 20
+    static let probePath = ProductsDirectory.path + "/memwarn-lifecycle-probe"
+
+    /// Sessions by size (MiB) and the writes each acknowledges.
+    static let suspended = [("big", 48, 300), ("mid", 32, 200), ("small", 16, 100)]
+    static let active = [("hot", 40, 50), ("warm", 24, 25)]
+
+    @Test func criticalPressureTerminatesOnlySuspendedUnitsLargestFirstUntilTheTargetAndRelaunchesLoseNothing() async throws {
+        let limit: UInt64 = 256 << 20
+        try await withTestCgroup(limit: limit) { cgroup in
+            let probe = try JSONLineChild([Self.probePath, "--suspension-delay-ms", "20"], in: cgroup)
+            defer { probe.stop() }
+            for (id, mebibytes, writes) in Self.suspended + Self.active {
+                #expect(try probe.send("unit \(id) \(mebibytes)")["state"] as? String == "active")
+                #expect(try probe.send("write \(id) \(writes)")["acknowledged"] as? Int == writes)
+            }
+            for (id, _, _) in Self.suspended {
+                #expect(try probe.send("suspend \(id)")["state"] as? String == "suspended")
+            }
+            #expect(try probe.send("watch")["watching"] as? String == "normal")
+
+            // Unreleasable ballast takes usage past the critical mark (90 %) to 93 %. The active
+            // sessions' working sets are in use (pinned), so only terminating can free enough.
+            let ballast = Int(Double(limit) * 0.93) - Int(try cgroup.usage())
+            #expect(ballast > 0)
+            _ = try probe.send("ballast \(ballast)")  // a report may come first; either way:
+            let (critical, _) = try probe.receive { $0["level"] as? String == "critical" && $0["entries"] != nil }
+
+            let entries = try #require(critical["entries"] as? [[String: Any]])
+            let terminated = entries.filter { $0["tier"] as? String == "suspended-units" }
+            #expect(terminated.map { $0["consumer"] as? String } == ["unit big", "unit mid"], "largest first, and it stopped at the target")
+            #expect(terminated.map { $0["bytesFreed"] as? Int } == [48 * Self.mebibyte, 32 * Self.mebibyte])
+            #expect(!entries.contains { ($0["tier"] as? String == "caches") && ($0["bytesFreed"] as? Int ?? 0) > 0 },
+                    "the active sessions' working sets are in use")
+            #expect(critical["metTarget"] as? Bool == true)
+            let target = try #require(critical["targetBytes"] as? Int)
+            #expect(target > 48 * Self.mebibyte && target <= 80 * Self.mebibyte, "big alone was not enough; big and mid were")
+
+            let states = try probe.send("status").mapValues { ($0 as? String)?.split(separator: " ").first.map(String.init) }
+            #expect(states == ["big": "not-running", "mid": "not-running", "small": "suspended", "hot": "active", "warm": "active"])
+            #expect(Double(try cgroup.usage()) < Double(limit) * 0.8, "the memory went back to the kernel")
+
+            // Asked for again: the terminated ones relaunch from their saved state, the
+            // suspended one resumes; every acknowledged write is there.
+            for (id, _, writes) in Self.suspended {
+                let reply = try probe.send("activate \(id)")
+                #expect(reply["state"] as? String == "active")
+                #expect(reply["launches"] as? String == (id == "small" ? "1" : "2"))
+                #expect(reply["present"] as? String == "\(writes)")
+                #expect(reply["intact"] as? String == "true")
+                #expect(reply["lost"] as? String == "0", "lost writes of \(id)")
+            }
+        }
+    }
+
+    @Test func sigtermRunsWillTerminateForRunningUnitsOnlyCutsOffAnOverrunAndExitsCleanly() async throws {
+        let probe = try JSONLineChild([Self.probePath, "--termination-deadline-ms", "500", "--suspension-delay-ms", "20"])
+        defer { probe.stop() }
+        _ = try probe.send("unit a 4")
+        _ = try probe.send("unit b 4 overrun")
+        _ = try probe.send("unit c 4")
+        #expect(try probe.send("suspend c")["state"] as? String == "suspended")
+        _ = try probe.send("serve")  // the application's launch callbacks come first
+        _ = try probe.receive(until: { $0["serving"] as? Bool == true })
+
+        #expect(kill(probe.pid, SIGTERM) == 0)
+        let (exited, lines) = try probe.receive(until: { $0["exited"] != nil }, timeout: .seconds(30))
+        let told = lines.filter { $0["callback"] as? String == "willTerminate" }.compactMap { $0["subject"] as? String }
+        #expect(Set(told) == ["unit a", "unit b", "application"])
+        #expect(!told.contains("unit c"), "a suspended unit is not told")
+        let overran = lines.filter { $0["handler"] as? String == "willTerminate" }
+        #expect(overran.map { $0["subject"] as? String } == ["unit b"])
+        #expect((overran.first?["outcome"] as? String)?.contains("overran") == true)
+        #expect(exited["exited"] as? String == "clean")
+        #expect(probe.stop() == 0, "a clean exit status")
+    }
+}
