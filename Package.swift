@@ -8,7 +8,9 @@
 //   MemwarnLifeCycle  UIKit's life cycle for a service and its units: states, background tasks,
 //                   will-terminate, and terminate-suspended through the release order
 //   MemwarnTestKit  real test cgroups and memory-hungry child processes, for tests and benchmarks
+//   MemwarnSoak     commands under constrained cgroups (memwarn run), the soak and its report and plot
 //   memwarn         the operator's command-line tool
+//   memwarn-demo    a memory-hungry demo service using every part of the library (the soak's subject)
 //   memwarn-hog     a child process that holds as much memory as it is told (tests, benchmarks)
 //   memwarn-release-probe  a child process holding caches, media and handles to release (tests)
 //   memwarn-lifecycle-probe  a child process whose sessions are units: suspended, terminated,
@@ -30,6 +32,7 @@ let package = Package(
         .library(name: "CgroupKit", targets: ["CgroupKit"]),
         .library(name: "MemwarnTestKit", targets: ["MemwarnTestKit"]),
         .executable(name: "memwarn", targets: ["MemwarnCLI"]),
+        .executable(name: "memwarn-demo", targets: ["MemwarnDemo"]),
         .executable(name: "memwarn-hog", targets: ["MemwarnHog"]),
         .executable(name: "memwarn-release-probe", targets: ["MemwarnReleaseProbe"]),
         .executable(name: "memwarn-lifecycle-probe", targets: ["MemwarnLifeCycleProbe"]),
@@ -78,10 +81,30 @@ let package = Package(
             dependencies: ["CgroupKit"],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "MemwarnSoak",
+            dependencies: [
+                "Memwarn",
+                "CgroupKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "MemwarnDemo",
+            dependencies: [
+                "Memwarn",
+                "MemwarnLifeCycle",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "MemwarnCLI",
             dependencies: [
                 "Memwarn",
+                "MemwarnSoak",
                 "CgroupKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -138,7 +161,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MemwarnCLITests",
-            dependencies: ["MemwarnTestKit", "CgroupKit"],
+            dependencies: ["MemwarnTestKit", "CgroupKit", "MemwarnSoak"],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,0 +1,2 @@
+// memwarn-demo: placeholder, filled in by the soak work.
+print("memwarn-demo")
