@@ -108,6 +108,7 @@ let package = Package(
                 "CgroupKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),

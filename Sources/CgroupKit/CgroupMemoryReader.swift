@@ -117,6 +117,14 @@ public struct CgroupMemoryReader: Sendable {
         return best
     }
 
+    /// The highest usage the kernel recorded (v1 `memory.max_usage_in_bytes`, v2
+    /// `memory.peak`), or `nil` on a v2 kernel without `memory.peak` (before 5.19).
+    public func peakUsage() throws(CgroupError) -> UInt64? {
+        let name = location.version == .v1 ? "memory.max_usage_in_bytes" : "memory.peak"
+        guard location.version == .v1 || files.exists(location.file(name)) else { return nil }
+        return try CgroupValues.number(read(name), path: files.path(location.file(name)))
+    }
+
     /// The cgroup's memory event counters.
     public func events() throws(CgroupError) -> MemoryEventCounters {
         switch location.version {

@@ -11,8 +11,9 @@ struct MemwarnCommand: AsyncParsableCommand {
               memwarn status                          this process's memory cgroup
               memwarn status --json --cgroup /system.slice/app.service
               memwarn watch --json --cgroup /sys/fs/cgroup/memory/app
+              memwarn run --memory-max 256M -- ./my-service
             """,
-        subcommands: [StatusCommand.self, WatchCommand.self])
+        subcommands: [StatusCommand.self, WatchCommand.self, RunCommand.self])
 }
 
 /// Options shared by the subcommands.

@@ -1,6 +1,7 @@
 import CgroupKit
 import Foundation
 import Memwarn
+import MemwarnSoak
 
 /// The JSON and text forms of a snapshot, shared by `status` and `watch`.
 struct StatusReport: Encodable {
@@ -94,8 +95,5 @@ struct StatusReport: Encodable {
         return lines.joined(separator: "\n")
     }
 
-    static func bytes(_ value: UInt64) -> String {
-        let mebibytes = Double(value) / 1_048_576
-        return mebibytes >= 1024 ? String(format: "%.2f GiB", mebibytes / 1024) : String(format: "%.1f MiB", mebibytes)
-    }
+    static func bytes(_ value: UInt64) -> String { ByteSize.describe(value) }
 }

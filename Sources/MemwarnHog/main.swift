@@ -5,6 +5,9 @@
 //                  "held <bytes> <start ns> <end ns>" (CLOCK_MONOTONIC around the change)
 //   exit           exit 0 (end of input does the same)
 //
+// Or, for `memwarn run` and its tests: `memwarn-hog --allocate <bytes>` touches that much
+// memory, then exits 0 (if the cgroup lets it live that long).
+//
 // Memory is mapped anonymously and every page is written, so the cgroup is charged at once;
 // shrinking unmaps, so the charge is returned at once too.
 #if canImport(Glibc)
@@ -57,6 +60,12 @@ func reply(_ text: String) {
 }
 
 var holder = Holder()
+if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--allocate", let bytes = Int(CommandLine.arguments[2]), bytes >= 0 {
+    exit(holder.hold(bytes) ? 0 : 1)
+} else if CommandLine.arguments.count > 1 {
+    reply("usage: memwarn-hog [--allocate <bytes>]   (without arguments: commands on stdin)")
+    exit(2)
+}
 while let line = readLine() {
     let words = line.split(separator: " ")
     if words.first == "exit" { exit(0) }

@@ -14,6 +14,7 @@ public final class TestCgroup: Sendable {
     public let location: CgroupLocation
     /// The limit set on it.
     public let limit: UInt64
+    private let cgroup: MemoryCgroup
 
     /// Creates a child of this process's own memory cgroup with `memory.limit_in_bytes = limit`.
     ///
@@ -23,42 +24,22 @@ public final class TestCgroup: Sendable {
         guard let own = layout.memory, own.version == .v1 else {
             throw CgroupError(.noMemoryController, "test cgroups need a cgroup v1 memory hierarchy (mode \(layout.mode.rawValue))")
         }
-        let name = "\(prefix)-\(getpid())-\(TestNames.next())"
-        let location = own.child(name)
-        try Libcgroup.createCgroup(path: location.path, controller: "memory", values: [("memory.limit_in_bytes", limit)])
-        self.location = location
+        cgroup = try MemoryCgroup(parent: own, name: "\(prefix)-\(getpid())-\(TestNames.next())", maximumBytes: limit)
+        self.location = cgroup.location
         self.limit = limit
     }
 
     /// Moves a process into the cgroup (it must be one the caller started).
-    public func add(pid: Int32) throws(CgroupError) {
-        try KernelFiles.host.write(String(pid), to: location.file("cgroup.procs"))
-    }
+    public func add(pid: Int32) throws(CgroupError) { try cgroup.add(pid: pid) }
 
     /// The processes in the cgroup.
-    public func processes() throws(CgroupError) -> [Int32] {
-        try KernelFiles.host.read(location.file("cgroup.procs")).split(separator: "\n").compactMap { Int32($0) }
-    }
+    public func processes() throws(CgroupError) -> [Int32] { try cgroup.processes() }
 
     /// Current usage, as the kernel reports it.
-    public func usage() throws(CgroupError) -> UInt64 {
-        try CgroupMemoryReader(location: location).usage()
-    }
+    public func usage() throws(CgroupError) -> UInt64 { try cgroup.reader.usage() }
 
-    /// Removes the cgroup through libcgroup; retries while the kernel still holds it busy.
-    public func remove() throws(CgroupError) {
-        var lastError: CgroupError?
-        for _ in 0..<50 {
-            do throws(CgroupError) {
-                try Libcgroup.deleteCgroup(path: location.path, controller: "memory")
-                if !KernelFiles.host.exists(location.directory) { return }
-            } catch {
-                lastError = error
-            }
-            usleep(20_000)
-        }
-        throw lastError ?? CgroupError(.libcgroup, "cgroup still exists after deletion", path: location.directory)
-    }
+    /// Removes the cgroup; retries while the kernel still holds it busy.
+    public func remove() throws(CgroupError) { try cgroup.remove() }
 }
 
 /// Runs `body` with a new test cgroup and always removes it afterwards, after killing the

@@ -1,0 +1,84 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child memory cgroup this process made, with a limit: what `memwarn run` and the test kit
+/// put processes in. On cgroup v1 it is made through libcgroup (`memory.limit_in_bytes`); on
+/// cgroup v2 with `mkdir` and by writing `memory.max` and `memory.high` (libcgroup 2.0.2
+/// cannot name cgroup2 paths).
+public final class MemoryCgroup: Sendable {
+    /// Where it is.
+    public let location: CgroupLocation
+    /// Its hard limit in bytes.
+    public let maximumBytes: UInt64
+    /// Its throttling limit in bytes (cgroup v2 only).
+    public let highBytes: UInt64?
+
+    /// Creates `name` below `parent`, a memory cgroup of the same hierarchy, with its limits.
+    ///
+    /// - Throws: ``CgroupError``: `.unsupported` for `highBytes` on cgroup v1 (it has no
+    ///   `memory.high`), `.permissionDenied` (with how to get a cgroup) when this user may not
+    ///   create one, or what libcgroup or the kernel said. Nothing is left behind on failure.
+    public init(parent: CgroupLocation, name: String, maximumBytes: UInt64, highBytes: UInt64? = nil) throws(CgroupError) {
+        let location = parent.child(name)
+        do throws(CgroupError) {
+            switch parent.version {
+            case .v1:
+                guard highBytes == nil else {
+                    throw CgroupError(.unsupported, "memory.high exists only on cgroup v2; this host's memory controller is on cgroup v1 (use the hard limit alone)")
+                }
+                try Libcgroup.createCgroup(path: location.path, controller: "memory", values: [("memory.limit_in_bytes", maximumBytes)])
+            case .v2:
+                guard mkdir(location.directory, 0o755) == 0 else { throw KernelFiles.openError(errno, location.directory, writing: true) }
+                do throws(CgroupError) {
+                    try KernelFiles.host.write(String(maximumBytes), to: location.file("memory.max"))
+                    if let highBytes { try KernelFiles.host.write(String(highBytes), to: location.file("memory.high")) }
+                } catch {
+                    rmdir(location.directory)
+                    throw error
+                }
+            }
+        } catch where error.code == .permissionDenied || error.errno == EACCES || error.errno == EPERM {
+            throw CgroupError(.permissionDenied, """
+                cannot create the cgroup \(location.directory): \(error.message). Creating cgroups needs root, \
+                or a cgroup delegated to your user (for example: systemd-run --user --scope -p Delegate=yes memwarn run ...)
+                """, path: location.directory, errno: error.errno)
+        }
+        self.location = location
+        self.maximumBytes = maximumBytes
+        self.highBytes = highBytes
+    }
+
+    /// Moves a process into the cgroup.
+    public func add(pid: Int32) throws(CgroupError) {
+        try KernelFiles.host.write(String(pid), to: location.file("cgroup.procs"))
+    }
+
+    /// The processes in it.
+    public func processes() throws(CgroupError) -> [Int32] {
+        try KernelFiles.host.read(location.file("cgroup.procs")).split(separator: "\n").compactMap { Int32($0) }
+    }
+
+    /// A reader for its memory files.
+    public var reader: CgroupMemoryReader { CgroupMemoryReader(location: location) }
+
+    /// Removes it, retrying for up to a second while the kernel still holds it busy (a
+    /// process that just exited is released a little later).
+    public func remove() throws(CgroupError) {
+        var lastError: CgroupError?
+        for _ in 0..<50 {
+            do throws(CgroupError) {
+                switch location.version {
+                case .v1: try Libcgroup.deleteCgroup(path: location.path, controller: "memory")
+                case .v2:
+                    guard rmdir(location.directory) == 0 || errno == ENOENT else { throw KernelFiles.openError(errno, location.directory, writing: true) }
+                }
+                if !KernelFiles.host.exists(location.directory) { return }
+            } catch {
+                lastError = error
+            }
+            usleep(20_000)
+        }
+        throw lastError ?? CgroupError(.libcgroup, "the cgroup still exists after deletion", path: location.directory)
+    }
+}

@@ -1,0 +1,97 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Memwarn
+import MemwarnSoak
+import UnixSignals
+
+/// `memwarn run`: a command under a new memory-limited cgroup, watched.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a command in a new cgroup with a memory limit; report how it went.",
+        discussion: """
+            The cgroup is a uniquely named child of memwarn's own memory cgroup (cgroup v1 \
+            through libcgroup; v2 where the memory controller is on cgroup2), made before the \
+            command starts; the command joins it before exec. Level changes go to stderr as they \
+            happen. At the end memwarn prints the exit status or signal, OOM kills, peak usage and \
+            warnings, removes the cgroup (also on Ctrl-C or SIGTERM, which are passed to the \
+            command; a second one kills it), and exits with the command's status (128 + signal \
+            if it was killed). Needs permission to create cgroups (root, or a delegated cgroup).
+            Examples:
+              memwarn run --memory-max 256M -- ./my-service --port 8080
+              memwarn run --memory-max 64M --report run.json -- memwarn-hog 100M
+            """)
+
+    @Option(name: .long, help: ArgumentHelp("The hard limit: bytes or with a unit (64M, 1.5G).", valueName: "size"))
+    var memoryMax: String
+
+    @Option(name: .long, help: ArgumentHelp("The throttling limit (cgroup v2 only).", valueName: "size"))
+    var memoryHigh: String?
+
+    @Option(name: .long, help: ArgumentHelp("Also write the report as JSON to this file.", valueName: "file"))
+    var report: String?
+
+    @Option(name: .long, help: ArgumentHelp("A policy file (format of Config/memwarn.conf).", valueName: "file"))
+    var config: String?
+
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "command"))
+    var command: [String] = []
+
+    func validate() throws {
+        guard !command.isEmpty else { throw ValidationError("no command: give it after --, as in memwarn run --memory-max 64M -- CMD") }
+        guard let maximum = ByteSize.parse(memoryMax) else { throw ValidationError("--memory-max: \"\(memoryMax)\" is not a size (examples: 67108864, 64M, 1.5G)") }
+        if let memoryHigh {
+            guard let high = ByteSize.parse(memoryHigh) else { throw ValidationError("--memory-high: \"\(memoryHigh)\" is not a size") }
+            guard high <= maximum else { throw ValidationError("--memory-high must not be above --memory-max") }
+        }
+    }
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let policy = try PressurePolicy.load(file: config, environment: environment)
+        var logger = Logger(label: "memwarn")
+        logger.logLevel = .error
+        let options = ConstrainedRun.Options(
+            command: command, memoryMaxBytes: ByteSize.parse(memoryMax) ?? 0, memoryHighBytes: memoryHigh.flatMap(ByteSize.parse), policy: policy)
+        // Trapped before the command starts (it gets the default dispositions back before exec).
+        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        let run: ConstrainedRun
+        do {
+            run = try ConstrainedRun(options, logger: logger)
+        } catch {
+            Output.errorLine("Error: \(error)")
+            throw ExitCode(error is ConstrainedRun.StartError ? 127 : 125)
+        }
+        let forwarding = Task {
+            for await signal in signals { run.forward(signal: signal.rawValue) }
+        }
+        Output.errorLine("memwarn run: pid \(run.pid) in \(run.cgroup.location.directory), limit \(ByteSize.describe(options.memoryMaxBytes))")
+        let limit = options.memoryMaxBytes
+        let result = await run.wait { event in
+            Output.errorLine("memwarn run: \(event.level.rawValue) — \(ByteSize.describe(event.snapshot.usageBytes)) of \(ByteSize.describe(limit)) [\(event.source.name)]")
+        }
+        forwarding.cancel()
+        for line in Self.summary(result) { Output.errorLine("memwarn run: " + line) }
+        if let report {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            do {
+                try encoder.encode(result).write(to: URL(fileURLWithPath: report))
+            } catch {
+                Output.errorLine("Error: cannot write the report to \(report): \(error)")
+            }
+        }
+        throw ExitCode(result.exitCode)
+    }
+
+    static func summary(_ result: ConstrainedRunReport) -> [String] {
+        let ending = result.exit.signal.map { "killed by signal \($0)\($0 == SIGKILL ? " (SIGKILL)" : "")" } ?? "exited with status \(result.exit.status ?? 0)"
+        let warnings = result.warnings.isEmpty ? "none" : result.warnings.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        return [
+            "\(ending) after \(String(format: "%.1f", result.durationSeconds)) s (exit code \(result.exitCode))",
+            "OOM kills \(result.oomKills); peak \(result.peakUsageBytes.map(ByteSize.describe) ?? "unknown") of \(ByteSize.describe(result.memoryMaxBytes)); levels entered: \(warnings)",
+            result.cgroupRemoved ? "cgroup \(result.cgroup) removed" : "cgroup \(result.cgroup) could NOT be removed",
+        ]
+    }
+}

@@ -1,0 +1,197 @@
+public import CgroupKit
+import CLibcgroup
+import Foundation
+public import Logging
+public import Memwarn
+
+/// A command run in a new cgroup with a memory limit, watched by a ``PressureMonitor``:
+/// what `memwarn run` and `memwarn soak` do.
+///
+/// The cgroup is a uniquely named child of this process's own memory cgroup, made with the
+/// limit before the command starts; the command joins it between `fork` and `exec`, so all
+/// of its memory counts. ``wait(onLevel:)`` returns once the command has ended and the cgroup
+/// is removed — any process the command left behind in it is killed first.
+public final class ConstrainedRun: Sendable {
+    /// What to run and how.
+    public struct Options: Sendable {
+        public var command: [String]
+        public var memoryMaxBytes: UInt64
+        public var memoryHighBytes: UInt64?
+        /// The command's environment.
+        public var environment: [String: String]
+        /// The monitor's policy.
+        public var policy: PressurePolicy
+        /// Read the cgroup's usage this often for ``ConstrainedRunReport/samples`` (`nil`: never).
+        public var sampleInterval: Duration?
+        /// Where the command's standard output goes: a descriptor the caller reads, or `nil`
+        /// to share this process's.
+        public var standardOutput: Int32?
+        /// The cgroup's name prefix.
+        public var namePrefix: String
+
+        /// - Parameter environment: the command's environment; `nil` passes this process's.
+        public init(command: [String], memoryMaxBytes: UInt64, memoryHighBytes: UInt64? = nil,
+                    environment: [String: String]? = nil, policy: PressurePolicy = PressurePolicy(),
+                    sampleInterval: Duration? = nil, standardOutput: Int32? = nil, namePrefix: String = "memwarn-run") {
+            self.command = command
+            self.memoryMaxBytes = memoryMaxBytes
+            self.memoryHighBytes = memoryHighBytes
+            self.environment = environment ?? ProcessInfo.processInfo.environment
+            self.policy = policy
+            self.sampleInterval = sampleInterval
+            self.standardOutput = standardOutput
+            self.namePrefix = namePrefix
+        }
+    }
+
+    /// Why a run could not start.
+    public struct StartError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public let options: Options
+    /// The command's pid.
+    public let pid: Int32
+    /// The cgroup it runs in.
+    public let cgroup: MemoryCgroup
+    private let start: ContinuousClock.Instant
+    private let logger: Logger
+    private let forwarded = Locked(0)
+
+    private static let counter = Locked(0)
+
+    /// Makes the cgroup and starts the command in it.
+    ///
+    /// - Throws: ``StartError`` (no command, not found), or ``CgroupError`` (no memory
+    ///   controller, no permission to create cgroups — the message says how to get one).
+    public init(_ options: Options, logger: Logger) throws {
+        guard let name = options.command.first else { throw StartError(description: "no command to run") }
+        guard let executable = ExecutablePath.resolve(name, path: options.environment["PATH"]) else {
+            throw StartError(description: "\(name): command not found (or not executable)")
+        }
+        let layout = try CgroupDiscovery().layout()
+        guard let own = layout.memory else {
+            throw CgroupError(.noMemoryController, "this host has no memory controller to limit the command with (mode \(layout.mode.rawValue))")
+        }
+        let number = Self.counter.withLock { counter in
+            counter += 1
+            return counter
+        }
+        let cgroup = try MemoryCgroup(parent: own, name: "\(options.namePrefix)-\(getpid())-\(number)",
+                                      maximumBytes: options.memoryMaxBytes, highBytes: options.memoryHighBytes)
+        do {
+            pid = try Self.spawn(executable: executable, options: options, into: cgroup)
+        } catch {
+            try? cgroup.remove()
+            throw error
+        }
+        self.cgroup = cgroup
+        self.options = options
+        self.logger = logger
+        start = .now
+    }
+
+    private static func spawn(executable: String, options: Options, into cgroup: MemoryCgroup) throws -> Int32 {
+        let procs = open(cgroup.location.file("cgroup.procs"), O_WRONLY | O_CLOEXEC)
+        guard procs >= 0 else { throw KernelFiles.openError(errno, cgroup.location.file("cgroup.procs"), writing: true) }
+        defer { close(procs) }
+        let arguments = options.command.map { strdup($0) } + [nil]
+        let environment = options.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in arguments { free(pointer) }
+            for pointer in environment { free(pointer) }
+        }
+        let pid = arguments.withUnsafeBufferPointer { argv in
+            environment.withUnsafeBufferPointer { envp in
+                memwarn_spawn_in_cgroup(procs, executable, argv.baseAddress, envp.baseAddress, options.standardOutput ?? -1)
+            }
+        }
+        guard pid > 0 else { throw StartError(description: "fork failed: \(String(cString: strerror(-pid)))") }
+        return pid
+    }
+
+    /// Sends a signal on to the command (Ctrl-C or SIGTERM of `memwarn run`); the second
+    /// request kills it (SIGKILL), for a command that ignores the first.
+    public func forward(signal: Int32) {
+        let count = forwarded.withLock { count in
+            count += 1
+            return count
+        }
+        kill(pid, count == 1 ? signal : SIGKILL)
+    }
+
+    /// Watches the command until it ends, then collects the figures, removes the cgroup, and
+    /// reports.
+    ///
+    /// - Parameter onLevel: called with each level change, as it happens.
+    public func wait(onLevel: @escaping @Sendable (LevelEvent) -> Void = { _ in }) async -> ConstrainedRunReport {
+        var configuration = MonitorConfiguration(policy: options.policy, cgroupPath: cgroup.location.path)
+        configuration.watchesPressureStall = false  // usage against the limit: the cgroup's own signal
+        let monitor = PressureMonitor(configuration: configuration, logger: logger)
+        let changes = Locked<[ConstrainedRunReport.LevelChange]>([])
+        let start = self.start
+        let watching = Task {
+            for await event in monitor.events() where event.level != event.previous || event.previous == nil {
+                let seconds = Self.seconds(since: start)
+                changes.withLock { $0.append(.init(seconds: seconds, level: event.level.rawValue, usageBytes: event.snapshot.usageBytes)) }
+                onLevel(event)
+            }
+        }
+        let monitoring = Task {
+            do { try await monitor.run() } catch { logger.debug("the run's monitor stopped", metadata: ["error": "\(error)"]) }
+        }
+        let samples = Locked<[SoakSample]>([])
+        let sampling = options.sampleInterval.map { interval in
+            Task { [cgroup] in
+                let reader = cgroup.reader
+                while !Task.isCancelled {
+                    if let usage = try? reader.usage() {
+                        samples.withLock { $0.append(SoakSample(seconds: Self.seconds(since: start), usageBytes: usage)) }
+                    }
+                    try? await Task.sleep(for: interval)
+                }
+            }
+        }
+
+        let exit = await ProcessExit.wait(for: pid)
+        let duration = Self.seconds(since: start)
+        sampling?.cancel()
+        monitoring.cancel()
+        _ = await monitoring.value
+        _ = await watching.value
+
+        let reader = cgroup.reader
+        let oomKills = (try? reader.events().oomKill) ?? 0
+        let peak = try? reader.peakUsage()
+        let removed = removeCgroup()
+        let recorded = changes.withLock { $0 }
+        var warnings: [String: Int] = [:]
+        for change in recorded where change.level != MemoryPressureLevel.normal.rawValue { warnings[change.level, default: 0] += 1 }
+        return ConstrainedRunReport(
+            command: options.command, cgroup: cgroup.location.path, memoryMaxBytes: options.memoryMaxBytes,
+            memoryHighBytes: options.memoryHighBytes, exit: exit, exitCode: exit.code, oomKills: oomKills,
+            peakUsageBytes: peak ?? nil, warnings: warnings, levelChanges: recorded, durationSeconds: duration,
+            cgroupRemoved: removed, samples: samples.withLock { $0 })
+    }
+
+    /// Kills what the command left in the cgroup, then removes it.
+    private func removeCgroup() -> Bool {
+        for _ in 0..<50 {
+            guard let left = try? cgroup.processes(), !left.isEmpty else { break }
+            for process in left { kill(process, SIGKILL) }  // the command's own descendants
+            usleep(20_000)
+        }
+        do {
+            try cgroup.remove()
+            return true
+        } catch {
+            logger.error("could not remove the run's cgroup", metadata: ["cgroup": "\(cgroup.location.directory)", "error": "\(error)"])
+            return false
+        }
+    }
+
+    private static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let (seconds, attoseconds) = (ContinuousClock.now - start).components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

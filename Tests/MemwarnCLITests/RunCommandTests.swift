@@ -1,0 +1,86 @@
+import CgroupKit
+import Foundation
+import MemwarnTestKit
+import Testing
+
+/// `memwarn run`, run as an operator would: a command under a new limited cgroup, its exit
+/// status passed through, the cgroup always removed.
+@Suite(.serialized)
+struct RunCommandTests {
+    static let memwarn = ProductsDirectory.path + "/memwarn"
+    static let hog = ProductsDirectory.path + "/memwarn-hog"
+
+    /// This process's memory cgroup directory, where `memwarn run` makes its cgroups.
+    static func ownCgroupDirectory() throws -> String {
+        try #require(try CgroupDiscovery().layout().memory).directory
+    }
+
+    /// The `memwarn run` cgroups a given `memwarn run` process made that still exist.
+    static func runCgroups(of pid: Int32) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: try ownCgroupDirectory()).filter { $0.hasPrefix("memwarn-run-\(pid)-") }
+    }
+
+    static func temporaryFile(_ name: String) -> String {
+        NSTemporaryDirectory() + "memwarn-run-test-\(getpid())-\(name)"
+    }
+
+    @Test func aCommandThatOutgrowsTheLimitIsOOMKilledAndRunExits137WithOneOOMKillReported() throws {
+        let reportFile = Self.temporaryFile("oom.json")
+        defer { try? FileManager.default.removeItem(atPath: reportFile) }
+        let result = try ChildProcess.run([Self.memwarn, "run", "--memory-max", "64M", "--report", reportFile, "--", Self.hog, "--allocate", "\(100 << 20)"])
+        #expect(result.status == 137, "\(result.standardError)")
+        #expect(result.standardError.contains("OOM kills 1"))
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: reportFile))) as? [String: Any])
+        #expect(report["exitCode"] as? Int == 137)
+        #expect((report["exit"] as? [String: Any])?["signal"] as? Int == 9)
+        #expect(report["oomKills"] as? Int == 1)
+        #expect(report["memoryMaxBytes"] as? Int == 64 << 20)
+        #expect((report["peakUsageBytes"] as? Int ?? 0) >= 60 << 20)
+        #expect(report["cgroupRemoved"] as? Bool == true)
+        let cgroup = try #require(report["cgroup"] as? String)
+        #expect(!FileManager.default.fileExists(atPath: try Self.ownCgroupDirectory() + "/" + (cgroup.split(separator: "/").last.map(String.init) ?? "")))
+        #expect(report["warnings"] is [String: Int])  // which levels the monitor saw before the kill depends on timing
+    }
+
+    @Test func theCommandsExitStatusIsPassedThroughAndItsOutputIsItsOwn() throws {
+        let result = try ChildProcess.run([Self.memwarn, "run", "--memory-max", "32M", "--", "/bin/sh", "-c", "echo inside; exit 3"])
+        #expect(result.status == 3)
+        #expect(result.standardOutput == "inside\n")
+        #expect(result.standardError.contains("exited with status 3"))
+    }
+
+    @Test(arguments: [SIGTERM, SIGINT])
+    func interruptingRunPassesTheSignalOnAndStillRemovesTheCgroup(signal: Int32) throws {
+        let (pid, input, output) = try ChildProcess.spawn([Self.memwarn, "run", "--memory-max", "64M", "--", Self.hog])
+        defer {
+            close(input)
+            close(output)
+        }
+        // The hog shares memwarn run's stdin and stdout: its reply proves it runs in the cgroup.
+        _ = Array("hold \(8 << 20)\n".utf8).withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+        #expect(try ChildProcess.readLine(output).hasPrefix("held "))
+        #expect(try Self.runCgroups(of: pid).count == 1)
+        kill(pid, signal)
+        let status = ChildProcess.wait(pid)
+        #expect(status == 128 + signal, "the command died of the forwarded signal; run exits as it did")
+        #expect(try Self.runCgroups(of: pid).isEmpty, "the cgroup is gone")
+    }
+
+    @Test func badArgumentsGiveAOneLineErrorAndLeaveNoCgroup() throws {
+        let cases: [([String], Int32?)] = [
+            (["run", "--memory-max", "64M"], nil),                                // no command
+            (["run", "--memory-max", "lots", "--", "/bin/true"], nil),            // not a size
+            (["run", "--", "/bin/true"], nil),                                    // no limit
+            (["run", "--memory-max", "64M", "--", "/nonexistent/command"], 127),  // not found
+            (["run", "--memory-max", "64M", "--memory-high", "128M", "--", "/bin/true"], nil),
+            (["run", "--memory-max", "64M", "--memory-high", "32M", "--", "/bin/true"], 125),  // v1 has no memory.high
+        ]
+        for (arguments, expected) in cases {
+            let result = try ChildProcess.run([Self.memwarn] + arguments)
+            if let expected { #expect(result.status == expected, "\(arguments)") } else { #expect(result.status >= 1, "\(arguments)") }
+            let firstLine = result.standardError.split(separator: "\n").first.map(String.init) ?? ""
+            #expect(firstLine.hasPrefix("Error: "), "\(arguments): \(result.standardError)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: try Self.ownCgroupDirectory()).filter { $0.hasPrefix("memwarn-run-") }.isEmpty)
+    }
+}
