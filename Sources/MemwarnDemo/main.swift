@@ -1,2 +1,15 @@
-// memwarn-demo: placeholder, filled in by the soak work.
-print("memwarn-demo")
+// memwarn-demo: a memory-hungry service that uses every part of memwarn as a real user would.
+// `memwarn soak` runs it under a limited cgroup twice, with memwarn and without (--no-memwarn).
+import Foundation
+
+do {
+    let options = try DemoOptions.parse(Array(CommandLine.arguments.dropFirst()))
+    let service = try DemoService(options: options)
+    try await service.run()
+} catch let error as DemoOptions.UsageError {
+    FileHandle.standardError.write(Data("memwarn-demo: \(error)\n".utf8))
+    exit(2)
+} catch {
+    FileHandle.standardError.write(Data("memwarn-demo: \(error)\n".utf8))
+    exit(1)
+}

@@ -123,8 +123,11 @@ public final class ConstrainedRun: Sendable {
     /// Watches the command until it ends, then collects the figures, removes the cgroup, and
     /// reports.
     ///
-    /// - Parameter onLevel: called with each level change, as it happens.
-    public func wait(onLevel: @escaping @Sendable (LevelEvent) -> Void = { _ in }) async -> ConstrainedRunReport {
+    /// - Parameters:
+    ///   - onLevel: called with each level change, as it happens.
+    ///   - onSample: called with each usage reading (see ``Options/sampleInterval``).
+    public func wait(onLevel: @escaping @Sendable (LevelEvent) -> Void = { _ in },
+                     onSample: @escaping @Sendable (SoakSample) -> Void = { _ in }) async -> ConstrainedRunReport {
         var configuration = MonitorConfiguration(policy: options.policy, cgroupPath: cgroup.location.path)
         configuration.watchesPressureStall = false  // usage against the limit: the cgroup's own signal
         let monitor = PressureMonitor(configuration: configuration, logger: logger)
@@ -146,7 +149,9 @@ public final class ConstrainedRun: Sendable {
                 let reader = cgroup.reader
                 while !Task.isCancelled {
                     if let usage = try? reader.usage() {
-                        samples.withLock { $0.append(SoakSample(seconds: Self.seconds(since: start), usageBytes: usage)) }
+                        let sample = SoakSample(seconds: Self.seconds(since: start), usageBytes: usage)
+                        samples.withLock { $0.append(sample) }
+                        onSample(sample)
                     }
                     try? await Task.sleep(for: interval)
                 }

@@ -1,0 +1,42 @@
+import Foundation
+
+/// `memwarn-demo [--duration SECONDS] [--no-memwarn] [--data-dir DIR]`.
+struct DemoOptions: Sendable {
+    /// How long the load runs before the final verification.
+    var duration: Duration = .seconds(60)
+    /// Run without memwarn (no monitor, no releases, no suspension): the baseline.
+    var memwarnEnabled = true
+    /// Where sessions save their state and media files are generated.
+    var dataDirectory = NSTemporaryDirectory() + "memwarn-demo-\(getpid())"
+
+    static let usage = """
+        usage: memwarn-demo [--duration SECONDS] [--no-memwarn] [--data-dir DIR]
+        A memory-hungry service: a render cache that grows without bound, media decoded from
+        files it generates, a connection pool, and user sessions (units) that go to the
+        background, are suspended, and come back. One JSON event a line on stdout; the last
+        line is the summary, with the writes acknowledged, verified and lost.
+        """
+
+    struct UsageError: Error, CustomStringConvertible { var description: String }
+
+    static func parse(_ arguments: [String]) throws -> DemoOptions {
+        var options = DemoOptions()
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--no-memwarn": options.memwarnEnabled = false
+            case "--duration":
+                guard let text = rest.popFirst(), let seconds = Double(text.hasSuffix("s") ? String(text.dropLast()) : text), seconds > 0 else {
+                    throw UsageError(description: "--duration takes a number of seconds, such as 60 or 60s")
+                }
+                options.duration = .milliseconds(Int64(seconds * 1_000))
+            case "--data-dir":
+                guard let directory = rest.popFirst() else { throw UsageError(description: "--data-dir takes a directory") }
+                options.dataDirectory = directory
+            case "-h", "--help": throw UsageError(description: usage)
+            default: throw UsageError(description: "unknown argument \"\(argument)\"\n\(usage)")
+            }
+        }
+        return options
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// What the demo service said about itself, read from its JSON event lines.
+public struct DemoRecord: Sendable, Codable {
+    /// One release the demo's coordinator made.
+    public struct Release: Sendable, Codable, Hashable {
+        public var seconds: Double
+        public var level: String
+        public var freedBytes: Int
+        public var bytesByTier: [String: Int]
+    }
+
+    /// One suspended unit memwarn terminated.
+    public struct Termination: Sendable, Codable, Hashable {
+        public var seconds: Double
+        public var unit: String
+        public var freedBytes: Int
+    }
+
+    public var releases: [Release] = []
+    public var terminations: [Termination] = []
+    /// The last progress line's write count (writes acknowledged so far).
+    public var writesAcknowledgedSoFar = 0
+    /// The summary's figures, present when the demo finished.
+    public var writesAcknowledged: Int?
+    public var writesVerified: Int?
+    public var lostWrites: Int?
+    public var users: Int?
+    /// Lines that were not demo events (kept, so nothing is silently lost).
+    public var otherLines: [String] = []
+
+    public init() {}
+
+    /// Bytes released, summed by tier.
+    public var releasedByTier: [String: Int] {
+        releases.reduce(into: [:]) { sums, release in
+            for (tier, bytes) in release.bytesByTier { sums[tier, default: 0] += bytes }
+        }
+    }
+
+    /// Takes one line of the demo's output.
+    public mutating func read(_ line: String) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+              let event = object["event"] as? String else {
+            if !line.isEmpty { otherLines.append(line) }
+            return
+        }
+        let seconds = object["t"] as? Double ?? 0
+        switch event {
+        case "release":
+            releases.append(Release(seconds: seconds, level: object["level"] as? String ?? "?", freedBytes: object["freed"] as? Int ?? 0,
+                                    bytesByTier: object["tiers"] as? [String: Int] ?? [:]))
+        case "terminated":
+            terminations.append(Termination(seconds: seconds, unit: object["unit"] as? String ?? "?", freedBytes: object["freed"] as? Int ?? 0))
+        case "progress":
+            writesAcknowledgedSoFar = object["writes"] as? Int ?? writesAcknowledgedSoFar
+        case "summary":
+            writesAcknowledged = object["writesAcknowledged"] as? Int
+            writesVerified = object["writesVerified"] as? Int
+            lostWrites = object["lostWrites"] as? Int
+            users = object["users"] as? Int
+        default:
+            break
+        }
+    }
+}

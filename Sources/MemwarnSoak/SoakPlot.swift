@@ -1,0 +1,101 @@
+import Foundation
+
+/// The soak as an SVG: memory usage against the limit over time, one panel per run, with the
+/// warning, critical, terminate and OOM-kill moments marked.
+public enum SoakPlot {
+    static let width = 960.0
+    static let panelHeight = 260.0
+    static let margin = (left: 70.0, right: 20.0, top: 58.0, bottom: 44.0)
+    static let colors = ["memwarn": "#1f77b4", "baseline": "#d62728"]
+
+    public static func svg(_ report: SoakReport) -> String {
+        let panels = report.runs.count
+        let height = margin.top + Double(panels) * (panelHeight + margin.bottom) + 30
+        let maximumSeconds = max(report.runs.map(\.run.durationSeconds).max() ?? 1, report.durationSeconds, 1)
+        var parts = [
+            ##"<svg xmlns="http://www.w3.org/2000/svg" width="\##(Int(width))" height="\##(Int(height))" viewBox="0 0 \##(Int(width)) \##(Int(height))" font-family="sans-serif" font-size="12">"##,
+            ##"<rect width="100%" height="100%" fill="white"/>"##,
+            ##"<text x="\##(margin.left)" y="22" font-size="15" font-weight="bold">memwarn soak: memwarn-demo under \##(escape(ByteSize.describe(report.memoryMaxBytes))), usage over time</text>"##,
+        ]
+        for (index, run) in report.runs.enumerated() {
+            let top = margin.top + Double(index) * (panelHeight + margin.bottom)
+            parts += panel(run, top: top, maximumSeconds: maximumSeconds, limit: report.memoryMaxBytes)
+        }
+        let legendY = height - 12
+        parts.append(##"<g font-size="11">"##)
+        var x = margin.left
+        for (label, color, dash) in [("usage", "#333", ""), ("limit", "#000", "6,3"), ("warning", "#e6a700", ""), ("critical", "#d62728", ""),
+                                     ("unit terminated", "#2ca02c", ""), ("OOM kill", "#000", "")] {
+            parts.append(##"<line x1="\##(x)" y1="\##(legendY - 4)" x2="\##(x + 18)" y2="\##(legendY - 4)" stroke="\##(color)" stroke-width="2"\##(dash.isEmpty ? "" : ##" stroke-dasharray="\##(dash)""##)/>"##)
+            parts.append(##"<text x="\##(x + 22)" y="\##(legendY)">\##(label)</text>"##)
+            x += 22 + Double(label.count) * 6.5 + 18
+        }
+        parts.append("</g>")
+        parts.append("</svg>")
+        return parts.joined(separator: "\n") + "\n"
+    }
+
+    private static func panel(_ run: SoakRun, top: Double, maximumSeconds: Double, limit: UInt64) -> [String] {
+        let plotWidth = width - margin.left - margin.right
+        let ceiling = Double(limit) * 1.1
+        func x(_ seconds: Double) -> Double { margin.left + plotWidth * min(max(seconds / maximumSeconds, 0), 1) }
+        func y(_ bytes: Double) -> Double { top + panelHeight * (1 - min(max(bytes / ceiling, 0), 1)) }
+        let color = colors[run.label] ?? "#333"
+        let title = run.memwarnEnabled ? "with memwarn" : "without memwarn (baseline)"
+        let outcome = run.survived ? "survived" : "killed after \(String(format: "%.1f", run.run.durationSeconds)) s"
+        var parts = [
+            ##"<g>"##,
+            ##"<text x="\##(margin.left)" y="\##(top - 8)" font-weight="bold" fill="\##(color)">\##(escape(title)): \##(escape(outcome)), \##(run.run.oomKills) OOM kill\##(run.run.oomKills == 1 ? "" : "s"), \##(run.demo.terminations.count) units terminated</text>"##,
+            ##"<rect x="\##(margin.left)" y="\##(top)" width="\##(plotWidth)" height="\##(panelHeight)" fill="none" stroke="#999"/>"##,
+        ]
+        // Axes: MiB on the left, seconds below.
+        let step = niceStep(ceiling / 1_048_576 / 5)
+        var mebibytes = 0.0
+        while mebibytes * 1_048_576 <= ceiling {
+            let ty = y(mebibytes * 1_048_576)
+            parts.append(##"<line x1="\##(margin.left - 4)" y1="\##(ty)" x2="\##(margin.left + plotWidth)" y2="\##(ty)" stroke="#eee"/>"##)
+            parts.append(##"<text x="\##(margin.left - 8)" y="\##(ty + 4)" text-anchor="end">\##(Int(mebibytes)) MiB</text>"##)
+            mebibytes += step
+        }
+        let secondsStep = niceStep(maximumSeconds / 10)
+        var seconds = 0.0
+        while seconds <= maximumSeconds + 1e-9 {
+            parts.append(##"<text x="\##(x(seconds))" y="\##(top + panelHeight + 16)" text-anchor="middle">\##(Int(seconds)) s</text>"##)
+            seconds += secondsStep
+        }
+        parts.append(##"<line x1="\##(margin.left)" y1="\##(y(Double(limit)))" x2="\##(margin.left + plotWidth)" y2="\##(y(Double(limit)))" stroke="#000" stroke-width="1.5" stroke-dasharray="6,3"/>"##)
+        parts.append(##"<text x="\##(margin.left + plotWidth - 4)" y="\##(y(Double(limit)) - 5)" text-anchor="end">limit \##(escape(ByteSize.describe(limit)))</text>"##)
+        // Event marks.
+        for change in run.run.levelChanges where change.level != "normal" {
+            let mark = change.level == "critical" ? "#d62728" : "#e6a700"
+            parts.append(##"<line x1="\##(x(change.seconds))" y1="\##(top)" x2="\##(x(change.seconds))" y2="\##(top + panelHeight)" stroke="\##(mark)" stroke-width="1" opacity="0.7"><title>\##(change.level) at \##(String(format: "%.2f", change.seconds)) s</title></line>"##)
+        }
+        for termination in run.demo.terminations {
+            parts.append(##"<circle cx="\##(x(termination.seconds))" cy="\##(top + 8)" r="3.5" fill="#2ca02c"><title>\##(escape(termination.unit)) terminated, \##(escape(ByteSize.describe(UInt64(termination.freedBytes)))) freed</title></circle>"##)
+        }
+        // Usage.
+        if !run.run.samples.isEmpty {
+            let points = run.run.samples.map { "\(String(format: "%.1f", x($0.seconds))),\(String(format: "%.1f", y(Double($0.usageBytes))))" }
+            parts.append(##"<polyline fill="none" stroke="\##(color)" stroke-width="1.8" points="\##(points.joined(separator: " "))"/>"##)
+        }
+        if run.run.oomKills > 0 {
+            let killX = x(run.run.durationSeconds), killY = y(Double(limit))
+            parts.append(##"<path d="M \##(killX - 7) \##(killY - 7) L \##(killX + 7) \##(killY + 7) M \##(killX - 7) \##(killY + 7) L \##(killX + 7) \##(killY - 7)" stroke="#000" stroke-width="3"/>"##)
+            parts.append(##"<text x="\##(killX + 10)" y="\##(killY + 16)" font-weight="bold">OOM kill</text>"##)
+        }
+        parts.append("</g>")
+        return parts
+    }
+
+    /// 1, 2 or 5 times a power of ten, at least `rough`.
+    static func niceStep(_ rough: Double) -> Double {
+        guard rough > 0 else { return 1 }
+        let power = pow(10, floor(log10(rough)))
+        for factor in [1.0, 2, 5, 10] where factor * power >= rough { return factor * power }
+        return 10 * power
+    }
+
+    static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+    }
+}
