@@ -1,8 +1,10 @@
 # Two entry points that do all the set-up on a fresh Debian machine (libcgroup-dev, build).
-.PHONY: demo test setup bench
+.PHONY: demo soak test setup bench
 
-demo:   ## the main job: status, then watch this process's memory cgroup
+demo:   ## the main job: memwarn soak (the demo service with and without memwarn; plot in soak.svg)
 	Scripts/demo
+
+soak: demo
 
 test:   ## every test (unit, fixture, real-cgroup integration, CLI)
 	Scripts/test
