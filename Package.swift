@@ -11,6 +11,7 @@
 //   MemwarnSoak     commands under constrained cgroups (memwarn run), the soak and its report and plot
 //   memwarn         the operator's command-line tool
 //   memwarn-demo    a memory-hungry demo service using every part of the library (the soak's subject)
+//   memwarn-v2-scenarios  the cgroup v2 scenarios, run as a static executable inside a VM (Scripts/v2-vm-test)
 //   memwarn-hog     a child process that holds as much memory as it is told (tests, benchmarks)
 //   memwarn-release-probe  a child process holding caches, media and handles to release (tests)
 //   memwarn-lifecycle-probe  a child process whose sessions are units: suspended, terminated,
@@ -34,6 +35,7 @@ let package = Package(
         .executable(name: "memwarn", targets: ["MemwarnCLI"]),
         .executable(name: "memwarn-demo", targets: ["MemwarnDemo"]),
         .executable(name: "memwarn-hog", targets: ["MemwarnHog"]),
+        .executable(name: "memwarn-v2-scenarios", targets: ["MemwarnV2Scenarios"]),
         .executable(name: "memwarn-release-probe", targets: ["MemwarnReleaseProbe"]),
         .executable(name: "memwarn-lifecycle-probe", targets: ["MemwarnLifeCycleProbe"]),
     ],
@@ -109,6 +111,17 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "MemwarnV2Scenarios",
+            dependencies: [
+                "Memwarn",
+                "MemwarnLifeCycle",
+                "MemwarnSoak",
+                "CgroupKit",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
