@@ -149,14 +149,16 @@ final class DemoService {
         return max(0, expected - intact)
     }
 
-    /// Asks every user's session back and counts what it still holds.
+    /// Asks every user's session back, counts what it still holds, and signs the user out
+    /// (`willTerminate` saves; the session's memory goes), so the check itself stays small.
     private func finish() async throws {
         var verified = 0, lostWrites = mismatches
         for user in users {
-            try await app.activateUnit(user)
+            let unit = try await app.activateUnit(user)
             let missing = lost(user)
             lostWrites += missing
             verified += (acknowledged[user] ?? 0) - missing
+            try await unit.advance(to: .notRunning)
         }
         let units = app.units
         log.emit("summary", [
