@@ -13,16 +13,20 @@ public struct MonitorConfiguration: Sendable {
     public var environment: [String: String]
     /// Where kernel files are read (the host; tests may point elsewhere).
     public var files: KernelFiles = .host
+    /// The control endpoint `memwarn trigger` talks to: on unless the environment says
+    /// `MEMWARN_CONTROL=off` (or `0`).
+    public var control: ControlConfiguration
 
     /// A configuration.
     ///
     /// - Parameters:
     ///   - policy: the policy; load one with ``PressurePolicy/load(file:environment:)``.
     ///   - cgroupPath: the cgroup to watch, or `nil` for this process's own.
-    ///   - environment: the process environment (for systemd's variables).
+    ///   - environment: the process environment (for systemd's variables and `MEMWARN_CONTROL`).
     public init(policy: PressurePolicy = PressurePolicy(), cgroupPath: String? = nil, environment: [String: String] = [:]) {
         self.policy = policy
         self.cgroupPath = cgroupPath
         self.environment = environment
+        self.control = ControlConfiguration(environment: environment)
     }
 }

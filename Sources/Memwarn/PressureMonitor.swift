@@ -33,6 +33,7 @@ public final class PressureMonitor: Service, Sendable {
         var running = false
         var latest: LevelEvent?
         var sources: [String] = []
+        var controlSocketPath: String?
         var nextID = 0
         var observers: [Int: @Sendable (LevelEvent) -> Void] = [:]
         var streams: [Int: AsyncStream<LevelEvent>.Continuation] = [:]
@@ -78,6 +79,11 @@ public final class PressureMonitor: Service, Sendable {
     /// `poll /proc/pressure/memory some total every 1s (trigger refused: …)`.
     public var watchedSources: [String] { state.withLock { $0.sources } }
 
+    /// The running monitor's control socket (see ``ControlConfiguration``), or `nil` when the
+    /// monitor is not running, the endpoint is disabled, or it could not start (the monitor
+    /// then logged why).
+    public var controlSocketPath: String? { state.withLock { $0.controlSocketPath } }
+
     /// Level events: the latest one first (when there is one), then every change, until
     /// the monitor stops or the consumer stops iterating.
     ///
@@ -118,6 +124,11 @@ public final class PressureMonitor: Service, Sendable {
     /// Discovers the cgroup, registers the kernel's event sources and reports levels until
     /// graceful shutdown or cancellation.
     ///
+    /// Unless ``MonitorConfiguration/control`` disables it, the process's control endpoint
+    /// serves while the monitor runs (``controlSocketPath``) and its socket is removed when
+    /// `run()` ends. An endpoint that cannot start is logged as an error and the monitor runs
+    /// without it.
+    ///
     /// - Throws: ``MonitorError`` when already running; ``PolicyError`` for an inconsistent
     ///   policy; ``CgroupError`` when the cgroup
     ///   cannot be found or read, or is deleted while watched.
@@ -131,6 +142,23 @@ public final class PressureMonitor: Service, Sendable {
         let discovery = CgroupDiscovery(files: configuration.files)
         let layout = try configuration.cgroupPath.map { (path) throws(CgroupError) in try discovery.layout(cgroupPath: path) } ?? discovery.layout()
         for note in layout.notes { logger.notice("\(note)") }
+        let control = joinControlEndpoint()
+        let outcome: Result<Void, any Error>
+        do {
+            try await watch(layout)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        if let control {
+            state.withLock { $0.controlSocketPath = nil }
+            await ControlEndpoints.leave(control)
+        }
+        try outcome.get()
+    }
+
+    /// Runs the engine on its thread until shutdown, cancellation or a failed source.
+    private func watch(_ layout: CgroupLayout) async throws {
         let loop = try EventLoop()
         let engine = MonitorEngine(
             loop: loop, sampler: SnapshotSampler(layout: layout, files: configuration.files), configuration: configuration, logger: logger,
@@ -159,6 +187,25 @@ public final class PressureMonitor: Service, Sendable {
             }
         } onCancelOrGracefulShutdown: {
             loop.execute { box.engine.loop.stop() }
+        }
+    }
+
+    /// Starts serving the control endpoint, unless disabled; logs why it could not.
+    private func joinControlEndpoint() -> ControlEndpoints.Membership? {
+        let control = configuration.control
+        guard control.isEnabled else { return nil }
+        let directory = control.directory ?? ControlDirectory.defaultPath
+        let subject = ControlSubject(latestEvent: { [weak self] in self?.latestEvent }, coordinator: control.coordinator)
+        do {
+            let membership = try ControlEndpoints.join(directory: directory, subject: subject)
+            state.withLock { $0.controlSocketPath = membership.socketPath }
+            logger.debug("control endpoint listening", metadata: ["socket": "\(membership.socketPath)"])
+            return membership
+        } catch {
+            logger.error("control endpoint not started; the monitor runs without it", metadata: [
+                "directory": "\(directory)", "reason": "\(error)",
+            ])
+            return nil
         }
     }
 

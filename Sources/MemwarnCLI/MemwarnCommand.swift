@@ -12,8 +12,10 @@ struct MemwarnCommand: AsyncParsableCommand {
               memwarn status --json --cgroup /system.slice/app.service
               memwarn watch --json --cgroup /sys/fs/cgroup/memory/app
               memwarn run --memory-max 256M -- ./my-service
+              memwarn soak --duration 60s --plot soak.svg
+              memwarn trigger --pid 4242 --level critical   release memory in a running service now
             """,
-        subcommands: [StatusCommand.self, WatchCommand.self, RunCommand.self])
+        subcommands: [StatusCommand.self, WatchCommand.self, RunCommand.self, TriggerCommand.self, SoakCommand.self])
 }
 
 /// Options shared by the subcommands.

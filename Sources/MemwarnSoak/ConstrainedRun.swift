@@ -130,6 +130,7 @@ public final class ConstrainedRun: Sendable {
                      onSample: @escaping @Sendable (SoakSample) -> Void = { _ in }) async -> ConstrainedRunReport {
         var configuration = MonitorConfiguration(policy: options.policy, cgroupPath: cgroup.location.path)
         configuration.watchesPressureStall = false  // usage against the limit: the cgroup's own signal
+        configuration.control.isEnabled = false  // this monitor watches another process; `memwarn trigger` should not find it
         let monitor = PressureMonitor(configuration: configuration, logger: logger)
         let changes = Locked<[ConstrainedRunReport.LevelChange]>([])
         let start = self.start

@@ -29,11 +29,10 @@ public enum ChildProcess {
     public static func run(_ arguments: [String], environment: [String]? = nil) throws(CgroupError) -> Finished {
         var errorPipe: [Int32] = [0, 0]
         guard pipe(&errorPipe) == 0 else { throw CgroupError(.unsupported, "pipe failed") }
-        let saved = dup(2)
-        dup2(errorPipe[1], 2)
-        let spawned = Result { () throws(CgroupError) in try spawn(arguments, environment: environment) }
-        dup2(saved, 2)
-        close(saved)
+        for descriptor in errorPipe { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        // The child's stderr is set in the spawn's file actions: swapping this process's own
+        // fd 2 would catch whatever other threads print meanwhile (and hand it to their children).
+        let spawned = Result { () throws(CgroupError) in try spawn(arguments, environment: environment, standardError: errorPipe[1]) }
         close(errorPipe[1])
         let (pid, input, output) = try spawned.get()
         close(input)
@@ -64,10 +63,12 @@ public enum ChildProcess {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Spawns `arguments` with its stdin and stdout connected to pipes (stderr inherited).
+    /// Spawns `arguments` with its stdin and stdout connected to pipes; stderr is inherited, or
+    /// goes to `standardError` when given.
     ///
     /// - Returns: the pid, the write end of its stdin and the read end of its stdout.
-    public static func spawn(_ arguments: [String], environment: [String]? = nil) throws(CgroupError) -> (pid: Int32, input: Int32, output: Int32) {
+    public static func spawn(_ arguments: [String], environment: [String]? = nil,
+                             standardError: Int32? = nil) throws(CgroupError) -> (pid: Int32, input: Int32, output: Int32) {
         var toChild: [Int32] = [0, 0]
         var fromChild: [Int32] = [0, 0]
         guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
@@ -79,6 +80,7 @@ public enum ChildProcess {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+        if let standardError { posix_spawn_file_actions_adddup2(&actions, standardError, 2) }
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: Int32 = 0

@@ -15,8 +15,10 @@ public final class JSONLineChild {
     private var stopped = false
 
     /// Spawns `arguments` and, when a cgroup is given, moves the child into it.
-    public init(_ arguments: [String], in cgroup: TestCgroup? = nil) throws {
-        (pid, input, output) = try ChildProcess.spawn(arguments)
+    ///
+    /// - Parameter environment: the child's environment as `NAME=value` entries; `nil` passes this process's.
+    public init(_ arguments: [String], in cgroup: TestCgroup? = nil, environment: [String]? = nil) throws {
+        (pid, input, output) = try ChildProcess.spawn(arguments, environment: environment)
         do {
             try cgroup?.add(pid: pid)
         } catch {

@@ -1,0 +1,116 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The client side of the control endpoints: finding them, pruning stale sockets, and one
+/// request-reply exchange (`memwarn trigger` uses it).
+///
+/// ```swift
+/// let directory = ControlDirectory.defaultPath
+/// ControlClient.pruneStaleSockets(in: directory)
+/// for path in ControlClient.socketPaths(in: directory) {
+///     let reply = try ControlClient.send(.warn(level: .warning), to: path)
+/// }
+/// ```
+public enum ControlClient {
+    /// The longest reply read.
+    static let maximumReplyBytes = 16 << 20
+
+    /// The `<pid>.sock` sockets in `directory`, by increasing pid; empty when it does not exist.
+    public static func socketPaths(in directory: String) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var found: [(pid: Int32, path: String)] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let path = directory + "/" + name
+            var status = stat()
+            guard let pid = ControlDirectory.pid(ofSocket: path), lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { continue }
+            found.append((pid, path))
+        }
+        return found.sorted { $0.pid < $1.pid }.map(\.path)
+    }
+
+    /// Whether a process with this pid exists (it may belong to another user).
+    public static func processExists(_ pid: Int32) -> Bool {
+        kill(pid, 0) == 0 || errno != ESRCH
+    }
+
+    /// Removes the sockets of processes that no longer exist.
+    ///
+    /// - Returns: the paths removed.
+    @discardableResult
+    public static func pruneStaleSockets(in directory: String) -> [String] {
+        socketPaths(in: directory).filter { path in
+            guard let pid = ControlDirectory.pid(ofSocket: path), !processExists(pid) else { return false }
+            return unlink(path) == 0
+        }
+    }
+
+    /// Sends a request and reads the reply.
+    ///
+    /// - Throws: ``ControlError`` when the exchange fails or the reply is unreadable; a
+    ///   refusal or failure reported by the endpoint is a ``ControlReply/failure(_:)`` reply.
+    public static func send(_ request: ControlRequest, to socketPath: String, timeout: Duration = .seconds(10)) throws(ControlError) -> ControlReply {
+        try ControlReply(line: Array(exchange(request.line, with: socketPath, timeout: timeout).utf8))
+    }
+
+    /// Sends one line (a newline is added) and returns the reply line, without its newline.
+    ///
+    /// - Parameter timeout: the bound on each step: connecting, sending, every read.
+    /// - Throws: ``ControlError`` when nothing listens on the socket, the exchange times out,
+    ///   or the endpoint closes without a reply.
+    public static func exchange(_ line: String, with socketPath: String, timeout: Duration = .seconds(10)) throws(ControlError) -> String {
+        let address = try UnixSocketAddress(path: socketPath)
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw .system("socket for", socketPath) }
+        defer { close(descriptor) }
+        var limit = timeval(tv_sec: Int(timeout.microseconds / 1_000_000), tv_usec: Int(timeout.microseconds % 1_000_000))
+        for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
+            setsockopt(descriptor, SOL_SOCKET, option, &limit, socklen_t(MemoryLayout<timeval>.size))
+        }
+        guard address.withSocketAddress({ connect(descriptor, $0, $1) }) == 0 else {
+            if errno == ECONNREFUSED { throw ControlError("nothing listens on \(socketPath) (a stale socket)") }
+            throw .system("connect", socketPath)
+        }
+        try sendAll(Array((line + "\n").utf8), on: descriptor, socketPath: socketPath)
+        return try receiveLine(on: descriptor, socketPath: socketPath, timeout: timeout)
+    }
+
+    /// Sends everything, unless the endpoint closed its side: its reply (a refusal) may wait to be read.
+    private static func sendAll(_ bytes: [UInt8], on descriptor: Int32, socketPath: String) throws(ControlError) {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count >= 0 {
+                offset += count
+            } else if errno == EPIPE || errno == ECONNRESET {
+                return
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                throw ControlError("timed out sending to \(socketPath)")
+            } else if errno != EINTR {
+                throw .system("send to", socketPath)
+            }
+        }
+    }
+
+    private static func receiveLine(on descriptor: Int32, socketPath: String, timeout: Duration) throws(ControlError) -> String {
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while received.count <= maximumReplyBytes {
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                received += chunk[0..<count]
+                if let newline = received.firstIndex(of: UInt8(ascii: "\n")) { return String(decoding: received[..<newline], as: UTF8.self) }
+            } else if count == 0 || errno == ECONNRESET {
+                guard received.isEmpty else { return String(decoding: received, as: UTF8.self) }
+                throw ControlError("the endpoint on \(socketPath) closed the connection without a reply")
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                throw ControlError("no reply from \(socketPath) within \(timeout)")
+            } else if errno != EINTR {
+                throw .system("recv from", socketPath)
+            }
+        }
+        throw ControlError("the reply from \(socketPath) is longer than \(maximumReplyBytes) bytes")
+    }
+}

@@ -1,0 +1,35 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a control endpoint answers for: a running monitor's latest reading, and the
+/// coordinator that releases on request.
+struct ControlSubject: Sendable {
+    /// The monitor's latest level event, `nil` before its first reading.
+    var latestEvent: @Sendable () -> LevelEvent?
+    /// The coordinator release requests go to.
+    var coordinator: ReleaseCoordinator
+
+    /// Answers a request; a release runs here, on the caller's thread.
+    func reply(to request: ControlRequest) -> ControlReply {
+        switch request {
+        case .status:
+            .status(status())
+        case .warn(let level, let targetBytes):
+            .released(request: request.name, pid: getpid(), report: coordinator.release(level: level, targetBytes: targetBytes))
+        case .terminateSuspended(let targetBytes):
+            .released(request: request.name, pid: getpid(),
+                      report: coordinator.release(level: .critical, targetBytes: targetBytes, tiers: [.suspendedUnits]))
+        }
+    }
+
+    private func status() -> ControlStatus {
+        let latest = latestEvent()
+        let consumers = coordinator.consumers
+            .map { (tier: $0.tier, entry: ControlStatus.Consumer(name: $0.name, tier: $0.tier.name, footprintBytes: $0.footprintBytes)) }
+            .sorted { $0.tier != $1.tier ? $0.tier < $1.tier : ($0.entry.footprintBytes, $1.entry.name) > ($1.entry.footprintBytes, $0.entry.name) }
+        return ControlStatus(pid: getpid(), level: latest?.level ?? .normal, usageBytes: latest?.snapshot.usageBytes,
+                             limitBytes: latest?.snapshot.limit?.bytes, cgroupPath: latest?.snapshot.cgroup?.path,
+                             consumers: consumers.map(\.entry))
+    }
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import Foundation
+import Memwarn
+
+/// `memwarn trigger`: ask running processes to release memory now, through their control endpoints.
+struct TriggerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "trigger",
+        abstract: "Ask running processes to release memory now, as a memory warning would.",
+        discussion: """
+            Talks to the control endpoint of each process that runs a memwarn monitor: \
+            <pid>.sock in $XDG_RUNTIME_DIR/memwarn, else /run/user/<uid>/memwarn, else \
+            /tmp/memwarn-<uid>. Sockets of processes that no longer exist are removed first. \
+            The report lists the consumers in the order they were asked: the documented tier \
+            order, the largest first within a tier. --json prints each process's reply as one \
+            JSON line.
+            Example: memwarn trigger --all --level critical --json
+            """)
+
+    /// The levels a trigger can ask for.
+    enum Level: String, ExpressibleByArgument, CaseIterable {
+        case warning, critical
+    }
+
+    @Option(name: .long, help: ArgumentHelp("The process to ask.", valueName: "pid"))
+    var pid: Int32?
+
+    @Flag(name: .long, help: "Ask every process of this user that has a control endpoint.")
+    var all = false
+
+    @Option(name: .long, help: "The level to release for: warning (caches and media) or critical (shared resources too). Default: warning.")
+    var level: Level?
+
+    @Flag(name: .customLong("terminate-suspended"), help: "Only terminate suspended units (a critical release of that tier).")
+    var terminateSuspended = false
+
+    @Option(name: .customLong("target-bytes"), help: ArgumentHelp("Stop once this many bytes are freed. Default: everything the level allows.", valueName: "bytes"))
+    var targetBytes: Int?
+
+    @Flag(name: .long, help: "Print each process's reply as one JSON line.")
+    var json = false
+
+    func validate() throws {
+        guard (pid != nil) != all else { throw ValidationError("give either --pid PID or --all") }
+        if let pid, pid <= 0 { throw ValidationError("--pid takes a positive process ID; got \(pid)") }
+        if let targetBytes, targetBytes < 0 { throw ValidationError("--target-bytes takes 0 or more; got \(targetBytes)") }
+        if terminateSuspended && level == .warning {
+            throw ValidationError("--terminate-suspended always releases at critical; drop --level warning")
+        }
+    }
+
+    var request: ControlRequest {
+        let target = targetBytes ?? .max
+        if terminateSuspended { return .terminateSuspended(targetBytes: target) }
+        return .warn(level: level == .critical ? .critical : .warning, targetBytes: target)
+    }
+
+    func run() throws {
+        let directory = ControlDirectory.defaultPath
+        ControlClient.pruneStaleSockets(in: directory)
+        let sockets = try socketPaths(in: directory)
+        var failures: [String] = []
+        for (index, path) in sockets.enumerated() {
+            let pid = ControlDirectory.pid(ofSocket: path) ?? 0
+            do {
+                let line = try ControlClient.exchange(request.line, with: path)
+                switch try ControlReply(line: Array(line.utf8)) {
+                case .failure(let message):
+                    failures.append("process \(pid): \(message)")
+                case .status:
+                    failures.append("process \(pid): answered with a status, not a report")
+                case .released(_, _, let report):
+                    if json {
+                        Output.line(line)
+                    } else {
+                        Output.line((index > 0 ? "\n" : "") + TriggerReport(pid: pid, report: report).text())
+                    }
+                }
+            } catch {
+                failures.append("process \(pid): \(error.message)")
+            }
+        }
+        guard failures.isEmpty else {
+            let summary = failures.count == 1 ? failures[0] : "\(failures.count) of \(sockets.count) processes failed: " + failures.joined(separator: "; ")
+            throw ControlError(summary)
+        }
+    }
+
+    /// The sockets to ask: the one of `--pid`, or all of them.
+    private func socketPaths(in directory: String) throws -> [String] {
+        guard let pid else {
+            let all = ControlClient.socketPaths(in: directory)
+            guard !all.isEmpty else { throw ControlError("no control endpoints in \(directory): no process of this user runs a memwarn monitor") }
+            return all
+        }
+        guard ControlClient.processExists(pid) else { throw ControlError("no process with pid \(pid)") }
+        let path = ControlDirectory.socketPath(for: pid, in: directory)
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw ControlError("process \(pid) has no control endpoint in \(directory) (it runs no memwarn monitor, has MEMWARN_CONTROL=off, or belongs to another user)")
+        }
+        return [path]
+    }
+}
