@@ -78,7 +78,10 @@ final class DemoService {
 
     private func startMemwarn() throws {
         var policy = try PressurePolicy.load(environment: ProcessInfo.processInfo.environment)
-        policy.holdTime = .milliseconds(300)  // step down soon, so the next rise releases again
+        // This service grows ~25 MiB/s: step down soon, so the next rise releases again, and
+        // re-read often while raised, so a crossing is never noticed late.
+        policy.holdTime = .milliseconds(300)
+        policy.recheckInterval = .milliseconds(250)
         let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy, environment: ProcessInfo.processInfo.environment), logger: logger)
         let coordinator = ReleaseCoordinator.shared
         coordinator.attach(to: monitor)
