@@ -24,7 +24,7 @@ public enum SoakPlot {
         let legendY = height - 12
         parts.append(##"<g font-size="11">"##)
         var x = margin.left
-        for (label, color, dash) in [("usage", "#333", ""), ("limit", "#000", "6,3"), ("warning", "#e6a700", ""), ("critical", "#d62728", ""),
+        for (label, color, dash) in [("usage", "#333", ""), ("limit", "#000", "6,3"), ("warning (with memwarn: a release)", "#e6a700", ""), ("critical (likewise)", "#d62728", ""),
                                      ("unit terminated", "#2ca02c", ""), ("OOM kill", "#000", "")] {
             parts.append(##"<line x1="\##(x)" y1="\##(legendY - 4)" x2="\##(x + 18)" y2="\##(legendY - 4)" stroke="\##(color)" stroke-width="2"\##(dash.isEmpty ? "" : ##" stroke-dasharray="\##(dash)""##)/>"##)
             parts.append(##"<text x="\##(x + 22)" y="\##(legendY)">\##(label)</text>"##)
@@ -65,10 +65,14 @@ public enum SoakPlot {
         }
         parts.append(##"<line x1="\##(margin.left)" y1="\##(y(Double(limit)))" x2="\##(margin.left + plotWidth)" y2="\##(y(Double(limit)))" stroke="#000" stroke-width="1.5" stroke-dasharray="6,3"/>"##)
         parts.append(##"<text x="\##(margin.left + plotWidth - 4)" y="\##(y(Double(limit)) - 5)" text-anchor="end">limit \##(escape(ByteSize.describe(limit)))</text>"##)
-        // Event marks.
-        for change in run.run.levelChanges where change.level != "normal" {
-            let mark = change.level == "critical" ? "#d62728" : "#e6a700"
-            parts.append(##"<line x1="\##(x(change.seconds))" y1="\##(top)" x2="\##(x(change.seconds))" y2="\##(top + panelHeight)" stroke="\##(mark)" stroke-width="1" opacity="0.7"><title>\##(change.level) at \##(String(format: "%.2f", change.seconds)) s</title></line>"##)
+        // Event marks: with memwarn, the releases the service made (at warning or critical);
+        // without it, the level changes the outside monitor saw.
+        let marks = run.demo.releases.isEmpty
+            ? run.run.levelChanges.filter { $0.level != "normal" }.map { (seconds: $0.seconds, level: $0.level, what: "\($0.level)") }
+            : run.demo.releases.map { (seconds: $0.seconds, level: $0.level, what: "release at \($0.level): \(ByteSize.describe(UInt64($0.freedBytes))) freed") }
+        for mark in marks {
+            let color = mark.level == "critical" ? "#d62728" : "#e6a700"
+            parts.append(##"<line x1="\##(x(mark.seconds))" y1="\##(top)" x2="\##(x(mark.seconds))" y2="\##(top + panelHeight)" stroke="\##(color)" stroke-width="1" opacity="0.7"><title>\##(escape(mark.what)) at \##(String(format: "%.2f", mark.seconds)) s</title></line>"##)
         }
         for termination in run.demo.terminations {
             parts.append(##"<circle cx="\##(x(termination.seconds))" cy="\##(top + 8)" r="3.5" fill="#2ca02c"><title>\##(escape(termination.unit)) terminated, \##(escape(ByteSize.describe(UInt64(termination.freedBytes)))) freed</title></circle>"##)
