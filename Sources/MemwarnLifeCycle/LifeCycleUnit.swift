@@ -79,7 +79,9 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     /// out of the release tiers while it is suspended, and — for an ``IdleHandleCloser`` such
     /// as ``ResourcePool`` — its idle handles closed when the unit enters the background.
     /// The unit holds it strongly until it terminates. Call from the delegate, typically in
-    /// `willFinishLaunching`.
+    /// `willFinishLaunching`. The tiers are the application's coordinator's: a store made with
+    /// another coordinator (memwarn's stores join `.shared` by default) stays in that one's
+    /// tiers while the unit is suspended.
     public func adopt(_ consumer: any MemoryConsumer) {
         storage.withLock { storage in
             storage.consumers[ObjectIdentifier(consumer)] = consumer
