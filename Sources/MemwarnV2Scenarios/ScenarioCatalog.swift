@@ -1,0 +1,14 @@
+/// Every v2 scenario, in the order they run.
+enum ScenarioCatalog {
+    static let all: [Scenario] = [
+        DiscoveryScenario.scenario,
+        SteppedUsageScenario.scenario,
+        HighThrottlingScenario.scenario,
+        OOMKillScenario.scenario,
+        StatusCommandScenario.scenario,
+        WatchCommandScenario.scenario,
+        RunCommandScenario.scenario,
+        TerminateSuspendedScenario.scenario,
+        SoakScenario.scenario,
+    ]
+}

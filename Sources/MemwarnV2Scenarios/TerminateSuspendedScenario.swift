@@ -1,0 +1,63 @@
+import Foundation
+
+/// Terminate-suspended on v2: `memwarn-lifecycle-probe` in a 256 MiB v2 cgroup holds three
+/// suspended sessions (48, 32, 16 MiB) and two active ones (40, 24 MiB); unreleasable ballast
+/// takes usage to 93 %. Its own monitor (its cgroup found from `/proc/self/cgroup`, usage
+/// polled) sees critical, and exactly the two largest suspended sessions are terminated,
+/// largest first, until the target is met; every session comes back with 0 lost writes.
+/// The same flow as the v1 test (Tests/MemwarnLifeCycleTests/LifeCycleProcessTests.swift).
+enum TerminateSuspendedScenario {
+    static let scenario = Scenario(name: "terminate-suspended", timeLimit: .seconds(300), body: run)
+    static let limit = 256 * mebibyte
+    /// Sessions by size (MiB) and the writes each acknowledges.
+    static let suspended = [("big", 48, 300), ("mid", 32, 200), ("small", 16, 100)]
+    static let active = [("hot", 40, 50), ("warm", 24, 25)]
+
+    static func run(_ context: ScenarioContext) async throws {
+        let cgroup = try context.makeCgroup(memoryMax: limit)
+        let probe = try JSONLineProbe([context.products.lifeCycleProbe, "--suspension-delay-ms", "20"], in: cgroup)
+        for (id, mebibytes, writes) in suspended + active {
+            try expect(try await probe.send("unit \(id) \(mebibytes)")["state"] as? String == "active", "unit \(id) is not active")
+            try expect(try await probe.send("write \(id) \(writes)")["acknowledged"] as? Int == writes, "writes of \(id) not acknowledged")
+        }
+        for (id, _, _) in suspended {
+            try expect(try await probe.send("suspend \(id)")["state"] as? String == "suspended", "unit \(id) is not suspended")
+        }
+        try expect(try await probe.send("watch")["watching"] as? String == "normal", "the probe's monitor does not start at normal")
+
+        let ballast = Int(Double(limit) * 0.93) - Int(try cgroup.reader.usage())
+        try expect(ballast > 0, "usage is already above 93% before the ballast")
+        try probe.child.send("ballast \(ballast)")
+        let critical = try await probe.receive(until: { $0["level"] as? String == "critical" && $0["entries"] != nil })
+        let entries = try require(critical["entries"] as? [[String: Any]], "the critical report has no entries")
+        let terminated = entries.filter { $0["tier"] as? String == "suspended-units" }
+        let consumers = terminated.map { $0["consumer"] as? String ?? "?" }
+        let freed = terminated.map { $0["bytesFreed"] as? Int ?? 0 }
+        context.note("terminated \(consumers) freeing \(freed.map { describe(bytes: $0) }), target \(describe(bytes: critical["targetBytes"] as? Int ?? 0))")
+        try expect(consumers == ["unit big", "unit mid"], "largest first, stopping at the target: terminated \(consumers)")
+        try expect(freed == [48 * mebibyte, 32 * mebibyte], "freed \(freed)")
+        try expect(!entries.contains { $0["tier"] as? String == "caches" && ($0["bytesFreed"] as? Int ?? 0) > 0 }, "the active sessions' caches were released")
+        try expect(critical["metTarget"] as? Bool == true, "the target was not met")
+        let target = try require(critical["targetBytes"] as? Int, "no targetBytes")
+        try expect(target > 48 * mebibyte && target <= 80 * mebibyte, "target \(target): big alone should not be enough, big and mid should")
+
+        let states = try await probe.send("status").mapValues { ($0 as? String)?.split(separator: " ").first.map(String.init) ?? "?" }
+        try expect(states == ["big": "not-running", "mid": "not-running", "small": "suspended", "hot": "active", "warm": "active"], "states \(states)")
+        let usage = try cgroup.reader.usage()
+        try expect(Double(usage) < Double(limit) * 0.8, "usage \(describe(bytes: usage)) did not fall below 80% after the release")
+        context.note("states \(states.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")), usage \(describe(bytes: usage))")
+
+        var lost = 0
+        for (id, _, writes) in suspended {
+            let reply = try await probe.send("activate \(id)")
+            try expect(reply["state"] as? String == "active" && reply["launches"] as? String == (id == "small" ? "1" : "2")
+                       && reply["present"] as? String == "\(writes)" && reply["intact"] as? String == "true",
+                       "activate \(id): \(reply)")
+            lost += Int(reply["lost"] as? String ?? "-1") ?? -1
+        }
+        try expect(lost == 0, "lost writes: \(lost)")
+        context.note("relaunched big and mid (launch 2), resumed small: 0 lost writes")
+        probe.child.closeInput()
+        _ = try? await probe.child.exitStatus(within: .seconds(20))
+    }
+}
