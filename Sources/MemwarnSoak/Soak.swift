@@ -41,7 +41,11 @@ public struct Soak: Sendable {
     private func runDemo(memwarnEnabled: Bool, logger: Logger, progress: @escaping @Sendable (Progress) -> Void) async throws -> SoakRun {
         let label = memwarnEnabled ? "memwarn" : "baseline"
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        var command = [demoPath, "--duration", String(seconds)]
+        // The demo's files go in a folder of the soak's, removed afterwards: a run that is
+        // OOM-killed cannot clean up after itself.
+        let dataDirectory = NSTemporaryDirectory() + "memwarn-soak-\(getpid())-\(label)"
+        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
+        var command = [demoPath, "--duration", String(seconds), "--data-dir", dataDirectory]
         if !memwarnEnabled { command.append("--no-memwarn") }
         var descriptors: [Int32] = [-1, -1]
         guard pipe(&descriptors) == 0 else { throw ConstrainedRun.StartError(description: "pipe failed: errno \(errno)") }

@@ -15,7 +15,8 @@ struct DemoTriggerTests {
         defer { runtime.remove() }
         // Roomy: the demo's own monitor releases nothing on its own during the test.
         try await withTestCgroup(limit: 2 << 30) { cgroup in
-            let (pid, input, output) = try ChildProcess.spawn([Self.demo, "--duration", "60"], environment: runtime.environment)
+            let dataDirectory = runtime.directory + "/demo-data"  // removed with the runtime directory
+            let (pid, input, output) = try ChildProcess.spawn([Self.demo, "--duration", "60", "--data-dir", dataDirectory], environment: runtime.environment)
             defer {
                 kill(pid, SIGKILL)  // the demo we started
                 _ = ChildProcess.wait(pid)
