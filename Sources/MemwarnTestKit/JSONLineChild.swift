@@ -31,9 +31,16 @@ public final class JSONLineChild {
     /// Sends a command and reads the next reply.
     @discardableResult
     public func send(_ command: String, timeout: Duration = .seconds(60)) throws -> [String: Any] {
+        try send(command, skipping: { _ in false }, timeout: timeout)
+    }
+
+    /// Sends a command and reads replies until one that `skip` does not match: for a child
+    /// that also prints lines of its own at any time (a probe's release reports).
+    @discardableResult
+    public func send(_ command: String, skipping skip: ([String: Any]) -> Bool, timeout: Duration = .seconds(60)) throws -> [String: Any] {
         let bytes = Array((command + "\n").utf8)
         _ = bytes.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
-        return try receive(timeout: timeout)
+        return try receive(until: { !skip($0) }, timeout: timeout).match
     }
 
     /// Reads the next reply (for lines the child prints on its own).

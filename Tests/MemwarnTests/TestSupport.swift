@@ -1,36 +1,6 @@
 import Logging
+import MemwarnTestKit
 @testable import Memwarn
-
-/// Waits for the next element, failing (not hanging) after `limit`.
-func next<Element: Sendable>(_ iterator: inout AsyncStream<Element>.Iterator, within limit: Duration = .seconds(15)) async throws -> Element {
-    let box = IteratorBox(iterator)
-    defer { iterator = box.iterator }
-    return try await withThrowingTaskGroup(of: Element?.self) { group in
-        group.addTask { await box.next() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            throw TimedOut(limit: limit)
-        }
-        defer { group.cancelAll() }
-        guard let element = try await group.next() ?? nil else { throw StreamEnded() }
-        return element
-    }
-}
-
-struct TimedOut: Error, CustomStringConvertible {
-    var limit: Duration
-    var description: String { "no event within \(limit)" }
-}
-
-struct StreamEnded: Error {}
-
-/// Lets a task group's child iterate a stream that the test owns.
-final class IteratorBox<Element: Sendable>: @unchecked Sendable {
-    // @unchecked: used by one child task at a time; the test awaits it before touching it again.
-    var iterator: AsyncStream<Element>.Iterator
-    init(_ iterator: AsyncStream<Element>.Iterator) { self.iterator = iterator }
-    func next() async -> Element? { await iterator.next() }
-}
 
 let testLogger = Logger(label: "memwarn.tests")
 

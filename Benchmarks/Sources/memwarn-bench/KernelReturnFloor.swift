@@ -68,9 +68,4 @@ struct KernelReturnFloor {
 
 /// `AnonHugePages` of `/proc/self/smaps_rollup` in bytes: this process's anonymous memory on
 /// transparent huge pages (0 when unreadable).
-func anonymousHugePageBytes() -> Int {
-    guard let rollup = readSmallFile("/proc/self/smaps_rollup"),
-          let line = rollup.split(separator: "\n").first(where: { $0.hasPrefix("AnonHugePages:") }),
-          let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
-    return kilobytes * 1024
-}
+func anonymousHugePageBytes() -> Int { procBytes("/proc/self/smaps_rollup", key: "AnonHugePages") }

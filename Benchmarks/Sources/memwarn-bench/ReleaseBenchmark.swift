@@ -170,10 +170,13 @@ func mallocTrim() -> (@convention(c) (UInt) -> Int32)? {
 }
 
 /// This process's resident set (`VmRSS` of `/proc/self/status`) in bytes, or 0 when unreadable.
-func residentBytes() -> Int {
-    guard let status = readSmallFile("/proc/self/status"),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-          let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0.trimmingPrefix(while: { $0 == "\t" })) }) else { return 0 }
+func residentBytes() -> Int { procBytes("/proc/self/status", key: "VmRSS") }
+
+/// A `Key:   N kB` line of a `/proc` file, in bytes, or 0 when unreadable.
+func procBytes(_ file: String, key: String) -> Int {
+    guard let text = readSmallFile(file),
+          let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key + ":") }),
+          let kilobytes = line.dropFirst(key.count + 1).split(separator: " ").first.flatMap({ Int($0.trimmingPrefix(while: { $0 == "\t" })) }) else { return 0 }
     return kilobytes * 1024
 }
 

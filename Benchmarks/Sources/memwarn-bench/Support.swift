@@ -1,27 +1,3 @@
-/// Waits for a stream's next element, failing (not hanging) after `limit`.
-func next<Element: Sendable>(_ iterator: inout AsyncStream<Element>.Iterator, within limit: Duration = .seconds(15), waitingFor what: String) async throws -> Element {
-    let box = IteratorBox(iterator)
-    defer { iterator = box.iterator }
-    return try await withThrowingTaskGroup(of: Element?.self) { group in
-        group.addTask { await box.next() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            throw BenchmarkError("no \(what) within \(limit)")
-        }
-        defer { group.cancelAll() }
-        guard let element = try await group.next() ?? nil else { throw BenchmarkError("the stream of \(what) ended") }
-        return element
-    }
-}
-
-/// Lets a task group's child iterate a stream the benchmark owns.
-private final class IteratorBox<Element: Sendable>: @unchecked Sendable {
-    // @unchecked: used by one child task at a time; the caller awaits it before touching it again.
-    var iterator: AsyncStream<Element>.Iterator
-    init(_ iterator: AsyncStream<Element>.Iterator) { self.iterator = iterator }
-    func next() async -> Element? { await iterator.next() }
-}
-
 struct BenchmarkError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }

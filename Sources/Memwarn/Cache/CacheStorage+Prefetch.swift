@@ -10,6 +10,14 @@ extension CacheStorage {
         !_isPOD(Value.self) && MemoryLayout<Value?>.size >= MemoryLayout<UInt>.size
     }
 
+    /// Where a node keeps its value, in bytes from the node's start — when values may own a
+    /// heap object worth prefetching, else `nil`. Looked up once per release, not per entry
+    /// (a key-path offset is a runtime query).
+    @inlinable
+    static var prefetchableValueOffset: Int? {
+        valuesMayOwnHeapObjects ? MemoryLayout<Node>.offset(of: \Node.value) : nil
+    }
+
     /// Starts loading the heap object of the value in a slot, so that freeing it a few
     /// entries later does not wait for memory.
     ///
@@ -18,13 +26,9 @@ extension CacheStorage {
     /// value with a heap object is that object's address; for any other value the prefetch
     /// is a harmless no-op (a prefetch never faults).
     @inlinable
-    func prefetchValue(inSlot slot: Int) {
-        guard Self.valuesMayOwnHeapObjects, let valueOffset = MemoryLayout<Node>.offset(of: \Node.value) else { return }
-        nodes.withUnsafeBufferPointer { buffer in
-            guard let base = buffer.baseAddress, slot < buffer.count else { return }
-            let firstWord = UnsafeRawPointer(base).load(fromByteOffset: slot * MemoryLayout<Node>.stride + valueOffset, as: UInt.self)
-            prefetchForRelease(firstWord)
-        }
+    static func prefetchValue(in nodes: UnsafeBufferPointer<Node>, slot: Int, valueOffset: Int) {
+        guard let base = nodes.baseAddress, slot < nodes.count else { return }
+        prefetchForRelease(UnsafeRawPointer(base).load(fromByteOffset: slot * MemoryLayout<Node>.stride + valueOffset, as: UInt.self))
     }
 
     /// Drops every node's value in slot order, each prefetched ``prefetchDistance`` slots
@@ -34,10 +38,13 @@ extension CacheStorage {
     /// - Complexity: O(n).
     @inlinable
     mutating func releaseValuesInSlotOrder() {
-        guard Self.valuesMayOwnHeapObjects else { return }
-        for slot in nodes.indices {
-            prefetchValue(inSlot: slot + Self.prefetchDistance)
-            nodes[slot].value = nil
+        guard let valueOffset = Self.prefetchableValueOffset else { return }
+        nodes.withUnsafeMutableBufferPointer { buffer in
+            let nodes = UnsafeBufferPointer(buffer)
+            for slot in buffer.indices {
+                Self.prefetchValue(in: nodes, slot: slot + Self.prefetchDistance, valueOffset: valueOffset)
+                buffer[slot].value = nil
+            }
         }
     }
 }

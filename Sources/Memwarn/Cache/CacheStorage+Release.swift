@@ -46,13 +46,18 @@ extension CacheStorage {
         })
         // Candidates are taken in batches whose values are prefetched first: the entries come
         // in cost order, scattered over the heap, and each free would otherwise wait for memory.
+        let valueOffset = Self.prefetchableValueOffset
         var batch: [ReleaseCandidate] = []
         batch.reserveCapacity(Self.prefetchDistance)
         releasing: while freed < target {
             batch.removeAll(keepingCapacity: true)
             while batch.count < Self.prefetchDistance, let candidate = largest.popMax() {
-                prefetchValue(inSlot: Int(candidate.slot))
                 batch.append(candidate)
+            }
+            if let valueOffset {
+                nodes.withUnsafeBufferPointer { nodes in
+                    for candidate in batch { Self.prefetchValue(in: nodes, slot: Int(candidate.slot), valueOffset: valueOffset) }
+                }
             }
             guard !batch.isEmpty else { break }
             for candidate in batch {
