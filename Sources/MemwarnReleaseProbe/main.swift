@@ -1,5 +1,6 @@
 // memwarn-release-probe: a child process that holds memory the way a service would — three
-// caches, a media store and a handle pool of clearly different sizes — so tests can release it
+// caches (the largest of PurgeableData, the others of [UInt8]), a media store and a handle pool
+// of clearly different sizes — so tests can release it
 // inside a real cgroup and compare the report with the kernel's usage. Commands on stdin, one
 // JSON line per reply on stdout:
 //
@@ -37,13 +38,20 @@ final class Connection {
 }
 extension Failure: Error {}
 
-func fill(_ cache: DiscardableCache<Int, [UInt8]>, bytes: Int, entry: Int) {
+func fill<Value>(_ cache: DiscardableCache<Int, Value>, bytes: Int, entry: Int, make: (_ key: Int, _ count: Int) -> Value) {
     for key in 0..<(bytes / entry) {
-        cache.setObject([UInt8](repeating: UInt8(truncatingIfNeeded: key), count: entry), forKey: key, cost: entry)
+        cache.setObject(make(key, entry), forKey: key, cost: entry)
     }
 }
 
-var caches: [DiscardableCache<Int, [UInt8]>] = []
+/// Idle purgeable data: its bytes live in memwarn's purgeable arena, not on malloc's heap.
+func purgeable(key: Int, count: Int) -> PurgeableData {
+    let data = PurgeableData(count: count) { $0.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: key)) }
+    data.endContentAccess()
+    return data
+}
+
+var caches: [any MemoryConsumer] = []
 var media: MediaStore?
 var pool: ResourcePool<Connection>?
 var monitor: PressureMonitor?
@@ -51,10 +59,15 @@ var ballast: [[UInt8]] = []
 let directory = NSTemporaryDirectory() + "memwarn-probe-\(getpid())"
 
 @MainActor func load() async throws {
-    for (name, bytes, entry) in [("sessions", 60, 64 << 10), ("thumbnails", 40, 256 << 10), ("fragments", 20, 16 << 10)] {
+    // "sessions" holds PurgeableData, so its release is checked on the kernel's side too.
+    let sessions = DiscardableCache<Int, PurgeableData>()
+    sessions.name = "sessions"
+    fill(sessions, bytes: 60 * megabyte, entry: 64 << 10, make: purgeable)
+    caches.append(sessions)
+    for (name, bytes, entry) in [("thumbnails", 40, 256 << 10), ("fragments", 20, 16 << 10)] {
         let cache = DiscardableCache<Int, [UInt8]>()
         cache.name = name
-        fill(cache, bytes: bytes * megabyte, entry: entry)
+        fill(cache, bytes: bytes * megabyte, entry: entry) { key, count in [UInt8](repeating: UInt8(truncatingIfNeeded: key), count: count) }
         caches.append(cache)
     }
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

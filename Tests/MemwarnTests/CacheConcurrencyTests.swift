@@ -171,7 +171,7 @@ struct CacheConcurrencyTests {
                             cache.setObject(data, forKey: key, cost: Self.cost(key))
                         case 7..<16:
                             if let data = cache.object(forKey: key), data.beginContentAccess() {
-                                if data.withBytes({ $0 == Self.bytes(for: key) }) != true { corrupt += 1 }
+                                if data.bytes != Self.bytes(for: key) { corrupt += 1 }
                                 data.endContentAccess()
                             }
                         case 16..<18:
@@ -192,7 +192,7 @@ struct CacheConcurrencyTests {
         #expect(rounds > 0)
         #expect(delegate.wrongType == 0)
         // Reads over the key space evict whatever was discarded, so afterwards nothing is.
-        _ = Self.checkBooks(cache) { data, key in data.withBytes { $0 == Self.bytes(for: key) } == true }
+        _ = Self.checkBooks(cache) { data, key in data.bytes == Self.bytes(for: key) }
         #expect(cache.discardedBytes == 0)
         // Every access has ended, so everything can go.
         let total = cache.totalCost

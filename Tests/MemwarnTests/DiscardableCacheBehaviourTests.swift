@@ -407,7 +407,7 @@ struct DiscardableCacheBehaviourTests {
         cache.setObject(data, forKey: "k", cost: 4)
         let read = cache.object(forKey: "k")
         #expect(read?.beginContentAccess() == true)
-        #expect(read?.withBytes { $0 } == [7, 7, 7, 7])
+        #expect(read?.bytes == [7, 7, 7, 7])
         read?.endContentAccess()
     }
 

@@ -112,10 +112,66 @@ struct DiscardableCacheReleaseTests {
         #expect(cache.count == 2)
         #expect(cache.totalCost == 500)
         #expect(!inUse.isContentDiscarded())
-        #expect(inUse.withBytes { $0 } == [1, 2, 3])
+        #expect(inUse.bytes == [1, 2, 3])
         #expect(idle.isContentDiscarded())
         #expect(cache.object(forKey: "idle") == nil)
         #expect(cache.object(forKey: "in-use") === inUse)
+    }
+
+    @Test func releasingEverythingKeepsOnlyContentInUseInItsOrder() {
+        let cache = DiscardableCache<String, AnyObject>(coordinator: nil)
+        let busyOld = PurgeableData(bytes: [1])               // created in use
+        let busyNew = PurgeableData(bytes: [2])
+        let idle = CacheFixtures.idleData()
+        cache.setObject(busyOld, forKey: "busy-old", cost: 5)
+        cache.setObject(CacheFixtures.Payload(key: 1), forKey: "plain", cost: 7)
+        cache.setObject(idle, forKey: "idle", cost: 11)
+        cache.setObject(busyNew, forKey: "busy-new", cost: 13)
+        #expect(cache.release(Self.caches(.max)) == 18)
+        #expect(cache.count == 2)
+        #expect(cache.totalCost == 18)
+        #expect(idle.isContentDiscarded())
+        // The kept entries are still linked oldest to newest: a count limit of 1 evicts the older.
+        cache.countLimit = 1
+        #expect(cache.object(forKey: "busy-old") == nil)
+        #expect(cache.object(forKey: "busy-new") === busyNew)
+        busyNew.endContentAccess()
+        #expect(cache.release(Self.caches(.max)) == 13)
+        #expect(cache.count == 0)
+        #expect(cache.totalCost == 0)
+    }
+
+    @Test func purgeableDataOnlyTheCacheHoldsIsDroppedUnlessInUse() {
+        let cache = DiscardableCache<Int, PurgeableData>(coordinator: nil)
+        weak var idle: PurgeableData?
+        weak var busy: PurgeableData?
+        do {
+            let idleData = CacheFixtures.idleData()
+            let busyData = PurgeableData(bytes: [9])   // created in use, and never ended
+            idle = idleData
+            busy = busyData
+            cache.setObject(idleData, forKey: 1, cost: 10)
+            cache.setObject(busyData, forKey: 2, cost: 20)
+        }
+        #expect(cache.release(Self.caches(.max)) == 10)
+        #expect(idle == nil, "the cache held the only reference: the data is gone")
+        #expect(busy != nil)
+        #expect(cache.object(forKey: 2)?.bytes == [9])
+    }
+
+    @Test func releasingEverythingIdleEmptiesTheCacheAndItFillsAgain() {
+        let cache = DiscardableCache<Int, PurgeableData>(coordinator: nil)
+        let entries = (0..<100).map { _ in CacheFixtures.idleData() }
+        for (key, data) in entries.enumerated() { cache.setObject(data, forKey: key, cost: key + 1) }
+        #expect(cache.release(Self.caches(.max)) == 5_050)
+        #expect(cache.count == 0)
+        #expect(entries.allSatisfy { $0.isContentDiscarded() })
+        let again = PurgeableData(bytes: [4])
+        cache.setObject(again, forKey: 1, cost: 1)
+        #expect(cache.object(forKey: 1) === again)
+        #expect(cache.release(Self.caches(.max)) == 0)   // in use
+        again.endContentAccess()
+        #expect(cache.release(Self.caches(.max)) == 1)
     }
 
     @Test func contentReleasedOnceItsAccessEnds() {

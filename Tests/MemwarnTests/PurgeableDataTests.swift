@@ -10,7 +10,7 @@ struct PurgeableDataTests {
         data.discardContentIfPossible()
         #expect(!data.isContentDiscarded())
         #expect(data.length == 3)
-        #expect(data.withBytes { $0 } == [1, 2, 3])
+        #expect(data.bytes == [1, 2, 3])
     }
 
     @Test func endingTheFirstAccessLetsTheContentBeDiscarded() {
@@ -20,7 +20,7 @@ struct PurgeableDataTests {
         data.discardContentIfPossible()
         #expect(data.isContentDiscarded())
         #expect(data.length == 0)
-        #expect(data.withBytes { $0 } == nil)
+        #expect(data.bytes == nil)
     }
 
     @Test func accessesNestAndTheContentStaysUntilTheLastOneEnds() {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The release benchmark run again in a child process whose glibc heap is on transparent huge
+/// The release benchmark, for `[UInt8]` values only, run again in a child process whose glibc heap is on transparent huge
 /// pages (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, which glibc reads only at start-up, hence
 /// the child). The kernel then takes freed memory back 2 MiB at a time.
 struct HugePageHeapRun {
@@ -45,9 +45,10 @@ struct HugePageHeapRun {
         guard let object = try JSONSerialization.jsonObject(with: jsonData) as? [String: Any] else {
             throw BenchmarkError("the huge-page heap run printed no JSON object")
         }
-        result.goalMet = object["goal_met"] as? Bool
+        let values = ReleasedValues.arrays.rawValue
+        result.goalMet = (object["goal_met"] as? [String: Any])?[values] as? Bool
         let scenarios = object["scenarios"] as? [[String: Any]] ?? []
-        let full = scenarios.first { $0["release"] as? String == "everything" && $0["trims_heap"] as? Bool == true }
+        let full = scenarios.first { $0["values"] as? String == values && $0["release"] as? String == "everything" && $0["trims_heap"] as? Bool == true }
         result.fullReleaseMilliseconds = (full?["release_ms"] as? NSNumber)?.doubleValue
         return result
     }

@@ -31,6 +31,14 @@ extension CacheStorage {
         prefetchForRelease(UnsafeRawPointer(base).load(fromByteOffset: slot * MemoryLayout<Node>.stride + valueOffset, as: UInt.self))
     }
 
+    /// Starts loading the content object in a slot of the side array, so that asking it
+    /// about its content a few slots later does not wait for memory.
+    @inlinable
+    static func prefetchContent(in contents: UnsafeBufferPointer<ContentReference?>, slot: Int) {
+        guard slot < contents.count, let reference = contents[slot] else { return }
+        prefetchForRelease(UInt(bitPattern: reference.objectAddress))
+    }
+
     /// Drops every node's value in slot order, each prefetched ``prefetchDistance`` slots
     /// ahead, so the CPU overlaps the cache misses (measured once, on a noisy machine: freeing
     /// 1 GiB in 1,000,000 entries, before the trim, went from 195 to 158 ms). The nodes stay,

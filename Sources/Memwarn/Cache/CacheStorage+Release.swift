@@ -6,9 +6,15 @@ extension CacheStorage {
     /// - Complexity: O(n) when discardable content is stored, else O(1).
     @inlinable
     var discardedCost: Int {
-        contents.reduce(0) { sum, entry in
-            entry.value.isContentDiscarded() ? sum + nodes[Int(entry.key)].cost : sum
+        guard discardableCount > 0 else { return 0 }
+        var sum = 0
+        contents.withUnsafeBufferPointer { contents in
+            for slot in contents.indices {
+                Self.prefetchContent(in: contents, slot: slot + Self.prefetchDistance)
+                if contents[slot]?.isContentDiscarded() == true { sum += nodes[slot].cost }
+            }
         }
+        return sum
     }
 
     /// Removes the entries whose content was discarded.
@@ -18,9 +24,10 @@ extension CacheStorage {
     mutating func releaseDiscarded(keepingValues: Bool) -> (freed: Int, values: [Value]) {
         var freed = 0
         var values: [Value] = []
-        for (slot, content) in contents where content.isContentDiscarded() {
-            freed += nodes[Int(slot)].cost
-            let value = remove(slot)
+        guard discardableCount > 0 else { return (0, []) }
+        for slot in contents.indices where contents[slot]?.isContentDiscarded() == true {
+            freed += nodes[slot].cost
+            let value = remove(Int32(slot))
             if keepingValues { values.append(value) }
         }
         return (freed, values)
@@ -35,9 +42,8 @@ extension CacheStorage {
     @inlinable
     mutating func release(target: Int, keepingValues: Bool) -> (freed: Int, values: [Value]) {
         guard target > 0 else { return (0, []) }
-        if target >= totalCost && discardableCount == 0 {
-            let freed = totalCost
-            return (freed, removeAll(keepingValues: keepingValues))
+        if target >= totalCost {
+            return releaseEverything(keepingValues: keepingValues)
         }
         var freed = 0
         var values: [Value] = []
@@ -62,16 +68,84 @@ extension CacheStorage {
             guard !batch.isEmpty else { break }
             for candidate in batch {
                 guard freed < target else { break releasing }
-                if let content = contents[candidate.slot] {
-                    content.discardContentIfPossible()
-                    guard content.isContentDiscarded() else { continue }
-                }
+                if !contents.isEmpty, let content = contents[Int(candidate.slot)], !content.discard() { continue }
                 freed += candidate.cost
                 let value = remove(candidate.slot)
                 if keepingValues { values.append(value) }
             }
         }
         return (freed, values)
+    }
+}
+
+extension CacheStorage {
+    /// Removes every entry not under access: all of them at once when nothing is in use,
+    /// which is the common case.
+    ///
+    /// With ``DiscardableContent`` stored, it is one pass over the slots in order, each value
+    /// prefetched ``prefetchDistance`` slots ahead (the objects are scattered over the heap):
+    /// content is asked to discard, and a value not in use is dropped (or taken, for the
+    /// delegate) while its object is still in cache. When some content stays (in use), its
+    /// entry is kept and the emptied ones are unlinked one by one.
+    ///
+    /// - Returns: the cost freed and, when `keepingValues`, the removed values.
+    /// - Complexity: O(n).
+    @inlinable
+    mutating func releaseEverything(keepingValues: Bool) -> (freed: Int, values: [Value]) {
+        guard discardableCount > 0 else {
+            let freed = totalCost
+            return (freed, removeAll(keepingValues: keepingValues))
+        }
+        var values: [Value] = []
+        var inUse = 0
+        let valueOffset = Self.prefetchableValueOffset
+        var deallocations = PurgeableArena.shared.deallocations()
+        defer { deallocations.finish() }
+        nodes.withUnsafeMutableBufferPointer { nodes in
+            contents.withUnsafeMutableBufferPointer { contents in
+                for slot in nodes.indices {
+                    if let valueOffset { Self.prefetchValue(in: UnsafeBufferPointer(nodes), slot: slot + Self.prefetchDistance, valueOffset: valueOffset) }
+                    guard nodes[slot].key != nil else { continue }
+                    if let content = contents[slot] {
+                        // PurgeableData that only this node holds and no one is using needs
+                        // no atomic exchange to discard, and its block is freed with its
+                        // neighbours': one atomic subtraction a page, not one a block.
+                        if !keepingValues && content.isIdlePurgeable && Self.isOnlyReference(&nodes[slot].value) {
+                            content.discardHeldAlone(into: &deallocations)
+                        } else if !content.discard() {
+                            inUse += 1
+                            continue
+                        }
+                        contents[slot] = nil
+                    }
+                    let value = nodes[slot].value.take()
+                    if keepingValues, let value { values.append(value) }
+                }
+            }
+        }
+        discardableCount = inUse  // the side array now holds exactly the content in use
+        guard inUse > 0 else {
+            let freed = totalCost
+            reset()
+            return (freed, values)
+        }
+        var freed = 0
+        for slot in nodes.indices where nodes[slot].key != nil && nodes[slot].value == nil {
+            freed += removeNode(Int32(slot)).cost
+        }
+        return (freed, values)
+    }
+}
+
+extension CacheStorage {
+    /// Whether a value is a ``PurgeableData`` with no other strong reference than this one
+    /// (then no other thread can begin an access to it).
+    @inlinable
+    static func isOnlyReference(_ value: inout Value?) -> Bool {
+        guard Value.self == PurgeableData.self else { return false }
+        return withUnsafeMutablePointer(to: &value) { pointer in
+            pointer.withMemoryRebound(to: PurgeableData?.self, capacity: 1) { isKnownUniquelyReferenced(&$0.pointee) }
+        }
     }
 }
 

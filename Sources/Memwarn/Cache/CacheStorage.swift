@@ -5,7 +5,8 @@
 /// Everything is `@inlinable` so a client's cache is specialized for its key and value
 /// types; the state lives in one struct so an operation is one exclusive access, not one
 /// per field. Nodes are kept small (links are 32-bit; ``DiscardableContent`` references live
-/// in a side table, since most caches hold none) so the list costs few cache misses.
+/// in a side array, by slot, made only once a cache holds some) so the list costs few cache
+/// misses.
 @usableFromInline
 struct CacheStorage<Key: Hashable, Value> {
     @usableFromInline
@@ -40,7 +41,11 @@ struct CacheStorage<Key: Hashable, Value> {
 
     @usableFromInline var index: [Key: Int32] = [:]
     @usableFromInline var nodes: [Node] = []
-    @usableFromInline var contents: [Int32: any DiscardableContent] = [:]
+    /// The ``DiscardableContent`` of each slot's value: empty while the cache has held none,
+    /// then one element per node.
+    @usableFromInline var contents: [ContentReference?] = []
+    /// How many entries hold ``DiscardableContent``.
+    @usableFromInline var discardableCount = 0
     @usableFromInline var freeSlots: [Int32] = []
     @usableFromInline var oldest: Int32 = -1
     @usableFromInline var newest: Int32 = -1
@@ -59,17 +64,13 @@ struct CacheStorage<Key: Hashable, Value> {
     @inlinable
     var count: Int { index.count }
 
-    /// How many entries hold ``DiscardableContent``.
-    @inlinable
-    var discardableCount: Int { contents.count }
-
     /// The value for a key, made the most recently used.
     ///
     /// - Complexity: O(1).
     @inlinable
     mutating func lookup(_ key: Key) -> Lookup {
         guard let slot = index[key] else { return .miss }
-        if evictsDiscarded, !contents.isEmpty, let content = contents[slot], content.isContentDiscarded() {
+        if evictsDiscarded, discardableCount > 0, contents[Int(slot)]?.isContentDiscarded() == true {
             return .evicted(remove(slot))
         }
         moveToNewest(slot)
@@ -105,11 +106,7 @@ struct CacheStorage<Key: Hashable, Value> {
             index[key] = slot
             totalCost += cost
         }
-        if let content {
-            contents[slot] = content
-        } else if !contents.isEmpty {
-            contents[slot] = nil
-        }
+        setContent(content, at: slot)
         return evictOverLimits()
     }
 
@@ -129,14 +126,26 @@ struct CacheStorage<Key: Hashable, Value> {
     mutating func removeAll(keepingValues: Bool) -> [Value] {
         let values = keepingValues ? nodes.compactMap { $0.key == nil ? nil : $0.value } : []
         if !keepingValues { releaseValuesInSlotOrder() }
+        reset()
+        return values
+    }
+
+    /// Forgets every entry (values still in nodes are released with them).
+    @inlinable
+    mutating func reset() {
         index = [:]
+        // Popped one by one, each node is destroyed by code specialized for the key and value
+        // types: a check or two. Dropping the array with its elements (or `removeAll`) has
+        // the runtime destroy each node through generic value witnesses, several calls a node:
+        // about 10 ms for a million.
+        while nodes.popLast() != nil {}
         nodes = []
-        contents = [:]
+        contents = []
+        discardableCount = 0
         freeSlots = []
         oldest = -1
         newest = -1
         totalCost = 0
-        return values
     }
 
     /// The value as ``DiscardableContent`` when it is one, with the answer for its dynamic
@@ -168,14 +177,39 @@ struct CacheStorage<Key: Hashable, Value> {
     /// - Complexity: O(1).
     @inlinable
     mutating func remove(_ slot: Int32) -> Value {
+        removeNode(slot).value!
+    }
+
+    /// Unlinks the node in a slot, frees the slot and returns the node (its value may have
+    /// been taken already).
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    mutating func removeNode(_ slot: Int32) -> Node {
         unlink(slot)
         var node = Node.empty
         swap(&node, &nodes[Int(slot)])  // a move: no retain and release of the value
         index[node.key!] = nil
         totalCost -= node.cost
-        if !contents.isEmpty { contents[slot] = nil }
+        setContent(nil, at: slot)
         freeSlots.append(slot)
-        return node.value!
+        return node
+    }
+
+    /// Records the ``DiscardableContent`` of the value in a slot (`nil`: it is none). The side
+    /// array is made on the first content, and grows with the nodes.
+    @inlinable
+    mutating func setContent(_ content: (any DiscardableContent)?, at slot: Int32) {
+        if contents.isEmpty {
+            guard content != nil else { return }
+            contents = Array(repeating: nil, count: nodes.count)
+        }
+        if contents.count < nodes.count {
+            contents.append(contentsOf: repeatElement(nil, count: nodes.count - contents.count))
+        }
+        if contents[Int(slot)] != nil { discardableCount -= 1 }
+        contents[Int(slot)] = content.map(ContentReference.init)
+        if content != nil { discardableCount += 1 }
     }
 
     @inlinable
@@ -196,3 +230,4 @@ struct CacheStorage<Key: Hashable, Value> {
         newest = slot
     }
 }
+

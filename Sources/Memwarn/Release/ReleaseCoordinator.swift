@@ -7,7 +7,8 @@ import CLibcgroup
 /// ``ReleaseTier/sharedResources`` and ``ReleaseTier/suspendedUnits`` — and within a tier
 /// the largest consumer first. It stops once the target is met (discarded content is always
 /// dropped: it is free), then returns freed heap to the kernel with `malloc_trim(0)`, or the
-/// cgroup's usage would not drop.
+/// cgroup's usage would not drop, and the free pages of ``PurgeableData``'s arena with
+/// `MADV_DONTNEED`.
 ///
 /// ```swift
 /// ReleaseCoordinator.shared.attach(to: monitor)   // release on every warning
@@ -29,12 +30,23 @@ public final class ReleaseCoordinator: Sendable {
     }
 
     private let state = Locked(State())
-    /// Whether a release ends with `malloc_trim(0)`.
+    /// Whether a release ends with `malloc_trim(0)` and returning the purgeable arena's free
+    /// pages.
     public let trimsHeap: Bool
 
     /// Creates a coordinator (most programs use ``shared``).
     public init(trimsHeap: Bool = true) {
         self.trimsHeap = trimsHeap
+    }
+
+    /// Gives freed memory back to the kernel: malloc's free heap (`malloc_trim(0)`) and the
+    /// pages of ``PurgeableData``'s arena that no live block touches (`MADV_DONTNEED`). A
+    /// release with ``trimsHeap`` ends with this; call it yourself after freeing a lot outside
+    /// a release. It costs a walk of malloc's free lists and of the arena's page counts, a few
+    /// milliseconds for a gigabyte.
+    public static func returnFreedMemory() {
+        malloc_trim(0)
+        PurgeableArena.shared.returnFreePages()
     }
 
     /// Registers a consumer, weakly. Registering twice is harmless.
@@ -95,7 +107,7 @@ public final class ReleaseCoordinator: Sendable {
             }
         }
         let freedAny = entries.contains { $0.bytesFreed > 0 }
-        if trimsHeap && freedAny { malloc_trim(0) }
+        if trimsHeap && freedAny { Self.returnFreedMemory() }
         let report = ReleaseReport(level: level, targetBytes: targetBytes, entries: entries, trimmedHeap: trimsHeap && freedAny, duration: .now - start)
         let observers = state.withLock { Array($0.reportObservers.values) }
         for observer in observers { observer(report) }

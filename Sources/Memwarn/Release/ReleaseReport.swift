@@ -26,7 +26,8 @@ public struct ReleaseReport: Sendable, Hashable {
     public var freedBytes: Int { entries.reduce(0) { $0 + $1.bytesFreed } }
     /// Whether the target was met.
     public var metTarget: Bool { freedBytes >= targetBytes }
-    /// Whether freed heap was returned to the kernel (`malloc_trim(0)`).
+    /// Whether freed heap was returned to the kernel (`malloc_trim(0)`, and the free pages of
+    /// ``PurgeableData``'s arena).
     public var trimmedHeap: Bool
     /// The whole release's duration, trimming included.
     public var duration: Duration
