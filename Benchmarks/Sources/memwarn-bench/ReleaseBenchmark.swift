@@ -21,7 +21,7 @@ struct ReleaseBenchmark {
     static let partialBytes = 512 << 20
     static let goalMilliseconds = 100.0
     /// Measurements of each kind (the median, by release time, is reported).
-    static let runs = 3
+    static let runs = 5
 
     var values: [ReleasedValues] = ReleasedValues.allCases
 

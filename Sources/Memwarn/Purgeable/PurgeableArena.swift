@@ -88,7 +88,7 @@ final class PurgeableArena: Sendable {
         let rounded = (byteCount + Self.alignment - 1) & ~(Self.alignment - 1)
         return state.withLock { state in
             if state.current == nil || state.current!.offset + rounded > geometry.size {
-                if let full = state.current?.region, full.dropHold() { forget(full, in: &state) }
+                if let full = state.current?.region, full.dropHolds(1) { forget(full, in: &state) }
                 guard let region = PurgeableRegion.map(geometry) else { Self.mappingFailed(geometry.size) }
                 state.regions[UInt(bitPattern: region.base)] = region
                 state.current = (region, geometry.firstBlockOffset)
@@ -115,15 +115,18 @@ final class PurgeableArena: Sendable {
     }
 
     /// Frees many blocks, counting them page by page: blocks freed one after another in the
-    /// order they were allocated share pages, so one atomic subtraction covers several.
+    /// order they were allocated share pages and regions, so one atomic subtraction covers
+    /// several blocks of a page, and one the emptied pages of a region.
     /// Call ``finish()`` when done; until then the counted blocks' pages are not free.
     @usableFromInline
     struct Deallocations {
         let arena: PurgeableArena
-        /// The page being counted (its region's base and its index) and its blocks so far.
+        /// The page being counted (its region and its index) and its blocks so far, and the
+        /// pages of that region emptied so far.
         private var region: PurgeableRegion?
         private var page = 0
         private var blocks: Int32 = 0
+        private var emptiedPages = 0
 
         init(arena: PurgeableArena) { self.arena = arena }
 
@@ -136,12 +139,15 @@ final class PurgeableArena: Sendable {
             }
             let blockRegion = PurgeableRegion(holding: block, geometry: arena.geometry)
             let (first, last) = blockRegion.pages(of: block, byteCount: byteCount)
+            if region?.base != blockRegion.base {
+                finishRegion()
+                region = blockRegion
+            }
             for page in first...last {
-                if blocks > 0, region?.base == blockRegion.base, page == self.page {
+                if blocks > 0, page == self.page {
                     blocks += 1
                 } else {
-                    flush()
-                    region = blockRegion
+                    finishPage()
                     self.page = page
                     blocks = 1
                 }
@@ -150,14 +156,21 @@ final class PurgeableArena: Sendable {
 
         /// Frees what was counted.
         @usableFromInline
-        mutating func finish() { flush() }
+        mutating func finish() { finishRegion() }
 
-        private mutating func flush() {
+        private mutating func finishPage() {
             guard blocks > 0, let region else { return }
-            if region.release(blocks: blocks, onPage: page) {
+            if region.emptiesPage(releasing: blocks, onPage: page) { emptiedPages += 1 }
+            blocks = 0
+        }
+
+        private mutating func finishRegion() {
+            finishPage()
+            guard emptiedPages > 0, let region else { return }
+            if region.dropHolds(emptiedPages) {
                 arena.state.withLock { arena.forget(region, in: &$0) }
             }
-            blocks = 0
+            emptiedPages = 0
         }
     }
 

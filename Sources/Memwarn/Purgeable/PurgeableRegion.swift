@@ -124,18 +124,27 @@ struct PurgeableRegion {
     ///
     /// - Returns: `true` when it was the region's last hold: unmap it.
     func release(blocks: Int32, onPage page: Int) -> Bool {
+        emptiesPage(releasing: blocks, onPage: page) && dropHolds(1)
+    }
+
+    /// Counts `blocks` blocks that touched `page` gone, leaving the region's live-page count
+    /// to the caller.
+    ///
+    /// - Returns: whether the page is now empty: the caller must then drop one hold
+    ///   (``dropHolds(_:)``), at once or later with others.
+    func emptiesPage(releasing blocks: Int32, onPage page: Int) -> Bool {
         // Releasing: the blocks' bytes were last used before this, so a page seen free by
         // `returnFreePages` (acquiring) is no longer read or written by anyone.
         let remaining = pageCounts[page].wrappingSubtract(blocks, ordering: .releasing).newValue
         precondition(remaining >= 0, "a purgeable block was released twice")
-        return remaining == 0 && dropHold()
+        return remaining == 0
     }
 
-    /// Drops one hold on the region (a live page's, or the arena's own).
+    /// Drops holds on the region (live pages', or the arena's own).
     ///
-    /// - Returns: `true` when it was the last one.
-    func dropHold() -> Bool {
-        let remaining = livePages.pointee.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue
+    /// - Returns: `true` when they were the last ones.
+    func dropHolds(_ count: Int) -> Bool {
+        let remaining = livePages.pointee.wrappingSubtract(count, ordering: .acquiringAndReleasing).newValue
         precondition(remaining >= 0, "a purgeable block was released twice")
         return remaining == 0
     }
