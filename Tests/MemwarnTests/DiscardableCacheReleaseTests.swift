@@ -141,22 +141,27 @@ struct DiscardableCacheReleaseTests {
         #expect(cache.totalCost == 0)
     }
 
-    @Test func purgeableDataOnlyTheCacheHoldsIsDroppedUnlessInUse() {
+    /// Releasing everything frees purgeable blocks page by page in a batch; a block in use
+    /// among them must stay intact, and every other entry's content must be discarded.
+    @Test func releasingEverythingDiscardsPurgeableDataAcrossRegionsAndKeepsTheBlockInUse() {
         let cache = DiscardableCache<Int, PurgeableData>(coordinator: nil)
-        weak var idle: PurgeableData?
-        weak var busy: PurgeableData?
-        do {
-            let idleData = CacheFixtures.idleData()
-            let busyData = PurgeableData(bytes: [9])   // created in use, and never ended
-            idle = idleData
-            busy = busyData
-            cache.setObject(idleData, forKey: 1, cost: 10)
-            cache.setObject(busyData, forKey: 2, cost: 20)
+        let size = 2_000  // 6,000 of them fill several 2 MiB regions
+        let entries = (0..<6_000).map { key in
+            let data = PurgeableData(count: size) { $0.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: key) | 1) }
+            data.endContentAccess()
+            return data
         }
-        #expect(cache.release(Self.caches(.max)) == 10)
-        #expect(idle == nil, "the cache held the only reference: the data is gone")
-        #expect(busy != nil)
-        #expect(cache.object(forKey: 2)?.bytes == [9])
+        let busyKey = 3_001
+        #expect(entries[busyKey].beginContentAccess())
+        for (key, data) in entries.enumerated() { cache.setObject(data, forKey: key, cost: size) }
+
+        #expect(cache.release(Self.caches(.max)) == (entries.count - 1) * size)
+        #expect(cache.count == 1)
+        #expect(entries.indices.allSatisfy { entries[$0].isContentDiscarded() == ($0 != busyKey) })
+        #expect(entries[busyKey].bytes == [UInt8](repeating: UInt8(truncatingIfNeeded: busyKey) | 1, count: size))
+        #expect(entries[busyKey - 1].bytes == nil && entries[busyKey + 1].bytes == nil)
+        entries[busyKey].endContentAccess()
+        #expect(cache.release(Self.caches(.max)) == size)
     }
 
     @Test func releasingEverythingIdleEmptiesTheCacheAndItFillsAgain() {

@@ -143,14 +143,27 @@ struct PurgeableArenaTests {
 
     @Test func thePageTheArenaIsFillingIsNotGivenBack() throws {
         let arena = PurgeableArena()
+        // A block over pages 0–2, then a small one in the middle of page 2: the arena goes on
+        // filling page 2.
+        let large = arena.allocate(byteCount: 10_000)
         let small = arena.allocate(byteCount: 64)
-        Self.fill(small, 64, with: 1)
+        let base = UnsafeMutableRawPointer(bitPattern: UInt(bitPattern: large) & ~UInt(arena.geometry.size - 1))!
+        let fillingPage = (small + 64 - base) / Self.page
+        #expect(fillingPage == 2)
+        Self.fill(large, 10_000, with: 1)
+        Self.fill(small, 64, with: 2)
+        arena.deallocate(large, byteCount: 10_000)
         arena.deallocate(small, byteCount: 64)
-        // Everything allocated is free, but it shares its page with the region's next block.
-        #expect(arena.returnFreePages() == 0)
+        // Everything allocated is free; only page 1 goes back: page 0 holds the header, and
+        // page 2 the region's next block.
+        #expect(arena.returnFreePages() == Self.page)
+        let resident = try Self.residentPages(base, 3 * Self.page)
+        #expect(!resident[1])
+        #expect(resident[2])
         let next = arena.allocate(byteCount: 64)
-        Self.fill(next, 64, with: 2)
-        #expect(Self.holds(next, 64, 2))
+        #expect((next - base) / Self.page == fillingPage)
+        Self.fill(next, 64, with: 3)
+        #expect(Self.holds(next, 64, 3))
         arena.deallocate(next, byteCount: 64)
     }
 
@@ -179,7 +192,7 @@ struct PurgeableArenaTests {
                     var live: [(UnsafeMutableRawPointer, Int, UInt8)] = []
                     for round in 0..<rounds {
                         let size = 1 + (round &* 7_919 &+ worker &* 104_729) % 12_000
-                        let byte = UInt8(truncatingIfNeeded: round &+ worker)
+                        let byte = UInt8(truncatingIfNeeded: round &+ worker) | 1  // never 0: a page given back reads as 0
                         let block = arena.allocate(byteCount: size)
                         Self.fill(block, size, with: byte)
                         live.append((block, size, byte))

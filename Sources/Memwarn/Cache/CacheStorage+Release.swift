@@ -107,12 +107,9 @@ extension CacheStorage {
                     if let valueOffset { Self.prefetchValue(in: UnsafeBufferPointer(nodes), slot: slot + Self.prefetchDistance, valueOffset: valueOffset) }
                     guard nodes[slot].key != nil else { continue }
                     if let content = contents[slot] {
-                        // PurgeableData that only this node holds and no one is using needs
-                        // no atomic exchange to discard, and its block is freed with its
-                        // neighbours': one atomic subtraction a page, not one a block.
-                        if !keepingValues && content.isIdlePurgeable && Self.isOnlyReference(&nodes[slot].value) {
-                            content.discardHeldAlone(into: &deallocations)
-                        } else if !content.discard() {
+                        // PurgeableData's block is freed with its neighbours': one atomic
+                        // subtraction a page, not one a block.
+                        guard content.discard(into: &deallocations) else {
                             inUse += 1
                             continue
                         }
@@ -134,18 +131,6 @@ extension CacheStorage {
             freed += removeNode(Int32(slot)).cost
         }
         return (freed, values)
-    }
-}
-
-extension CacheStorage {
-    /// Whether a value is a ``PurgeableData`` with no other strong reference than this one
-    /// (then no other thread can begin an access to it).
-    @inlinable
-    static func isOnlyReference(_ value: inout Value?) -> Bool {
-        guard Value.self == PurgeableData.self else { return false }
-        return withUnsafeMutablePointer(to: &value) { pointer in
-            pointer.withMemoryRebound(to: PurgeableData?.self, capacity: 1) { isKnownUniquelyReferenced(&$0.pointee) }
-        }
     }
 }
 

@@ -46,20 +46,14 @@ enum ContentReference {
         }
     }
 
-    /// Whether the content is ``PurgeableData`` with no access open (it may still be
-    /// discarded, or begun, by another holder).
+    /// ``discard()``, with ``PurgeableData``'s block counted into `deallocations` rather than
+    /// freed alone.
+    ///
+    /// - Returns: whether the content is discarded now (it was not in use).
     @inlinable
-    var isIdlePurgeable: Bool {
-        guard case .purgeable(let data) = self else { return false }
-        return data._withUnsafeGuaranteedRef { $0.isIdle }
-    }
-
-    /// Discards ``PurgeableData`` that its node's value alone holds (see
-    /// ``isIdlePurgeable``), its block freed with the others in `deallocations`.
-    @inlinable
-    func discardHeldAlone(into deallocations: inout PurgeableArena.Deallocations) {
-        guard case .purgeable(let data) = self else { preconditionFailure("not PurgeableData") }
-        data._withUnsafeGuaranteedRef { $0.discardHeldAlone(into: &deallocations) }
+    func discard(into deallocations: inout PurgeableArena.Deallocations) -> Bool {
+        guard case .purgeable(let data) = self else { return discard() }
+        return data._withUnsafeGuaranteedRef { $0.discardContentIfPossible(into: &deallocations) }
     }
 
     @inlinable

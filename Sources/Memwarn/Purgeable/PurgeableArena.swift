@@ -12,12 +12,15 @@ import Synchronization
 ///
 /// - **Allocation** takes the arena's lock and moves a pointer: O(1), no search.
 /// - **Freeing** takes no lock: it lowers the count of each page the block touched, and the
-///   region's count of live pages when one empties (atomics). The thread that frees a region's last block
-///   unmaps the region at once, which for a huge-page region is one page table entry, not 512.
+///   region's count of live pages when one empties (atomics). The thread that frees a region's
+///   last block takes the lock to unmap the region, at once (a ``Deallocations`` batch, when it
+///   moves on to another region or finishes); for a huge-page region that is one page table
+///   entry for the kernel to drop, not 512.
 /// - **``returnFreePages()``**, called by ``ReleaseCoordinator`` after every release (as it calls
 ///   `malloc_trim`), gives back with `MADV_DONTNEED` the pages of live regions that no live
-///   block touches. Freed space inside a region is never reused: a region is filled once
-///   and lives until its last block goes.
+///   block touches, and takes the huge-page advice back from those regions (so khugepaged
+///   does not fill the holes again). Freed space inside a region is never reused: a region is
+///   filled once and lives until its last block goes.
 /// - **Large blocks** (over ``largeBlockThreshold``) get a mapping of their own, unmapped when
 ///   freed.
 ///
@@ -32,7 +35,8 @@ final class PurgeableArena: Sendable {
     static let shared = PurgeableArena()
 
     let geometry: PurgeableRegion.Geometry
-    /// Blocks larger than this get a mapping of their own: an eighth of a region.
+    /// Blocks larger than this get a mapping of their own: a 32nd of a region (64 KiB), so a
+    /// region wastes less than 4 % at its end.
     let largeBlockThreshold: Int
     /// Blocks start on this alignment.
     static let alignment = 16
@@ -59,7 +63,7 @@ final class PurgeableArena: Sendable {
 
     init(regionSize: Int = 2 << 20, pageSize: Int = VirtualMemory.pageSize) {
         geometry = PurgeableRegion.Geometry(size: regionSize, pageSize: pageSize)
-        largeBlockThreshold = regionSize / 8
+        largeBlockThreshold = regionSize / 32
     }
 
     deinit {
@@ -117,7 +121,10 @@ final class PurgeableArena: Sendable {
     /// Frees many blocks, counting them page by page: blocks freed one after another in the
     /// order they were allocated share pages and regions, so one atomic subtraction covers
     /// several blocks of a page, and one the emptied pages of a region.
-    /// Call ``finish()`` when done; until then the counted blocks' pages are not free.
+    ///
+    /// A page's count drops when the batch moves on to another page, and a region's live-page
+    /// count when it moves on to another region. Call ``finish()`` when done: a batch dropped
+    /// without it leaves its last page counted and its last region mapped for good.
     @usableFromInline
     struct Deallocations {
         let arena: PurgeableArena

@@ -11,13 +11,14 @@ public import Synchronization
 ///
 /// Not on malloc's heap: in memwarn's purgeable arena, memory the library maps itself in
 /// 2 MiB regions (huge pages where the kernel allows). Discarding content, or dropping the last
-/// reference, frees the block without a lock; a region whose last block goes is unmapped at
-/// once, and ``ReleaseCoordinator`` gives back the free pages of the others after each release.
-/// So releasing purgeable data lowers the process's resident set without `malloc_trim`, and
-/// a release of a gigabyte is mostly the kernel dropping a few hundred huge pages. Blocks over
-/// 256 KiB are mapped on their own.
+/// reference, frees the block with atomic counts (a lock only when the block was its region's
+/// last: the region is then unmapped), and ``ReleaseCoordinator`` gives back the free pages of
+/// the other regions after each release. So releasing purgeable data lowers the process's
+/// resident set without `malloc_trim`, and a release of a gigabyte is mostly the kernel
+/// dropping a few hundred huge pages. Blocks over 64 KiB are mapped on their own.
 ///
-/// All methods are thread-safe and lock-free.
+/// All methods are thread-safe. Access counting is lock-free; creating data takes the arena's
+/// lock for a moment (to place the block).
 public final class PurgeableData: DiscardableContent, Sendable {
     /// Open accesses, or ``discarded`` once the bytes are gone.
     @usableFromInline let accesses = Atomic<Int>(1)
@@ -57,10 +58,6 @@ public final class PurgeableData: DiscardableContent, Sendable {
     deinit {
         if accesses.load(ordering: .acquiring) != Self.discarded { freeBytes() }
     }
-
-    /// No access is open and the content is still there.
-    @inlinable
-    var isIdle: Bool { accesses.load(ordering: .acquiring) == 0 }
 
     /// The length in bytes (0 once discarded).
     public var length: Int { isContentDiscarded() ? 0 : count }
@@ -103,14 +100,17 @@ public final class PurgeableData: DiscardableContent, Sendable {
         accesses.load(ordering: .acquiring) == Self.discarded
     }
 
-    /// For the only holder of an idle object (no access open, no other strong reference):
-    /// marks the content discarded and counts its block into `deallocations` rather than
-    /// freeing it alone.
+    /// ``discardContentIfPossible()``, with the block counted into `deallocations` rather
+    /// than freed alone (a cache discarding many in a row frees them page by page).
+    ///
+    /// - Returns: whether the content is discarded now (it was not in use).
     @usableFromInline
-    func discardHeldAlone(into deallocations: inout PurgeableArena.Deallocations) {
-        accesses.store(Self.discarded, ordering: .relaxed)  // no one else can look
-        guard let block = UnsafeMutableRawPointer(bitPattern: address) else { return }
-        deallocations.add(block, byteCount: count)
+    func discardContentIfPossible(into deallocations: inout PurgeableArena.Deallocations) -> Bool {
+        guard accesses.compareExchange(expected: 0, desired: Self.discarded, ordering: .acquiringAndReleasing).exchanged else {
+            return isContentDiscarded()
+        }
+        if let block = UnsafeMutableRawPointer(bitPattern: address) { deallocations.add(block, byteCount: count) }
+        return true
     }
 
     private func freeBytes() {

@@ -33,10 +33,10 @@ struct PurgeableRegion {
         var pageCountsOffset: Int { Self.pageCountsOffset }
         var returnedBitsOffset: Int { Self.pageCountsOffset + pageCount * MemoryLayout<Int32>.stride }
         /// Where the first block starts: after the header, on a cache line.
-        var firstBlockOffset: Int {
-            let end = returnedBitsOffset + (pageCount + 63) / 64 * MemoryLayout<UInt64>.stride
-            return (end + 63) & ~63
-        }
+        var firstBlockOffset: Int { (headerEnd + 63) & ~63 }
+        private var headerEnd: Int { returnedBitsOffset + (pageCount + 63) / 64 * MemoryLayout<UInt64>.stride }
+        /// The first page with no header bytes: pages before it are never given back.
+        var firstReturnablePage: Int { (headerEnd + pageSize - 1) / pageSize }
 
         init(size: Int, pageSize: Int) {
             precondition(size > 0 && size & (size - 1) == 0, "a region's size must be a power of two")
@@ -134,8 +134,10 @@ struct PurgeableRegion {
     ///   (``dropHolds(_:)``), at once or later with others.
     func emptiesPage(releasing blocks: Int32, onPage page: Int) -> Bool {
         // Releasing: the blocks' bytes were last used before this, so a page seen free by
-        // `returnFreePages` (acquiring) is no longer read or written by anyone.
-        let remaining = pageCounts[page].wrappingSubtract(blocks, ordering: .releasing).newValue
+        // `returnFreePages` (acquiring) is no longer read or written by anyone. Acquiring too:
+        // the thread that empties the page, and may go on to unmap the region, must see every
+        // other thread's last use of the page's blocks.
+        let remaining = pageCounts[page].wrappingSubtract(blocks, ordering: .acquiringAndReleasing).newValue
         precondition(remaining >= 0, "a purgeable block was released twice")
         return remaining == 0
     }
@@ -159,12 +161,19 @@ struct PurgeableRegion {
         func flush() {
             guard let pages = run else { return }
             VirtualMemory.discard(base + pages.lowerBound * geometry.pageSize, pages.count * geometry.pageSize)
+            if returned == 0 {
+                // A region with holes is no longer worth a huge page, and khugepaged would
+                // otherwise collapse it back into one (refilling the holes with zeros) as
+                // long as one small page in it is still mapped.
+                VirtualMemory.adviseNoHugePages(base, geometry.size)
+            }
             for page in pages { returnedBits[page / 64] |= 1 << UInt64(page % 64) }
             returned += pages.count * geometry.pageSize
             run = nil
         }
-        // Page 0 holds the header, and the page the arena is still filling is in use.
-        for page in 1..<max(1, min(limit / geometry.pageSize, geometry.pageCount)) {
+        // The header's pages are never free, and the page the arena is still filling is in use.
+        let first = geometry.firstReturnablePage
+        for page in first..<max(first, min(limit / geometry.pageSize, geometry.pageCount)) {
             let free = returnedBits[page / 64] & (1 << UInt64(page % 64)) == 0 && pageCounts[page].load(ordering: .acquiring) == 0
             if free {
                 run = (run?.lowerBound ?? page)..<(page + 1)

@@ -34,4 +34,10 @@ enum VirtualMemory {
     static func adviseHugePages(_ start: UnsafeMutableRawPointer, _ byteCount: Int) {
         _ = madvise(start, byteCount, MADV_HUGEPAGE)
     }
+
+    /// Withdraws ``adviseHugePages(_:_:)``: the range stays on small pages, and khugepaged
+    /// leaves it alone. Advice too, so the result is ignored.
+    static func adviseNoHugePages(_ start: UnsafeMutableRawPointer, _ byteCount: Int) {
+        _ = madvise(start, byteCount, MADV_NOHUGEPAGE)
+    }
 }
