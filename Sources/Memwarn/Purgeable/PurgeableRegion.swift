@@ -160,13 +160,14 @@ struct PurgeableRegion {
         var run: Range<Int>?
         func flush() {
             guard let pages = run else { return }
-            VirtualMemory.discard(base + pages.lowerBound * geometry.pageSize, pages.count * geometry.pageSize)
             if returned == 0 {
                 // A region with holes is no longer worth a huge page, and khugepaged would
                 // otherwise collapse it back into one (refilling the holes with zeros) as
-                // long as one small page in it is still mapped.
+                // long as one small page in it is still mapped. Advised first, so it cannot
+                // do so in between.
                 VirtualMemory.adviseNoHugePages(base, geometry.size)
             }
+            VirtualMemory.discard(base + pages.lowerBound * geometry.pageSize, pages.count * geometry.pageSize)
             for page in pages { returnedBits[page / 64] |= 1 << UInt64(page % 64) }
             returned += pages.count * geometry.pageSize
             run = nil
