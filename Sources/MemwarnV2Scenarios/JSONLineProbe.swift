@@ -18,6 +18,13 @@ final class JSONLineProbe: Sendable {
         return try await receive(within: limit)
     }
 
+    /// Sends a command and reads the next reply that `skipping` does not match (the probe's
+    /// monitor may print a release report at any time).
+    func send(_ command: String, skipping: ([String: Any]) -> Bool, within limit: Duration = .seconds(120)) async throws -> [String: Any] {
+        try child.send(command)
+        return try await receive(until: { !skipping($0) }, within: limit)
+    }
+
     /// Reads the next reply.
     func receive(within limit: Duration = .seconds(120)) async throws -> [String: Any] {
         let object = try JSONObject.parse(try await child.nextLine(within: limit))

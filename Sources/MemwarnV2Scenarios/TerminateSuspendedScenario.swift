@@ -41,22 +41,27 @@ enum TerminateSuspendedScenario {
         let target = try require(critical["targetBytes"] as? Int, "no targetBytes")
         try expect(target > 48 * mebibyte && target <= 80 * mebibyte, "target \(target): big alone should not be enough, big and mid should")
 
-        let states = try await probe.send("status").mapValues { ($0 as? String)?.split(separator: " ").first.map(String.init) ?? "?" }
+        // The monitor may release again on its own (another rise): its reports are skipped.
+        let isReport: ([String: Any]) -> Bool = { $0["entries"] != nil }
+        let states = try await probe.send("status", skipping: isReport).mapValues { ($0 as? String)?.split(separator: " ").first.map(String.init) ?? "?" }
         try expect(states == ["big": "not-running", "mid": "not-running", "small": "suspended", "hot": "active", "warm": "active"], "states \(states)")
         let usage = try cgroup.reader.usage()
         try expect(Double(usage) < Double(limit) * 0.8, "usage \(describe(bytes: usage)) did not fall below 80% after the release")
         context.note("states \(states.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")), usage \(describe(bytes: usage))")
 
+        // The suspended one first: relaunching the others takes usage past the critical mark
+        // again, and a suspended unit would then rightly be terminated, if the monitor got
+        // there first.
         var lost = 0
-        for (id, _, writes) in suspended {
-            let reply = try await probe.send("activate \(id)")
+        for (id, _, writes) in suspended.reversed() {
+            let reply = try await probe.send("activate \(id)", skipping: isReport)
             try expect(reply["state"] as? String == "active" && reply["launches"] as? String == (id == "small" ? "1" : "2")
                        && reply["present"] as? String == "\(writes)" && reply["intact"] as? String == "true",
                        "activate \(id): \(reply)")
             lost += Int(reply["lost"] as? String ?? "-1") ?? -1
         }
         try expect(lost == 0, "lost writes: \(lost)")
-        context.note("relaunched big and mid (launch 2), resumed small: 0 lost writes")
+        context.note("resumed small, relaunched big and mid (launch 2): 0 lost writes")
         probe.child.closeInput()
         _ = try? await probe.child.exitStatus(within: .seconds(20))
     }
