@@ -32,8 +32,19 @@ struct LifeCycleProcessTests {
             // sessions' working sets are in use (pinned), so only terminating can free enough.
             let ballast = Int(Double(limit) * 0.93) - Int(try cgroup.usage())
             #expect(ballast > 0)
-            _ = try probe.send("ballast \(ballast)")  // a report may come first; either way:
-            let (critical, _) = try probe.receive { $0["level"] as? String == "critical" && $0["entries"] != nil }
+            // The ballast's reply and the monitor's reports come in either order: read until
+            // both the reply and the critical report have come.
+            let isReport: ([String: Any]) -> Bool = { $0["entries"] != nil }
+            let isCritical: ([String: Any]) -> Bool = { isReport($0) && $0["level"] as? String == "critical" }
+            var line = try probe.send("ballast \(ballast)")
+            var criticalReport = isCritical(line) ? line : nil
+            var ballastAcknowledged = !isReport(line)
+            while criticalReport == nil || !ballastAcknowledged {
+                line = try probe.receive()
+                if criticalReport == nil && isCritical(line) { criticalReport = line }
+                if !isReport(line) { ballastAcknowledged = true }
+            }
+            let critical = try #require(criticalReport)
 
             let entries = try #require(critical["entries"] as? [[String: Any]])
             let terminated = entries.filter { $0["tier"] as? String == "suspended-units" }
@@ -46,7 +57,6 @@ struct LifeCycleProcessTests {
             #expect(target > 48 * Self.mebibyte && target <= 80 * Self.mebibyte, "big alone was not enough; big and mid were")
 
             // The monitor may release again on its own (another rise): its reports are skipped.
-            let isReport: ([String: Any]) -> Bool = { $0["entries"] != nil }
             let states = try probe.send("status", skipping: isReport).mapValues { ($0 as? String)?.split(separator: " ").first.map(String.init) }
             #expect(states == ["big": "not-running", "mid": "not-running", "small": "suspended", "hot": "active", "warm": "active"])
             #expect(Double(try cgroup.usage()) < Double(limit) * 0.8, "the memory went back to the kernel")
