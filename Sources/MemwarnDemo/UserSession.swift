@@ -24,7 +24,7 @@ final class UserSession: LifeCycleDelegate {
     }
 
     static func page(_ number: Int) -> PurgeableData {
-        PurgeableData(count: pageBytes) { $0.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: number)) }
+        PurgeableData(repeating: UInt8(truncatingIfNeeded: number), count: pageBytes)
     }
 
     /// Adds a note; returns how many the session holds.

@@ -32,7 +32,7 @@ final class SessionDelegate: LifeCycleDelegate {
 
     /// A fresh entry, in use (as `PurgeableData` is created).
     static func entry(_ key: Int) -> PurgeableData {
-        PurgeableData(count: entryBytes) { $0.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: key)) }
+        PurgeableData(repeating: UInt8(truncatingIfNeeded: key), count: entryBytes)
     }
 
     /// Acknowledges `count` more writes; returns how many it holds.

@@ -46,7 +46,7 @@ func fill<Value>(_ cache: DiscardableCache<Int, Value>, bytes: Int, entry: Int, 
 
 /// Idle purgeable data: its bytes live in memwarn's purgeable arena, not on malloc's heap.
 func purgeable(key: Int, count: Int) -> PurgeableData {
-    let data = PurgeableData(count: count) { $0.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: key)) }
+    let data = PurgeableData(repeating: UInt8(truncatingIfNeeded: key), count: count)
     data.endContentAccess()
     return data
 }

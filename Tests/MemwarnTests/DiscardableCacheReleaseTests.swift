@@ -147,7 +147,7 @@ struct DiscardableCacheReleaseTests {
         let cache = DiscardableCache<Int, PurgeableData>(coordinator: nil)
         let size = 2_000  // 6,000 of them fill several 2 MiB regions
         let entries = (0..<6_000).map { key in
-            let data = PurgeableData(count: size) { $0.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: key) | 1) }
+            let data = PurgeableData(repeating: UInt8(truncatingIfNeeded: key) | 1, count: size)
             data.endContentAccess()
             return data
         }

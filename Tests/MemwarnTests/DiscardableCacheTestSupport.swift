@@ -93,7 +93,7 @@ enum CacheFixtures {
 
     /// A purgeable value whose bytes are already discarded.
     static func discardedData(count: Int = 8) -> PurgeableData {
-        let data = PurgeableData(bytes: [UInt8](repeating: 1, count: count))
+        let data = PurgeableData(repeating: 1, count: count)
         data.endContentAccess()
         data.discardContentIfPossible()
         return data
@@ -101,7 +101,7 @@ enum CacheFixtures {
 
     /// A purgeable value that is not in use (it may be discarded).
     static func idleData(count: Int = 8, byte: UInt8 = 1) -> PurgeableData {
-        let data = PurgeableData(bytes: [UInt8](repeating: byte, count: count))
+        let data = PurgeableData(repeating: byte, count: count)
         data.endContentAccess()
         return data
     }

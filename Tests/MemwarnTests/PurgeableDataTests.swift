@@ -65,6 +65,13 @@ struct PurgeableDataTests {
         #expect(data.withBytes { $0.count } == nil)
     }
 
+    @Test func repeatingAByteFillsEveryByteAndTheDataIsInUse() {
+        let data = PurgeableData(repeating: 7, count: 100_000)   // a mapping of its own (over 64 KiB)
+        #expect(data.bytes == [UInt8](repeating: 7, count: 100_000))
+        data.discardContentIfPossible()
+        #expect(!data.isContentDiscarded())
+    }
+
     @Test func withBytesPassesOnWhatTheBodyThrows() {
         struct Failure: Error {}
         let data = PurgeableData(bytes: [1])

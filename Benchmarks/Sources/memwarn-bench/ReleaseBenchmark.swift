@@ -90,12 +90,12 @@ struct ReleaseBenchmark {
             for (kind, (values, name, target, trimsHeap)) in kinds.enumerated() {
                 progress("run \(run)/\(Self.runs): \(values.rawValue), \(name), trimsHeap \(trimsHeap)")
                 runs[kind].append(try Self.measure(values, name: name, target: target, trimsHeap: trimsHeap, sizes: sizes))
-                Self.trimStep()  // every measurement starts with the heap given back
+                ReleaseCoordinator.returnFreedMemory()  // every measurement starts with the heap given back
             }
             for (index, values) in values.enumerated() {
                 progress("run \(run)/\(Self.runs): \(values.rawValue), heap path alone")
                 heapPaths[index].append(Self.measureHeapPath(values, sizes: sizes))
-                Self.trimStep()
+                ReleaseCoordinator.returnFreedMemory()
             }
         }
         let scenarios = runs.map { runs in
@@ -114,11 +114,6 @@ struct ReleaseBenchmark {
                       heapPaths: medianHeapPaths)
     }
 
-    /// What the coordinator's trim does: `malloc_trim(0)`, then the purgeable arena's free pages.
-    private static func trimStep() {
-        ReleaseCoordinator.returnFreedMemory()
-    }
-
     private static func fill<Value>(_ cache: DiscardableCache<Int, Value>, consumer: Int, sizes: [Int], make: (_ key: Int, _ size: Int) -> Value) {
         let first = consumer * entriesPerConsumer
         for key in 0..<entriesPerConsumer {
@@ -132,7 +127,7 @@ struct ReleaseBenchmark {
     }
 
     private static func makePurgeable(key: Int, size: Int) -> PurgeableData {
-        let data = PurgeableData(count: size) { $0.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: key)) }
+        let data = PurgeableData(repeating: UInt8(truncatingIfNeeded: key), count: size)
         data.endContentAccess()  // created in use; cached and idle from here
         return data
     }
@@ -169,7 +164,7 @@ struct ReleaseBenchmark {
         var rssAfterTrim: Int?
         if !trimsHeap {
             let trimStart = monotonicNanoseconds()
-            trimStep()
+            ReleaseCoordinator.returnFreedMemory()
             trimNanoseconds = monotonicNanoseconds() - trimStart
             rssAfterTrim = residentBytes()
         }

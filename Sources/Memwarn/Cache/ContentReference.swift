@@ -28,15 +28,6 @@ enum ContentReference {
         }
     }
 
-    /// The content, retained.
-    @inlinable
-    var content: any DiscardableContent {
-        switch self {
-        case .purgeable(let data): data.takeUnretainedValue()
-        case .other(let other): other.content
-        }
-    }
-
     /// The address of the content's object, to prefetch.
     @inlinable
     var objectAddress: UnsafeRawPointer {

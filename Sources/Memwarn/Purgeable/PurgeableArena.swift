@@ -50,7 +50,7 @@ final class PurgeableArena: Sendable {
         var bytesReturned = 0
     }
     let state = Locked(State())
-    private let largeBlocks = Atomic<Int>(0)
+    let largeBlocks = Atomic<Int>(0)
 
     /// A snapshot of the arena's bookkeeping, for tests and diagnostics.
     struct Statistics: Equatable {
@@ -104,18 +104,12 @@ final class PurgeableArena: Sendable {
         }
     }
 
-    /// Frees a block from ``allocate(byteCount:)``. Any thread, no lock unless the block was
-    /// its region's last.
+    /// Frees a block from ``allocate(byteCount:)``: a batch of one. Any thread, no lock
+    /// unless the block was its region's last.
     func deallocate(_ block: UnsafeMutableRawPointer, byteCount: Int) {
-        if byteCount > largeBlockThreshold {
-            VirtualMemory.unmap(block, byteCount)
-            largeBlocks.wrappingSubtract(1, ordering: .relaxed)
-            return
-        }
-        let region = PurgeableRegion(holding: block, geometry: geometry)
-        if region.release(block, byteCount: byteCount) {
-            state.withLock { forget(region, in: &$0) }
-        }
+        var batch = deallocations()
+        batch.add(block, byteCount: byteCount)
+        batch.finish()
     }
 
     /// Frees many blocks, counting them page by page: blocks freed one after another in the
@@ -141,7 +135,8 @@ final class PurgeableArena: Sendable {
         @usableFromInline
         mutating func add(_ block: UnsafeMutableRawPointer, byteCount: Int) {
             guard byteCount <= arena.largeBlockThreshold else {
-                arena.deallocate(block, byteCount: byteCount)
+                VirtualMemory.unmap(block, byteCount)
+                arena.largeBlocks.wrappingSubtract(1, ordering: .relaxed)
                 return
             }
             let blockRegion = PurgeableRegion(holding: block, geometry: arena.geometry)

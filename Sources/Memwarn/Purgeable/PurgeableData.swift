@@ -34,6 +34,11 @@ public final class PurgeableData: DiscardableContent, Sendable {
         }
     }
 
+    /// `count` copies of `byte`; the new object is in use.
+    public convenience init(repeating byte: UInt8, count: Int) {
+        self.init(count: count) { $0.initializeMemory(as: UInt8.self, repeating: byte) }
+    }
+
     /// `count` bytes written by `initialize`, which must set every byte of the buffer it is
     /// given; the new object is in use. If `initialize` throws, nothing is kept.
     public init(count: Int, initializingWith initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {

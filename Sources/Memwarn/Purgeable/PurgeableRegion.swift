@@ -105,28 +105,6 @@ struct PurgeableRegion {
         pages(offset: block - UnsafeRawPointer(base), byteCount: byteCount)
     }
 
-    /// Counts a block gone (from any thread, without the arena's lock).
-    ///
-    /// - Returns: `true` when it was the region's last hold: unmap it.
-    func release(_ block: UnsafeRawPointer, byteCount: Int) -> Bool {
-        let (first, last) = pages(of: block, byteCount: byteCount)
-        var emptied = false
-        var page = first
-        repeat {
-            if release(blocks: 1, onPage: page) { emptied = true }
-            page &+= 1
-        } while page <= last
-        return emptied
-    }
-
-    /// Counts `blocks` blocks that touched `page` gone (from any thread, without the arena's
-    /// lock).
-    ///
-    /// - Returns: `true` when it was the region's last hold: unmap it.
-    func release(blocks: Int32, onPage page: Int) -> Bool {
-        emptiesPage(releasing: blocks, onPage: page) && dropHolds(1)
-    }
-
     /// Counts `blocks` blocks that touched `page` gone, leaving the region's live-page count
     /// to the caller.
     ///
