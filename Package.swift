@@ -16,6 +16,8 @@
 //   memwarn-release-probe  a child process holding caches, media and handles to release (tests)
 //   memwarn-lifecycle-probe  a child process whose sessions are units: suspended, terminated,
 //                   relaunched, and shut down by SIGTERM (tests)
+//   memwarn-growth-probe  a service written as the README teaches that keeps growing (tests,
+//                   the growth benchmark)
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -38,6 +40,7 @@ let package = Package(
         .executable(name: "memwarn-v2-scenarios", targets: ["MemwarnV2Scenarios"]),
         .executable(name: "memwarn-release-probe", targets: ["MemwarnReleaseProbe"]),
         .executable(name: "memwarn-lifecycle-probe", targets: ["MemwarnLifeCycleProbe"]),
+        .executable(name: "memwarn-growth-probe", targets: ["MemwarnGrowthProbe"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -132,6 +135,16 @@ let package = Package(
         .executableTarget(
             name: "MemwarnReleaseProbe",
             dependencies: ["Memwarn", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "MemwarnGrowthProbe",
+            dependencies: [
+                "Memwarn",
+                "CgroupKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings
         ),
         .executableTarget(

@@ -52,6 +52,9 @@ public struct PressureSignal: Sendable, Hashable, CustomStringConvertible {
     public static let poll = PressureSignal("poll", eventDriven: false)
     /// A re-check while the level is raised, to find the way down after the hold time.
     public static let recheck = PressureSignal("recheck", eventDriven: false)
+    /// The growth forecast: usage, growing as measured, would reach the critical mark within
+    /// ``PressurePolicy/forecastHorizon``. Raises `.warning` before the warning mark is crossed.
+    public static let forecast = PressureSignal("forecast", eventDriven: false)
     /// A request from the application or the CLI.
     public static let request = PressureSignal("request", eventDriven: false)
 

@@ -14,7 +14,9 @@ final class MonitorEngine {
     private var policy: PressurePolicy { configuration.policy }
     private let logger: Logger
     private let emit: (LevelEvent) -> Void
+    private let read: (MonitorReading) -> Void
     private let describeSources: ([String]) -> Void
+    private let ledger: ReleaseLedger
     /// Set when a source failed for good (a deleted cgroup); ``PressureMonitor/run()`` throws it.
     private(set) var failure: CgroupError?
 
@@ -30,16 +32,25 @@ final class MonitorEngine {
     private var recheckDeadline: Int?
     private var lastRatio = 0.0
     private var sourceNames: [String] = []
+    private var growth: GrowthEstimator
+    private var lastCapacity: UInt64?
+    private var tally = ForecastTally()
+    /// A forecast warning waiting to be confirmed: the ledger's bytes when it was raised, and
+    /// its deadline (monotonic seconds).
+    private var pendingForecast: (releasedBytes: UInt64, deadline: Double)?
 
-    init(loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger,
-         emit: @escaping (LevelEvent) -> Void, describeSources: @escaping ([String]) -> Void) {
+    init(loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger, ledger: ReleaseLedger,
+         emit: @escaping (LevelEvent) -> Void, read: @escaping (MonitorReading) -> Void, describeSources: @escaping ([String]) -> Void) {
         self.loop = loop
         self.sampler = sampler
         self.configuration = configuration
         self.logger = logger
+        self.ledger = ledger
         self.emit = emit
+        self.read = read
         self.describeSources = describeSources
         self.evaluator = LevelEvaluator(policy: configuration.policy)
+        self.growth = GrowthEstimator(window: configuration.policy.growthWindow)
     }
 
     /// Takes the first reading, emits it, and registers every source. Loop thread.
@@ -54,8 +65,12 @@ final class MonitorEngine {
         describeSources(sourceNames)
         // Emitted once every source is live, so an observer of the first event misses nothing.
         lastRatio = snapshot.limit == nil ? 0 : snapshot.ratio
+        let forecast = observeGrowth(snapshot, ledgerBefore: ledger.current)
         _ = evaluator.evaluate(snapshot, hint: .normal, now: .now)
-        emit(LevelEvent(level: evaluator.level, previous: nil, source: .initial, snapshot: snapshot))
+        let event = LevelEvent(level: evaluator.level, previous: nil, source: .initial, snapshot: snapshot, forecast: forecast)
+        emit(event)
+        read(MonitorReading(event: event, rise: nil, growthBytesPerSecond: growth.estimate?.sustainedBytesPerSecond ?? 0, tally: tally,
+                                  detectionBound: detectionBound))
         scheduleRecheckIfRaised()
     }
 
@@ -70,11 +85,11 @@ final class MonitorEngine {
         switch cgroup.version {
         case .v1:
             if let limit = snapshot.limit?.bytes {
-                for ratio in Set([policy.recoveryRatio, policy.warningRatio, policy.criticalRatio]).sorted() where ratio <= 1 {
+                for ratio in Self.thresholdRatios(policy) {
                     let bytes = UInt64(Double(limit) * ratio)
                     try add(CgroupV1Notification(cgroup: cgroup, file: "memory.usage_in_bytes", argument: String(bytes), files: sampler.files),
                             hint: .normal, source: .usageThreshold)
-                    sourceNames.append("usage-threshold \(bytes) bytes (\(Int(ratio * 100))% of \(limit))")
+                    sourceNames.append("usage-threshold \(bytes) bytes (\(Int((ratio * 100).rounded()))% of \(limit))")
                 }
             } else {
                 pollsUsage = true
@@ -111,6 +126,16 @@ final class MonitorEngine {
             }
             sourceNames.append("inotify \(cgroup.file("memory.events"))")
         }
+    }
+
+    /// The v1 usage thresholds: the recovery, warning and critical marks, and every 5 % of the
+    /// limit from half of it up, so a climb gives the growth estimate an event-driven reading
+    /// each twentieth of the limit (a crossing wakes the monitor in about a millisecond).
+    static func thresholdRatios(_ policy: PressurePolicy) -> [Double] {
+        let steps = (10...19).map { Double($0) * 0.05 }
+        var ratios = [policy.recoveryRatio, policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }
+        for step in steps where !ratios.contains(where: { abs($0 - step) < 0.01 }) { ratios.append(step) }
+        return ratios.sorted()
     }
 
     private func add(_ notification: CgroupV1Notification, hint: MemoryPressureLevel, source: PressureSignal) throws(CgroupError) {
@@ -185,6 +210,7 @@ final class MonitorEngine {
     /// Reads a snapshot and evaluates it.
     func wake(hint: MemoryPressureLevel, source: PressureSignal) {
         guard failure == nil else { return }
+        let ledgerBefore = ledger.current
         let snapshot: PressureSnapshot
         do {
             snapshot = try sampler.sample()
@@ -192,18 +218,60 @@ final class MonitorEngine {
             fail(error)
             return
         }
-        evaluate(snapshot, hint: hint, source: source)
+        let forecast = observeGrowth(snapshot, ledgerBefore: ledgerBefore)
+        var hint = hint, source = source
+        // The forecast raises .warning only where nothing else already asks for it.
+        if LevelEvaluator.candidate(for: snapshot, current: evaluator.level, hint: hint, policy: policy) < .warning,
+           ForecastRule.warns(forecast, snapshot: snapshot, policy: policy) {
+            hint = .warning
+            source = .forecast
+        }
+        evaluate(snapshot, hint: hint, source: source, forecast: forecast)
     }
 
-    private func evaluate(_ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal) {
+    /// Feeds the growth estimate (unless a release was under way or ended while the files were
+    /// read) and returns the forecast; settles a pending forecast warning.
+    private func observeGrowth(_ snapshot: PressureSnapshot, ledgerBefore: ReleaseLedger.Entry) -> PressureForecast? {
+        let ledgerAfter = ledger.current
+        let now = ContinuousClock.now.secondsSinceStart
+        if snapshot.capacityBytes != lastCapacity {
+            growth.reset()
+            lastCapacity = snapshot.capacityBytes
+        }
+        let compensated = Double(snapshot.usageBytes) + Double(ledgerAfter.releasedBytes)
+        if let capacity = snapshot.capacityBytes, ledgerBefore == ledgerAfter, !ledgerAfter.inFlight {
+            growth.add(seconds: now, bytes: compensated, capacityBytes: Double(capacity))
+        }
+        if let pending = pendingForecast, let capacity = snapshot.capacityBytes {
+            let grown = Double(snapshot.usageBytes) + Double(ledgerAfter.releasedBytes &- pending.releasedBytes)
+            if grown >= Double(capacity) * policy.warningRatio {
+                tally.confirmed += 1
+                pendingForecast = nil
+            } else if now >= pending.deadline {
+                tally.falseAlarms += 1
+                pendingForecast = nil
+            }
+        }
+        return ForecastRule.forecast(growth.estimate, snapshot: snapshot, policy: policy)
+    }
+
+    private func evaluate(_ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal, forecast: PressureForecast?) {
         lastRatio = snapshot.limit == nil ? 0 : snapshot.ratio
         let previous = evaluator.level
         let outcome = evaluator.evaluate(snapshot, hint: hint, now: .now)
+        var rise: MemoryPressureLevel?
         if let change = outcome.change {
             // A step down is caused by the signal that first saw the lower level.
             let cause = change < previous ? (stepDown?.source ?? source) : source
             cancelStepDown()
-            emit(LevelEvent(level: change, previous: previous, source: cause, snapshot: snapshot))
+            if change > previous {
+                rise = change
+                if cause == .forecast { noteForecastWarning(snapshot, forecast: forecast) }
+            }
+            let event = LevelEvent(level: change, previous: previous, source: cause, snapshot: snapshot, forecast: forecast)
+            emit(event)
+            read(MonitorReading(event: event, rise: rise, growthBytesPerSecond: growth.estimate?.sustainedBytesPerSecond ?? 0, tally: tally,
+                                  detectionBound: detectionBound))
         } else if let at = outcome.stepDownAt {
             if stepDown == nil {
                 let id = loop.schedule(at: at) { [unowned self] in
@@ -215,7 +283,24 @@ final class MonitorEngine {
         } else {
             cancelStepDown()  // the level stands again: a pending step down is void
         }
+        if rise == nil {
+            let event = LevelEvent(level: evaluator.level, previous: evaluator.level, source: source, snapshot: snapshot, forecast: forecast)
+            read(MonitorReading(event: event, rise: nil, growthBytesPerSecond: growth.estimate?.sustainedBytesPerSecond ?? 0, tally: tally,
+                                  detectionBound: detectionBound))
+        }
         scheduleRecheckIfRaised()
+    }
+
+    /// How long the next detection of a usage change can take.
+    private var detectionBound: Duration { pollsUsage ? policy.pollInterval : MonitorReading.eventDrivenDetection }
+
+    /// Counts a forecast warning and sets the deadline by which its growth must show.
+    private func noteForecastWarning(_ snapshot: PressureSnapshot, forecast: PressureForecast?) {
+        if pendingForecast != nil { tally.falseAlarms += 1 }  // superseded before it was settled
+        tally.raised += 1
+        guard let forecast, let capacity = snapshot.capacityBytes else { return }
+        let toWarning = max(0, Double(capacity) * policy.warningRatio - Double(snapshot.usageBytes)) / forecast.growth.bytesPerSecond
+        pendingForecast = (ledger.current.releasedBytes, ContinuousClock.now.secondsSinceStart + 2 * toWarning + 1)
     }
 
     private func cancelStepDown() {

@@ -37,35 +37,34 @@ public final class PressureMonitor: Service, Sendable {
         var nextID = 0
         var observers: [Int: @Sendable (LevelEvent) -> Void] = [:]
         var streams: [Int: AsyncStream<LevelEvent>.Continuation] = [:]
+        var coordinators: [Int: ReleaseCoordinator] = [:]
+        var exhaustion: MemoryExhaustion?
+        var exhaustionObservers: [Int: @Sendable (MemoryExhaustion) -> Void] = [:]
+        var tally = ForecastTally()
+        var latestForecast: PressureForecast?
+        var releaseLoop: ReleaseLoop?
     }
 
     /// The configuration it runs with.
     public let configuration: MonitorConfiguration
     private let logger: Logger
     private let state = Mutex(State())
-    private let levelGauge: Gauge
-    private let usageGauge: Gauge
-    private let limitGauge: Gauge
-    private let levelChanges: [MemoryPressureLevel: Counter]
+    private let exhausted = Atomic<Bool>(false)
+    private let metrics: MonitorMetrics
 
     /// Creates a monitor; it does nothing until ``run()``.
     ///
     /// - Parameters:
     ///   - configuration: what to watch and the policy.
     ///   - logger: the caller's logger; memwarn never bootstraps logging.
-    ///   - metricsFactory: where to report `memwarn_level`, `memwarn_usage_bytes`,
-    ///     `memwarn_limit_bytes` and `memwarn_level_changes`; `nil` uses the process's
-    ///     bootstrapped factory (a no-op one unless the application set one up).
+    ///   - metricsFactory: where to report the level, usage, growth, forecast, release and
+    ///     exhaustion metrics (the README lists them: `memwarn_usage_bytes`,
+    ///     `memwarn_released_bytes_total`, …); `nil` uses the process's bootstrapped factory (a
+    ///     no-op one unless the application set one up).
     public init(configuration: MonitorConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)? = nil) {
         self.configuration = configuration
         self.logger = logger
-        let factory = metricsFactory ?? MetricsSystem.factory
-        levelGauge = Gauge(label: "memwarn_level", factory: factory)
-        usageGauge = Gauge(label: "memwarn_usage_bytes", factory: factory)
-        limitGauge = Gauge(label: "memwarn_limit_bytes", factory: factory)
-        levelChanges = Dictionary(uniqueKeysWithValues: MemoryPressureLevel.allCases.map {
-            ($0, Counter(label: "memwarn_level_changes", dimensions: [("level", $0.rawValue)], factory: factory))
-        })
+        metrics = MonitorMetrics(factory: metricsFactory ?? MetricsSystem.factory)
     }
 
     /// The current level (`.normal` before the first reading).
@@ -116,9 +115,49 @@ public final class PressureMonitor: Service, Sendable {
         }
     }
 
-    /// Stops calling an observer.
+    /// Stops calling an observer, or detaches a coordinator (the token of
+    /// ``ReleaseCoordinator/attach(to:)``).
     public func removeObserver(_ token: ObserverToken) {
-        _ = state.withLock { $0.observers.removeValue(forKey: token.id) }
+        state.withLock { state in
+            state.observers[token.id] = nil
+            state.coordinators[token.id] = nil
+            state.exhaustionObservers[token.id] = nil
+        }
+    }
+
+    /// Whether memory is exhausted now (see ``MemoryExhaustion``): one atomic load, cheap
+    /// enough for every request a service handles.
+    public var isMemoryExhausted: Bool { exhausted.load(ordering: .relaxed) }
+
+    /// The latest change of the exhausted state, or `nil` when it was never entered.
+    public var exhaustion: MemoryExhaustion? { state.withLock { $0.exhaustion } }
+
+    /// The forecast warnings raised so far and how they turned out.
+    public var forecastTally: ForecastTally { state.withLock { $0.tally } }
+
+    /// The forecast of the latest reading, or `nil` when usage is not clearly growing.
+    public var latestForecast: PressureForecast? { state.withLock { $0.latestForecast } }
+
+    /// Calls `observer` when memory becomes exhausted and when it stops being so (on the
+    /// monitor's release thread).
+    ///
+    /// - Returns: a token for ``removeObserver(_:)``.
+    @discardableResult
+    public func addExhaustionObserver(_ observer: @escaping @Sendable (MemoryExhaustion) -> Void) -> ObserverToken {
+        state.withLock { state in
+            state.nextID += 1
+            state.exhaustionObservers[state.nextID] = observer
+            return ObserverToken(id: state.nextID)
+        }
+    }
+
+    /// Adds a coordinator to the release loop (``ReleaseCoordinator/attach(to:)``).
+    func attach(_ coordinator: ReleaseCoordinator) -> ObserverToken {
+        state.withLock { state in
+            state.nextID += 1
+            state.coordinators[state.nextID] = coordinator
+            return ObserverToken(id: state.nextID)
+        }
     }
 
     /// Discovers the cgroup, registers the kernel's event sources and reports levels until
@@ -160,11 +199,37 @@ public final class PressureMonitor: Service, Sendable {
     /// Runs the engine on its thread until shutdown, cancellation or a failed source.
     private func watch(_ layout: CgroupLayout) async throws {
         let loop = try EventLoop()
+        let sampler = SnapshotSampler(layout: layout, files: configuration.files)
+        let ledger = ReleaseLedger()
+        let releaseLoop = ReleaseLoop(context: .init(
+            sampler: sampler, policy: configuration.policy, ledger: ledger, metrics: metrics, logger: logger,
+            coordinators: { [weak self] in self?.state.withLock { state in state.coordinators.sorted { $0.key < $1.key }.map(\.value) } ?? [] },
+            exhaustionChanged: { [weak self] change in self?.publish(change) }))
         let engine = MonitorEngine(
-            loop: loop, sampler: SnapshotSampler(layout: layout, files: configuration.files), configuration: configuration, logger: logger,
+            loop: loop, sampler: sampler, configuration: configuration, logger: logger, ledger: ledger,
             emit: { [self] event in publish(event) },
+            read: { [self] reading in take(reading) },
             describeSources: { [self] sources in state.withLock { $0.sources = sources } })
         let box = EngineBox(engine)
+        // The release thread lives as long as the engine's: started first, ended after it.
+        let (releaseEnded, endRelease) = AsyncStream.makeStream(of: Void.self)
+        state.withLock { $0.releaseLoop = releaseLoop }
+        releaseLoop.start { endRelease.finish() }
+        let outcome: Result<Void, any Error>
+        do {
+            try await runEngine(box, loop: loop)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        state.withLock { $0.releaseLoop = nil }
+        releaseLoop.stop()
+        for await _ in releaseEnded {}
+        try outcome.get()
+    }
+
+    /// Runs the engine on its thread until shutdown, cancellation or a failed source.
+    private func runEngine(_ box: EngineBox, loop: EventLoop) async throws {
         try await withTaskCancellationOrGracefulShutdownHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 LoopThread.start(name: "memwarn-monitor") {
@@ -209,18 +274,38 @@ public final class PressureMonitor: Service, Sendable {
         }
     }
 
+    /// Every reading: metrics, the latest forecast, and the release loop.
+    private func take(_ reading: MonitorReading) {
+        metrics.record(reading)
+        let releaseLoop = state.withLock { state in
+            state.tally = reading.tally
+            state.latestForecast = reading.event.forecast
+            return state.releaseLoop
+        }
+        releaseLoop?.offer(reading)
+    }
+
+    /// The exhausted state changed (release thread).
+    private func publish(_ change: MemoryExhaustion) {
+        let observers = state.withLock { state in
+            state.exhaustion = change
+            return Array(state.exhaustionObservers.values)
+        }
+        exhausted.store(change.isExhausted, ordering: .relaxed)
+        metrics.record(change)
+        for observer in observers { observer(change) }
+    }
+
     private func publish(_ event: LevelEvent) {
         let (observers, streams) = state.withLock { state in
             state.latest = event
             return (Array(state.observers.values), Array(state.streams.values))
         }
-        levelGauge.record(Self.gaugeValue(event.level))
-        usageGauge.record(Int64(clamping: event.snapshot.usageBytes))
-        limitGauge.record(Int64(clamping: event.snapshot.capacityBytes ?? 0))
-        levelChanges[event.level]?.increment()
+        metrics.recordChange(to: event.level)
         logger.log(level: event.level == .normal ? .info : .warning, "memory pressure \(event.level)", metadata: [
             "previous": "\(event.previous?.rawValue ?? "none")", "source": "\(event.source)",
             "usage": "\(event.snapshot.usageBytes)", "limit": "\(event.snapshot.capacityBytes.map(String.init) ?? "none")",
+            "secondsToLimit": "\(event.forecast.map { String(Int($0.secondsToLimit.rounded())) } ?? "none")",
         ])
         for stream in streams { stream.yield(event) }
         for observer in observers { observer(event) }

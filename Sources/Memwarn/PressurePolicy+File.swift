@@ -56,6 +56,7 @@ extension PressurePolicy {
     static let keys = [
         "warning_ratio", "critical_ratio", "recovery_ratio", "psi_some_warning_percent", "psi_full_critical_percent",
         "psi_window", "hold_time", "recheck_interval", "poll_interval", "pressure_level_quiet_time",
+        "forecast_horizon", "growth_window",
     ]
 
     /// Sets one setting by its file key.
@@ -81,16 +82,26 @@ extension PressurePolicy {
         case "recheck_interval": recheckInterval = try duration()
         case "poll_interval": pollInterval = try duration()
         case "pressure_level_quiet_time": pressureLevelQuietTime = try duration()
+        case "forecast_horizon": forecastHorizon = try duration()
+        case "growth_window": growthWindow = try duration()
         default: throw PolicyError("\(origin): unknown key \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
         }
     }
+
+    /// Parses a duration as policy files write it: `250ms`, `2s`, `1.5s`, `1m`.
+    ///
+    /// - Returns: the duration, or `nil` for anything else (a negative or absurdly large value included).
+    public static func parseDuration(_ text: String) -> Duration? { duration(text) }
 
     /// Parses `250ms`, `2s`, `1.5s`, `1m`.
     static func duration(_ text: String) -> Duration? {
         let units: [(String, Double)] = [("ms", 1e-3), ("s", 1), ("m", 60)]
         for (suffix, scale) in units where text.hasSuffix(suffix) {
             guard let number = Double(text.dropLast(suffix.count)), number.isFinite, number >= 0 else { return nil }
-            return .milliseconds(Int64((number * scale * 1000).rounded()))
+            let milliseconds = (number * scale * 1000).rounded()
+            // Beyond Int64's range the conversion would trap; no setting needs centuries.
+            guard milliseconds < 1e15 else { return nil }
+            return .milliseconds(Int64(milliseconds))
         }
         return nil
     }

@@ -30,6 +30,14 @@ public struct PressurePolicy: Sendable, Hashable {
     /// The quiet time after a v1 `memory.pressure_level` notification before the next one
     /// is listened to (the kernel sends tens of thousands a second under thrash).
     public var pressureLevelQuietTime: Duration = .milliseconds(100)
+    /// How far ahead the growth forecast looks: when usage, growing as measured, would reach the
+    /// critical mark within this time, the monitor raises `.warning` (source `forecast`) before
+    /// the warning mark is crossed. `0s` turns the forecast off (it is still reported).
+    public var forecastHorizon: Duration = .seconds(30)
+    /// The span of recent readings the growth rate is fitted over (a least-squares line through
+    /// usage, with the bytes memwarn's own releases gave back added in, so a release does not
+    /// read as a fall).
+    public var growthWindow: Duration = .seconds(10)
 
     /// The default policy.
     public init() {}
@@ -47,7 +55,11 @@ public struct PressurePolicy: Sendable, Hashable {
         for (name, value) in [("psi_window", psiWindow), ("recheck_interval", recheckInterval), ("poll_interval", pollInterval)] where value < .milliseconds(10) {
             throw PolicyError("\(name) must be at least 10ms, is \(value)")
         }
-        guard holdTime >= .zero, pressureLevelQuietTime >= .zero else { throw PolicyError("durations must not be negative") }
+        guard holdTime >= .zero, pressureLevelQuietTime >= .zero, forecastHorizon >= .zero else { throw PolicyError("durations must not be negative") }
+        guard growthWindow >= .seconds(1), growthWindow <= .seconds(300) else {
+            throw PolicyError("growth_window must be within 1s...300s, is \(growthWindow)")
+        }
+        guard forecastHorizon <= .seconds(3600) else { throw PolicyError("forecast_horizon must be at most 1h, is \(forecastHorizon)") }
         guard psiWindow <= .seconds(10) else { throw PolicyError("psi_window must be at most 10s (the kernel's limit), is \(psiWindow)") }
     }
 }

@@ -12,13 +12,27 @@ struct StatusCommand: AsyncParsableCommand {
 
     @OptionGroup var target: TargetOptions
 
+    @Option(name: .customLong("growth-sample"), help: ArgumentHelp(
+        "How long to read usage to measure growth (11 readings over this time; 0s for none).", valueName: "DURATION"))
+    var growthSample = "500ms"
+
+    func validate() throws {
+        guard let duration = PressurePolicy.parseDuration(growthSample), duration <= .seconds(60) else {
+            throw ValidationError("--growth-sample must be a duration such as 500ms or 2s, at most 60s; got \"\(growthSample)\"")
+        }
+    }
+
     func run() async throws {
         let policy = try PressurePolicy.load(file: target.config, environment: ProcessInfo.processInfo.environment)
         let discovery = CgroupDiscovery()
         let layout = try target.cgroup.map { try discovery.layout(cgroupPath: $0) } ?? discovery.layout()
-        let snapshot = try SnapshotSampler(layout: layout).sample()
+        let sampler = SnapshotSampler(layout: layout)
+        let span = PressurePolicy.parseDuration(growthSample) ?? .zero
+        let (snapshot, forecast) = span > .zero
+            ? try await PressureForecast.measure(sampler: sampler, readings: 11, interval: span / 10, policy: policy)
+            : (try sampler.sample(), nil)
         let level = PressureMonitor.level(of: snapshot, policy: policy)
-        let report = StatusReport(layout: layout, snapshot: snapshot, level: level)
+        let report = StatusReport(layout: layout, snapshot: snapshot, level: level, forecast: forecast)
         if target.json {
             print(try report.json())
         } else {

@@ -24,9 +24,12 @@ struct StatusReport: Encodable {
     var ratio: Double
     var level: String
     var psi: Pressure?
+    var growthBytesPerSecond: Double?
+    var secondsToCritical: Double?
+    var secondsToLimit: Double?
     var notes: [String]
 
-    init(layout: CgroupLayout, snapshot: PressureSnapshot, level: MemoryPressureLevel) {
+    init(layout: CgroupLayout, snapshot: PressureSnapshot, level: MemoryPressureLevel, forecast: PressureForecast?) {
         mode = layout.mode.rawValue
         cgroupPath = snapshot.cgroup?.path
         cgroupDirectory = snapshot.cgroup?.directory
@@ -39,6 +42,9 @@ struct StatusReport: Encodable {
         ratio = (snapshot.ratio * 10_000).rounded() / 10_000
         self.level = level.rawValue
         psi = snapshot.pressure.map { Pressure(some: $0.some, full: $0.full, file: snapshot.pressureFile) }
+        growthBytesPerSecond = forecast.map { $0.growth.bytesPerSecond.rounded() }
+        secondsToCritical = forecast.map { Self.rounded($0.secondsToCritical) }
+        secondsToLimit = forecast.map { Self.rounded($0.secondsToLimit) }
         var notes = layout.notes
         if snapshot.limit == nil {
             notes.append("no cgroup limit applies: usage is the system's MemTotal - MemAvailable")
@@ -48,8 +54,11 @@ struct StatusReport: Encodable {
 
     private enum CodingKeys: String, CodingKey {
         case mode, cgroupPath, cgroupDirectory, measure, usageBytes, limitBytes, limitFile, limitCgroup
-        case systemTotalBytes, ratio, level, psi, notes
+        case systemTotalBytes, ratio, level, psi, growthBytesPerSecond, secondsToCritical, secondsToLimit, notes
     }
+
+    /// Seconds to a tenth.
+    static func rounded(_ seconds: Double) -> Double { (seconds * 10).rounded() / 10 }
 
     /// Every key is always present; an absent value is `null` (synthesized encoding would
     /// leave the key out, and `limitBytes: null` is how "no limit" reads).
@@ -67,6 +76,9 @@ struct StatusReport: Encodable {
         try container.encode(ratio, forKey: .ratio)
         try container.encode(level, forKey: .level)
         try container.encode(psi, forKey: .psi)
+        try container.encode(growthBytesPerSecond, forKey: .growthBytesPerSecond)
+        try container.encode(secondsToCritical, forKey: .secondsToCritical)
+        try container.encode(secondsToLimit, forKey: .secondsToLimit)
         try container.encode(notes, forKey: .notes)
     }
 
@@ -90,6 +102,11 @@ struct StatusReport: Encodable {
         if let psi {
             lines.append("psi some  avg10 \(psi.some.avg10)%  avg60 \(psi.some.avg60)%  avg300 \(psi.some.avg300)%")
             if let full = psi.full { lines.append("psi full  avg10 \(full.avg10)%  avg60 \(full.avg60)%  avg300 \(full.avg300)%") }
+        }
+        if let growthBytesPerSecond, let secondsToLimit {
+            lines.append("growth    \(Self.bytes(UInt64(max(0, growthBytesPerSecond))))/s: the limit in \(String(format: "%.1f", secondsToLimit)) s")
+        } else {
+            lines.append("growth    none measured")
         }
         lines += notes.map { "note      \($0)" }
         return lines.joined(separator: "\n")

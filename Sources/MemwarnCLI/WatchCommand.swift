@@ -11,8 +11,10 @@ struct WatchCommand: AsyncParsableCommand {
         abstract: "Print the current level, then one line per level change, until interrupted.",
         discussion: """
             Event-driven: the monitor sleeps until the kernel reports a crossing, a pressure or \
-            OOM notification or a PSI trigger. JSON lines carry time, level, previous, usageBytes, \
-            limitBytes, ratio and source.
+            OOM notification or a PSI trigger, or the growth forecast (source "forecast") sees \
+            the critical mark within forecast_horizon. JSON lines carry time, level, previous, \
+            usageBytes, limitBytes, ratio, source, growthBytesPerSecond, secondsToCritical and \
+            secondsToLimit (null when usage is not clearly growing).
             Example: memwarn watch --json --cgroup /system.slice/app.service
             """)
 
@@ -47,6 +49,9 @@ struct WatchLine: Encodable {
     var limitBytes: UInt64?
     var ratio: Double
     var source: String
+    var growthBytesPerSecond: Double?
+    var secondsToCritical: Double?
+    var secondsToLimit: Double?
 
     init(_ event: LevelEvent) {
         let seconds = Double(event.snapshot.time.components.seconds) + Double(event.snapshot.time.components.attoseconds) / 1e18
@@ -59,10 +64,13 @@ struct WatchLine: Encodable {
         limitBytes = event.snapshot.limit?.bytes
         ratio = (event.snapshot.ratio * 10_000).rounded() / 10_000
         source = event.source.name
+        growthBytesPerSecond = event.forecast.map { $0.growth.bytesPerSecond.rounded() }
+        secondsToCritical = event.forecast.map { StatusReport.rounded($0.secondsToCritical) }
+        secondsToLimit = event.forecast.map { StatusReport.rounded($0.secondsToLimit) }
     }
 
     private enum CodingKeys: String, CodingKey {
-        case time, level, previous, usageBytes, limitBytes, ratio, source
+        case time, level, previous, usageBytes, limitBytes, ratio, source, growthBytesPerSecond, secondsToCritical, secondsToLimit
     }
 
     /// Every line has the same keys: `previous` and `limitBytes` are `null` when absent.
@@ -75,6 +83,9 @@ struct WatchLine: Encodable {
         try container.encode(limitBytes, forKey: .limitBytes)
         try container.encode(ratio, forKey: .ratio)
         try container.encode(source, forKey: .source)
+        try container.encode(growthBytesPerSecond, forKey: .growthBytesPerSecond)
+        try container.encode(secondsToCritical, forKey: .secondsToCritical)
+        try container.encode(secondsToLimit, forKey: .secondsToLimit)
     }
 
     func json() throws -> String {
@@ -84,5 +95,6 @@ struct WatchLine: Encodable {
     func text() -> String {
         let change = previous.map { "\($0) -> \(level)" } ?? "level \(level)"
         return "\(time)  \(change)  \(StatusReport.bytes(usageBytes)) of \(limitBytes.map(StatusReport.bytes) ?? "no limit") (\(String(format: "%.1f", ratio * 100))%)  [\(source)]"
+            + (secondsToLimit.map { "  limit in \(String(format: "%.1f", $0)) s" } ?? "")
     }
 }

@@ -27,6 +27,10 @@ final class DemoService {
     var users: [String] = []
     var generator = SystemRandomNumberGenerator()
     var cacheHits = 0, cacheMisses = 0, mediaReads = 0, mismatches = 0
+    /// New users refused while memory was exhausted.
+    var turnedAway = 0
+    /// The monitor, when memwarn is enabled.
+    var monitor: PressureMonitor?
 
     init(options: DemoOptions) throws {
         self.options = options
@@ -77,12 +81,10 @@ final class DemoService {
     }
 
     private func startMemwarn() throws {
-        var policy = try PressurePolicy.load(environment: ProcessInfo.processInfo.environment)
-        // This service grows ~25 MiB/s: step down soon, so the next rise releases again, and
-        // re-read often while raised, so a crossing is never noticed late.
-        policy.holdTime = .milliseconds(300)
-        policy.recheckInterval = .milliseconds(250)
+        // The default policy (and MEMWARN_* overrides, as for any service): nothing tuned here.
+        let policy = try PressurePolicy.load(environment: ProcessInfo.processInfo.environment)
         let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy, environment: ProcessInfo.processInfo.environment), logger: logger)
+        self.monitor = monitor
         let coordinator = ReleaseCoordinator.shared
         coordinator.attach(to: monitor)
         coordinator.addReportObserver { [log] report in
@@ -92,6 +94,12 @@ final class DemoService {
         }
         monitor.addObserver { [log] event in
             log.emit("level", ["level": event.level.rawValue, "usage": Int(event.snapshot.usageBytes), "source": event.source.name])
+        }
+        monitor.addExhaustionObserver { [log] change in
+            log.emit(change.isExhausted ? "exhausted" : "recovered", [
+                "floor": Int(change.floorBytes), "usage": Int(change.usageBytes), "capacity": Int(change.capacityBytes ?? 0),
+                "growth": Int(change.growthBytesPerSecond),
+            ])
         }
         app.addObserver { [log] notification in
             if case .unit(let id) = notification.subject, case .discarded(let freed) = notification.event {
@@ -108,7 +116,17 @@ final class DemoService {
         if renders.object(forKey: Int.random(in: 0...tick, using: &generator)) != nil { cacheHits += 1 } else { cacheMisses += 1 }
         if tick % 5 == 0 { try readPoster(tick) }
         if tick % 10 == 0 { try await connections.withResource { handle in _ = try handle.offset() } }
-        if tick % 25 == 0 { try await arrive("user-\(users.count)", tick: tick) }
+        if tick % 25 == 0 {
+            // Load shedding: while memwarn says memory is exhausted, new users are turned away
+            // (a web service would answer 503 with Retry-After) instead of growing into the
+            // OOM killer. Users already signed in keep being served.
+            if monitor?.isMemoryExhausted == true {
+                turnedAway += 1
+                log.emit("turned-away", ["user": "user-\(users.count + turnedAway)"])
+            } else {
+                try await arrive("user-\(users.count)", tick: tick)
+            }
+        }
         if tick % 75 == 40, let returning = users.filter({ active[$0] == nil }).randomElement(using: &generator) {
             try await arrive(returning, tick: tick)
         }
@@ -169,6 +187,8 @@ final class DemoService {
             "writesVerified": verified, "lostWrites": lostWrites, "relaunched": units.filter { $0.discardCount > 0 }.count,
             "terminated": units.reduce(0) { $0 + $1.discardCount }, "cacheHits": cacheHits, "cacheMisses": cacheMisses,
             "mediaReads": mediaReads, "posterDecodes": media.keys.compactMap { media[$0]?.decodeCount }.reduce(0, +),
+            "turnedAway": turnedAway, "forecastWarnings": monitor?.forecastTally.raised ?? 0,
+            "falseForecasts": monitor?.forecastTally.falseAlarms ?? 0,
         ])
         await app.terminate()
         try? FileManager.default.removeItem(atPath: options.dataDirectory)

@@ -17,7 +17,21 @@ public struct DemoRecord: Sendable, Codable {
         public var freedBytes: Int
     }
 
+    /// The demo's monitor found memory exhausted: its floor, usage, capacity and growth.
+    public struct Exhaustion: Sendable, Codable, Hashable {
+        public var seconds: Double
+        public var floorBytes: Int
+        public var capacityBytes: Int
+        public var growthBytesPerSecond: Int
+    }
+
     public var releases: [Release] = []
+    public var exhaustions: [Exhaustion] = []
+    /// New users turned away while memory was exhausted (the last count seen).
+    public var turnedAway = 0
+    /// Forecast warnings the demo's monitor raised, and those whose growth did not come.
+    public var forecastWarnings: Int?
+    public var falseForecasts: Int?
     public var terminations: [Termination] = []
     /// The last progress line's write count (writes acknowledged so far).
     public var writesAcknowledgedSoFar = 0
@@ -50,6 +64,11 @@ public struct DemoRecord: Sendable, Codable {
         case "release":
             releases.append(Release(seconds: seconds, level: object["level"] as? String ?? "?", freedBytes: object["freed"] as? Int ?? 0,
                                     bytesByTier: object["tiers"] as? [String: Int] ?? [:]))
+        case "exhausted":
+            exhaustions.append(Exhaustion(seconds: seconds, floorBytes: object["floor"] as? Int ?? 0, capacityBytes: object["capacity"] as? Int ?? 0,
+                                          growthBytesPerSecond: object["growth"] as? Int ?? 0))
+        case "turned-away":
+            turnedAway += 1
         case "terminated":
             terminations.append(Termination(seconds: seconds, unit: object["unit"] as? String ?? "?", freedBytes: object["freed"] as? Int ?? 0))
         case "progress":
@@ -59,6 +78,9 @@ public struct DemoRecord: Sendable, Codable {
             writesVerified = object["writesVerified"] as? Int
             lostWrites = object["lostWrites"] as? Int
             users = object["users"] as? Int
+            turnedAway = object["turnedAway"] as? Int ?? turnedAway
+            forecastWarnings = object["forecastWarnings"] as? Int
+            falseForecasts = object["falseForecasts"] as? Int
         default:
             break
         }

@@ -32,6 +32,16 @@ public struct SoakReport: Sendable, Codable {
             rows.append(row("released: \(tier)") { mib($0.demo.releasedByTier[tier] ?? 0) })
         }
         rows += [
+            row("memory exhausted") { run in
+                guard run.memwarnEnabled else { return "-" }
+                guard let first = run.demo.exhaustions.first else { return "never" }
+                return "\(run.demo.exhaustions.count)× (floor \(mib(first.floorBytes)))"
+            },
+            row("new users turned away") { run in run.memwarnEnabled ? "\(run.demo.turnedAway)" : "-" },
+            row("forecast warnings") { run in
+                guard run.memwarnEnabled, let raised = run.demo.forecastWarnings else { return "-" }
+                return "\(raised) (\(run.demo.falseForecasts ?? 0) false)"
+            },
             row("units terminated") { "\($0.demo.terminations.count)" },
             row("writes acknowledged") { run in "\(run.demo.writesAcknowledged ?? run.demo.writesAcknowledgedSoFar)\(run.demo.writesAcknowledged == nil ? "+ (at last report)" : "")" },
             row("lost writes") { run in run.demo.lostWrites.map(String.init) ?? "unknown (killed before verifying)" },
@@ -41,8 +51,12 @@ public struct SoakReport: Sendable, Codable {
             String(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
                 .joined(separator: "   ").reversed().drop { $0 == " " }.reversed())
         }
-        let verdict = passed ? "PASS: with memwarn the service survived, with 0 OOM kills and 0 lost writes"
+        var verdict = passed ? "PASS: with memwarn the service survived, with 0 OOM kills and 0 lost writes"
             : "FAIL: with memwarn the service did not survive cleanly"
+        if passed, let memwarn = runs.first(where: \.memwarnEnabled), memwarn.demo.turnedAway > 0 {
+            verdict += ", shedding load: \(memwarn.demo.turnedAway) new users turned away while memory was exhausted"
+        }
+        if let reason = runs.first(where: \.memwarnEnabled)?.killReason { verdict += "\n" + reason }
         return (["memwarn soak: memwarn-demo under \(ByteSize.describe(memoryMaxBytes)) for \(String(format: "%.0f", durationSeconds)) s", ""]
             + lines + ["", verdict]).joined(separator: "\n")
     }
@@ -72,6 +86,12 @@ public struct SoakReport: Sendable, Codable {
             var peakUsageBytes: UInt64?
             var releasedBytesByTier: [String: Int]
             var unitsTerminated: Int
+            var exhaustions: Int
+            var floorBytes: Int?
+            var turnedAway: Int
+            var forecastWarnings: Int?
+            var falseForecasts: Int?
+            var killReason: String?
             var writesAcknowledged: Int?
             var writesVerified: Int?
             var lostWrites: Int?
@@ -85,6 +105,8 @@ public struct SoakReport: Sendable, Codable {
                 Run(label: run.label, memwarnEnabled: run.memwarnEnabled, survived: run.survived, killedAfterSeconds: run.killedAfterSeconds,
                     exitCode: run.run.exitCode, oomKills: run.run.oomKills, warnings: run.run.warnings, peakUsageBytes: run.run.peakUsageBytes,
                     releasedBytesByTier: run.demo.releasedByTier, unitsTerminated: run.demo.terminations.count,
+                    exhaustions: run.demo.exhaustions.count, floorBytes: run.demo.exhaustions.first?.floorBytes, turnedAway: run.demo.turnedAway,
+                    forecastWarnings: run.demo.forecastWarnings, falseForecasts: run.demo.falseForecasts, killReason: run.killReason,
                     writesAcknowledged: run.demo.writesAcknowledged, writesVerified: run.demo.writesVerified, lostWrites: run.demo.lostWrites)
             }
         }

@@ -79,8 +79,9 @@ struct MonitorIntegrationTests {
                 return monitor.watchedSources
             }
             let thresholds = sources.filter { $0.hasPrefix("usage-threshold") }
-            #expect(thresholds.count == 3)
-            for ratio in [0.7, 0.8, 0.9] {
+            // The marks, and every 5 % from half the limit up (readings for the growth estimate).
+            #expect(thresholds.count == 10, "\(thresholds)")
+            for ratio in [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95] {
                 #expect(thresholds.contains { $0.hasPrefix("usage-threshold \(UInt64(Double(Self.limit) * ratio)) ") })
             }
             #expect(sources.contains("oom-control"))

@@ -1,7 +1,7 @@
 /// Reads a report back from the JSON it encodes to (`memwarn trigger` reads endpoints' replies).
 extension ReleaseReport: Decodable {
     private enum ReportKeys: String, CodingKey {
-        case level, targetBytes, trimmedHeap, durationMicroseconds, entries
+        case level, targetBytes, headroomBytes, growthBytesPerSecond, trimmedHeap, durationMicroseconds, entries
     }
 
     public init(from decoder: any Decoder) throws {
@@ -11,6 +11,9 @@ extension ReleaseReport: Decodable {
                   entries: try container.decode([Entry].self, forKey: .entries),
                   trimmedHeap: try container.decode(Bool.self, forKey: .trimmedHeap),
                   duration: .microseconds(try container.decode(Int64.self, forKey: .durationMicroseconds)))
+        // Absent from endpoints of earlier versions.
+        headroomBytes = try container.decodeIfPresent(Int.self, forKey: .headroomBytes) ?? 0
+        growthBytesPerSecond = try container.decodeIfPresent(Double.self, forKey: .growthBytesPerSecond) ?? 0
     }
 }
 

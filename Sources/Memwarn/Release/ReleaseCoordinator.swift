@@ -68,11 +68,11 @@ public final class ReleaseCoordinator: Sendable {
     }
 
     /// The bytes to free so that usage falls back below the recovery mark, or 0 when it
-    /// already is (then only discarded content is dropped).
+    /// already is (then only discarded content is dropped). No headroom for growth: see
+    /// ``ReleaseTarget/make(for:policy:growthBytesPerSecond:leadTime:)`` for the target the
+    /// monitor's automatic releases use.
     public static func target(for snapshot: PressureSnapshot, policy: PressurePolicy) -> Int {
-        guard let capacity = snapshot.capacityBytes else { return 0 }
-        let recovery = Double(capacity) * policy.recoveryRatio
-        return max(0, Int((Double(snapshot.usageBytes) - recovery).rounded(.up)))
+        ReleaseTarget.make(for: snapshot, policy: policy, growthBytesPerSecond: 0, leadTime: .zero).bytes
     }
 
     /// Releases memory for a level until `targetBytes` are freed.
@@ -87,9 +87,24 @@ public final class ReleaseCoordinator: Sendable {
     /// - Complexity: O(c log c) for c consumers, plus what the consumers do.
     @discardableResult
     public func release(level: MemoryPressureLevel, targetBytes: Int, tiers: Set<ReleaseTier> = Set(ReleaseTier.all)) -> ReleaseReport {
+        release(level: level, target: ReleaseTarget(bytes: targetBytes), tiers: tiers)
+    }
+
+    /// Releases memory for a level until the target is met; the report carries the target's
+    /// headroom and growth.
+    ///
+    /// - Parameters:
+    ///   - level: `.warning` asks tiers up to ``ReleaseTier/media``; `.critical` asks all.
+    ///     `.normal` releases nothing.
+    ///   - target: the bytes wanted, with the headroom they include.
+    ///   - tiers: the tiers to walk (all by default), in release order and only those the level allows.
+    /// - Returns: the report, consumer by consumer in the order asked.
+    /// - Complexity: O(c log c) for c consumers, plus what the consumers do.
+    @discardableResult
+    public func release(level: MemoryPressureLevel, target: ReleaseTarget, tiers: Set<ReleaseTier> = Set(ReleaseTier.all)) -> ReleaseReport {
         let start = ContinuousClock.now
         var entries: [ReleaseReport.Entry] = []
-        var remaining = targetBytes
+        var remaining = target.bytes
         let live = level == .normal ? [] : consumers
         for tier in ReleaseTier.all where tier.minimumLevel <= level && tiers.contains(tier) {
             if tier != .discarded && remaining <= 0 { break }
@@ -108,23 +123,29 @@ public final class ReleaseCoordinator: Sendable {
         }
         let freedAny = entries.contains { $0.bytesFreed > 0 }
         if trimsHeap && freedAny { Self.returnFreedMemory() }
-        let report = ReleaseReport(level: level, targetBytes: targetBytes, entries: entries, trimmedHeap: trimsHeap && freedAny, duration: .now - start)
+        var report = ReleaseReport(level: level, targetBytes: target.bytes, entries: entries, trimmedHeap: trimsHeap && freedAny, duration: .now - start)
+        report.headroomBytes = target.headroomBytes
+        report.growthBytesPerSecond = target.growthBytesPerSecond
         let observers = state.withLock { Array($0.reportObservers.values) }
         for observer in observers { observer(report) }
         return report
     }
 
-    /// Releases on every rise of a monitor's level to `.warning` or `.critical`, with the
-    /// target computed from the event's snapshot and the monitor's policy.
+    /// Releases automatically for a monitor: on every rise of its level to `.warning` or
+    /// `.critical`, and again whenever usage climbs back to the warning mark while the level
+    /// stays raised — each time to the target of ``ReleaseTarget`` (the recovery mark less
+    /// headroom for the measured growth), from fresh numbers.
     ///
-    /// - Returns: the monitor's observer token (remove it to detach).
+    /// Releases run on the monitor's release thread, never on the thread that reads the
+    /// kernel's events: detection does not wait for a release. At most one release is under way;
+    /// readings that arrive meanwhile are coalesced. The thread starts and stops with the
+    /// monitor's ``PressureMonitor/run()``, so the `ServiceGroup` that runs the monitor owns it.
+    /// Attaching before or while the monitor runs both work.
+    ///
+    /// - Returns: a token; pass it to ``PressureMonitor/removeObserver(_:)`` to detach.
     @discardableResult
     public func attach(to monitor: PressureMonitor) -> PressureMonitor.ObserverToken {
-        let policy = monitor.configuration.policy
-        return monitor.addObserver { [self] event in
-            guard event.level > (event.previous ?? .normal) else { return }
-            release(level: event.level, targetBytes: Self.target(for: event.snapshot, policy: policy))
-        }
+        monitor.attach(self)
     }
 
     /// Calls `observer` with every report (on the releasing thread).

@@ -1,6 +1,6 @@
 extension ReleaseReport: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case level, targetBytes, freedBytes, metTarget, trimmedHeap, durationMicroseconds, entries
+        case level, targetBytes, headroomBytes, growthBytesPerSecond, freedBytes, metTarget, trimmedHeap, durationMicroseconds, entries
     }
 
     /// Encodes as `memwarn trigger --json` prints it; durations in microseconds.
@@ -8,6 +8,8 @@ extension ReleaseReport: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(level, forKey: .level)
         try container.encode(targetBytes, forKey: .targetBytes)
+        try container.encode(headroomBytes, forKey: .headroomBytes)
+        try container.encode(growthBytesPerSecond, forKey: .growthBytesPerSecond)
         try container.encode(freedBytes, forKey: .freedBytes)
         try container.encode(metTarget, forKey: .metTarget)
         try container.encode(trimmedHeap, forKey: .trimmedHeap)

@@ -18,8 +18,14 @@ public struct ReleaseReport: Sendable, Hashable {
 
     /// The level behind the release.
     public var level: MemoryPressureLevel
-    /// The bytes wanted: enough to bring usage back below the recovery mark.
+    /// The bytes wanted: enough to bring usage back below the recovery mark, less headroom
+    /// for growth (``ReleaseTarget``).
     public var targetBytes: Int
+    /// The part of ``targetBytes`` that is headroom for the growth expected before the next
+    /// release can act (0 for a release on request).
+    public var headroomBytes: Int = 0
+    /// The growth rate the headroom was sized with, in bytes a second.
+    public var growthBytesPerSecond: Double = 0
     /// The consumers asked, in order.
     public var entries: [Entry]
     /// The bytes freed in all.

@@ -1,0 +1,111 @@
+import Metrics
+import Synchronization
+
+/// The metrics a monitor reports, named as Prometheus expects (`_bytes`, `_seconds`, `_total`):
+///
+/// | metric | kind | what |
+/// |---|---|---|
+/// | `memwarn_level` | gauge | 0 normal, 1 warning, 2 critical |
+/// | `memwarn_usage_bytes`, `memwarn_limit_bytes` | gauge | every reading |
+/// | `memwarn_level_changes_total{level}` | counter | level changes |
+/// | `memwarn_growth_bytes_per_second` | gauge | the sustained growth rate (0 when none) |
+/// | `memwarn_forecast_seconds_to_critical`, `memwarn_forecast_seconds_to_limit` | gauge | `+Inf` when not growing |
+/// | `memwarn_forecast_warnings_total{outcome}` | counter | `raised`, `confirmed`, `false` |
+/// | `memwarn_releases_total{level}` | counter | automatic releases |
+/// | `memwarn_released_bytes_total{tier}` | counter | bytes freed, by tier |
+/// | `memwarn_release_duration_seconds` | timer | each automatic release |
+/// | `memwarn_consumer_footprint_bytes{consumer,tier}` | gauge | after each release |
+/// | `memwarn_exhausted` | gauge | 1 while exhausted |
+/// | `memwarn_exhaustions_total` | counter | entries into the exhausted state |
+/// | `memwarn_floor_bytes` | gauge | the floor reported on entering it |
+final class MonitorMetrics: Sendable {
+    private let factory: any MetricsFactory
+    private let level: Gauge
+    private let usage: Gauge
+    private let limit: Gauge
+    private let levelChanges: [MemoryPressureLevel: Counter]
+    private let growth: Gauge
+    private let secondsToCritical: Gauge
+    private let secondsToLimit: Gauge
+    private let forecastRaised: Counter
+    private let forecastConfirmed: Counter
+    private let forecastFalse: Counter
+    private let releases: [MemoryPressureLevel: Counter]
+    private let releasedBytes: [ReleaseTier: Counter]
+    private let releaseDuration: Timer
+    private let exhausted: Gauge
+    private let exhaustions: Counter
+    private let floor: Gauge
+    private let reportedTally = Mutex(ForecastTally())
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+        level = Gauge(label: "memwarn_level", factory: factory)
+        usage = Gauge(label: "memwarn_usage_bytes", factory: factory)
+        limit = Gauge(label: "memwarn_limit_bytes", factory: factory)
+        levelChanges = Dictionary(uniqueKeysWithValues: MemoryPressureLevel.allCases.map {
+            ($0, Counter(label: "memwarn_level_changes_total", dimensions: [("level", $0.rawValue)], factory: factory))
+        })
+        growth = Gauge(label: "memwarn_growth_bytes_per_second", factory: factory)
+        secondsToCritical = Gauge(label: "memwarn_forecast_seconds_to_critical", factory: factory)
+        secondsToLimit = Gauge(label: "memwarn_forecast_seconds_to_limit", factory: factory)
+        forecastRaised = Counter(label: "memwarn_forecast_warnings_total", dimensions: [("outcome", "raised")], factory: factory)
+        forecastConfirmed = Counter(label: "memwarn_forecast_warnings_total", dimensions: [("outcome", "confirmed")], factory: factory)
+        forecastFalse = Counter(label: "memwarn_forecast_warnings_total", dimensions: [("outcome", "false")], factory: factory)
+        releases = Dictionary(uniqueKeysWithValues: [MemoryPressureLevel.warning, .critical].map {
+            ($0, Counter(label: "memwarn_releases_total", dimensions: [("level", $0.rawValue)], factory: factory))
+        })
+        releasedBytes = Dictionary(uniqueKeysWithValues: ReleaseTier.all.map {
+            ($0, Counter(label: "memwarn_released_bytes_total", dimensions: [("tier", $0.name)], factory: factory))
+        })
+        releaseDuration = Timer(label: "memwarn_release_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
+        exhausted = Gauge(label: "memwarn_exhausted", factory: factory)
+        exhaustions = Counter(label: "memwarn_exhaustions_total", factory: factory)
+        floor = Gauge(label: "memwarn_floor_bytes", factory: factory)
+    }
+
+    /// Every reading: usage, limit, level, growth and forecast; forecast outcomes as they settle.
+    func record(_ reading: MonitorReading) {
+        let event = reading.event
+        usage.record(Int64(clamping: event.snapshot.usageBytes))
+        limit.record(Int64(clamping: event.snapshot.capacityBytes ?? 0))
+        level.record(PressureMonitor.gaugeValue(event.level))
+        growth.record(reading.growthBytesPerSecond)
+        secondsToCritical.record(event.forecast?.secondsToCritical ?? .infinity)
+        secondsToLimit.record(event.forecast?.secondsToLimit ?? .infinity)
+        let previous = reportedTally.withLock { tally in
+            defer { tally = reading.tally }
+            return tally
+        }
+        forecastRaised.increment(by: max(0, reading.tally.raised - previous.raised))
+        forecastConfirmed.increment(by: max(0, reading.tally.confirmed - previous.confirmed))
+        forecastFalse.increment(by: max(0, reading.tally.falseAlarms - previous.falseAlarms))
+    }
+
+    /// A level change.
+    func recordChange(to newLevel: MemoryPressureLevel) {
+        levelChanges[newLevel]?.increment()
+    }
+
+    /// An automatic release, and the footprints of the consumers after it.
+    func record(_ report: ReleaseReport, consumers: [any MemoryConsumer]) {
+        releases[report.level]?.increment()
+        releaseDuration.recordNanoseconds(Int64(clamping: report.duration.microseconds) * 1_000)
+        for entry in report.entries where entry.bytesFreed > 0 {
+            releasedBytes[entry.tier]?.increment(by: entry.bytesFreed)
+        }
+        for consumer in consumers {
+            Gauge(label: "memwarn_consumer_footprint_bytes", dimensions: [("consumer", consumer.name), ("tier", consumer.tier.name)], factory: factory)
+                .record(consumer.footprintBytes)
+        }
+    }
+
+    /// The exhausted state changed.
+    func record(_ exhaustion: MemoryExhaustion) {
+        exhausted.record(exhaustion.isExhausted ? 1 : 0)
+        if exhaustion.isExhausted {
+            exhaustions.increment()
+            floor.record(Int64(clamping: exhaustion.floorBytes))
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// Memory is exhausted: every tier was asked and usage is still at the critical mark.
+///
+/// The monitor's release loop enters this state after a release at `.critical` (every tier
+/// allowed) that could not meet its target, when usage read afterwards is still at or above
+/// the critical mark: nothing memwarn can release is left, and what remains — the **floor** —
+/// is memory the service itself holds. It leaves the state when usage falls below the warning
+/// mark. While exhausted a service should shed load (refuse new work, answer 503 with
+/// `Retry-After`) rather than grow into the OOM killer; read
+/// ``PressureMonitor/isMemoryExhausted`` per request, or observe changes with
+/// ``PressureMonitor/addExhaustionObserver(_:)``.
+public struct MemoryExhaustion: Sendable, Hashable {
+    /// Whether memory is exhausted from now on (`false`: the state ended).
+    public var isExhausted: Bool
+    /// Usage right after the release that found nothing more to give: memory no tier can give
+    /// back. On leaving the state, the floor that was reported on entering it.
+    public var floorBytes: UInt64
+    /// Bytes the last release could still have freed: 0 while exhausted.
+    public var releasableBytes: Int
+    /// Bytes still held by registered consumers but in use (not releasable now).
+    public var heldInUseBytes: Int
+    /// Usage when the state changed.
+    public var usageBytes: UInt64
+    /// The effective limit, or the machine's memory when no limit applies.
+    public var capacityBytes: UInt64?
+    /// The measured growth in bytes a second (0 when usage is not clearly growing).
+    public var growthBytesPerSecond: Double
+    /// When the state changed: time since the Unix epoch.
+    public var time: Duration
+
+    /// Creates a state change.
+    public init(isExhausted: Bool, floorBytes: UInt64, releasableBytes: Int, heldInUseBytes: Int, usageBytes: UInt64,
+                capacityBytes: UInt64?, growthBytesPerSecond: Double, time: Duration) {
+        self.isExhausted = isExhausted
+        self.floorBytes = floorBytes
+        self.releasableBytes = releasableBytes
+        self.heldInUseBytes = heldInUseBytes
+        self.usageBytes = usageBytes
+        self.capacityBytes = capacityBytes
+        self.growthBytesPerSecond = growthBytesPerSecond
+        self.time = time
+    }
+}

@@ -1,0 +1,162 @@
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The monitor's automatic release, on a thread of its own.
+///
+/// The monitor's event thread hands it every reading (``offer(_:)``) and goes back to
+/// `epoll_wait` at once. The release thread keeps only the newest reading (and the highest
+/// rise among those it skipped, so no rise is lost), and for it:
+///
+/// 1. reads usage afresh (a reading may be stale by the time a release ends);
+/// 2. releases when the reading was a rise to `.warning` or `.critical`, or while the level
+///    stays raised whenever usage is back at the warning mark — at the level the fresh numbers
+///    ask for (never above the monitor's), to the ``ReleaseTarget`` with headroom for the
+///    measured growth;
+/// 3. reads usage again, records the drop in the ``ReleaseLedger`` (so the growth estimate adds
+///    it back) and the duration (the next target's lead time);
+/// 4. enters ``MemoryExhaustion`` when a release at `.critical` fell short and usage is still at
+///    the critical mark, and leaves it once usage is below the warning mark.
+///
+/// At most one release is under way; a burst of readings becomes one release from fresh numbers.
+final class ReleaseLoop: @unchecked Sendable {
+    // @unchecked: `pending` and `stopping` are touched only under `mutex`; `lastReleaseDuration`
+    // and `exhaustion` only on the release thread; everything else is immutable.
+    struct Context: Sendable {
+        var sampler: SnapshotSampler
+        var policy: PressurePolicy
+        var ledger: ReleaseLedger
+        var metrics: MonitorMetrics
+        var logger: Logger
+        /// The coordinators attached now.
+        var coordinators: @Sendable () -> [ReleaseCoordinator]
+        /// The exhausted state changed.
+        var exhaustionChanged: @Sendable (MemoryExhaustion) -> Void
+    }
+
+    private let context: Context
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var pending: MonitorReading?
+    private var stopping = false
+    private var lastReleaseDuration = Duration.zero
+    private var exhaustion: MemoryExhaustion?
+
+    init(context: Context) {
+        self.context = context
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Hands over a reading; never blocks on a release. Any thread.
+    func offer(_ reading: MonitorReading) {
+        locked {
+            var next = reading
+            if let skipped = pending?.rise { next.rise = max(skipped, reading.rise ?? .normal) }
+            pending = next
+        }
+        pthread_cond_signal(condition)
+    }
+
+    /// Ends the thread after the release under way, if any. Any thread.
+    func stop() {
+        locked { stopping = true }
+        pthread_cond_signal(condition)
+    }
+
+    /// Runs on a new thread until ``stop()``, then calls `finished`.
+    func start(finished: @escaping @Sendable () -> Void) {
+        LoopThread.start(name: "memwarn-release") { [self] in
+            while let reading = next() { handle(reading) }
+            finished()
+        }
+    }
+
+    private func next() -> MonitorReading? {
+        locked {
+            while pending == nil && !stopping { pthread_cond_wait(condition, mutex) }
+            if stopping { return nil }
+            defer { pending = nil }
+            return pending
+        }
+    }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
+    }
+
+    // MARK: Releasing (release thread)
+
+    private func handle(_ reading: MonitorReading) {
+        let policy = context.policy
+        // A failed read is the monitor's to report (it reads the same files); use the reading.
+        let fresh = (try? context.sampler.sample()) ?? reading.event.snapshot
+        let level = reading.event.level
+        if let exhaustion, exhaustion.isExhausted, level == .normal || fresh.ratio < policy.warningRatio {
+            leaveExhaustion(fresh, growth: reading.growthBytesPerSecond)
+        }
+        var releaseLevel: MemoryPressureLevel?
+        if let rise = reading.rise, rise > .normal {
+            releaseLevel = rise
+        } else if level > .normal, fresh.capacityBytes != nil, fresh.ratio >= policy.warningRatio {
+            let asked = LevelEvaluator.candidate(for: fresh, current: .normal, hint: .normal, policy: policy)
+            releaseLevel = min(level, max(.warning, asked))
+        }
+        let coordinators = context.coordinators()
+        guard let releaseLevel, !coordinators.isEmpty else { return }
+
+        let target = ReleaseTarget.make(for: fresh, policy: policy, growthBytesPerSecond: reading.growthBytesPerSecond,
+                                        leadTime: reading.detectionBound + lastReleaseDuration)
+        context.ledger.begin()
+        let began = ContinuousClock.now
+        var remaining = target
+        var freed = 0
+        for coordinator in coordinators {
+            let report = coordinator.release(level: releaseLevel, target: remaining)
+            freed += report.freedBytes
+            remaining.bytes = max(0, remaining.bytes - report.freedBytes)
+            remaining.headroomBytes = min(remaining.headroomBytes, remaining.bytes)
+            context.metrics.record(report, consumers: coordinator.consumers)
+        }
+        lastReleaseDuration = .now - began
+        let after = try? context.sampler.sample()
+        let dropped = after.map { fresh.usageBytes > $0.usageBytes ? fresh.usageBytes - $0.usageBytes : 0 } ?? UInt64(max(0, freed))
+        context.ledger.end(droppedBytes: dropped)
+
+        guard let after, let capacity = after.capacityBytes else { return }
+        let stillCritical = Double(after.usageBytes) >= Double(capacity) * min(policy.criticalRatio, 1)
+        if releaseLevel == .critical, freed < target.bytes, stillCritical, exhaustion?.isExhausted != true {
+            let held = coordinators.flatMap(\.consumers).reduce(0) { $0 + $1.footprintBytes }
+            let entered = MemoryExhaustion(isExhausted: true, floorBytes: after.usageBytes, releasableBytes: 0, heldInUseBytes: held,
+                                           usageBytes: after.usageBytes, capacityBytes: capacity,
+                                           growthBytesPerSecond: reading.growthBytesPerSecond, time: after.time)
+            exhaustion = entered
+            context.logger.error("memory exhausted: every tier released and usage is still at the critical mark", metadata: [
+                "floor": "\(after.usageBytes)", "capacity": "\(capacity)", "growthBytesPerSecond": "\(Int(reading.growthBytesPerSecond))",
+            ])
+            context.exhaustionChanged(entered)
+        }
+    }
+
+    private func leaveExhaustion(_ fresh: PressureSnapshot, growth: Double) {
+        guard var left = exhaustion else { return }
+        left.isExhausted = false
+        left.usageBytes = fresh.usageBytes
+        left.capacityBytes = fresh.capacityBytes
+        left.growthBytesPerSecond = growth
+        left.time = fresh.time
+        exhaustion = left
+        context.logger.notice("memory no longer exhausted", metadata: ["usage": "\(fresh.usageBytes)"])
+        context.exhaustionChanged(left)
+    }
+}

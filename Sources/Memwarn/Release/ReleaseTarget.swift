@@ -1,0 +1,50 @@
+/// How much a release asks for: enough to bring usage back below the recovery mark, less
+/// headroom for the growth expected before the next release can act.
+///
+/// `bytes = max(0, usage − (recovery_ratio × limit − headroom))`, where
+/// `headroom = growth × lead time`, capped at the recovery mark itself. The growth is the
+/// monitor's measured rate (``GrowthEstimate/sustainedBytesPerSecond``); the lead time is how
+/// long the next detection and release take: the monitor's detection bound (10 ms where the
+/// kernel reports usage crossings, ``PressurePolicy/pollInterval`` where usage is polled)
+/// plus the duration of the last release.
+public struct ReleaseTarget: Sendable, Hashable {
+    /// The bytes wanted.
+    public var bytes: Int
+    /// The part of ``bytes`` that is headroom for growth.
+    public var headroomBytes: Int
+    /// The growth rate the headroom was sized with, in bytes a second.
+    public var growthBytesPerSecond: Double
+    /// The time the headroom covers.
+    public var leadTime: Duration
+
+    /// A target of exactly `bytes`, with no headroom.
+    public init(bytes: Int) {
+        self.init(bytes: bytes, headroomBytes: 0, growthBytesPerSecond: 0, leadTime: .zero)
+    }
+
+    /// Creates a target.
+    public init(bytes: Int, headroomBytes: Int, growthBytesPerSecond: Double, leadTime: Duration) {
+        self.bytes = bytes
+        self.headroomBytes = headroomBytes
+        self.growthBytesPerSecond = growthBytesPerSecond
+        self.leadTime = leadTime
+    }
+
+    /// The target for a snapshot: usage back below the recovery mark less the headroom.
+    ///
+    /// - Parameters:
+    ///   - snapshot: the reading released from (without a capacity, the target is 0).
+    ///   - policy: the recovery mark.
+    ///   - growthBytesPerSecond: the measured growth (negative counts as 0).
+    ///   - leadTime: how long until the next release can act.
+    public static func make(for snapshot: PressureSnapshot, policy: PressurePolicy, growthBytesPerSecond: Double, leadTime: Duration) -> ReleaseTarget {
+        guard let capacity = snapshot.capacityBytes else { return ReleaseTarget(bytes: 0) }
+        let recovery = Double(capacity) * policy.recoveryRatio
+        let growth = max(0, growthBytesPerSecond.isFinite ? growthBytesPerSecond : 0)
+        let headroom = min(recovery, growth * leadTime.seconds)
+        let bytes = max(0, (Double(snapshot.usageBytes) - (recovery - headroom)).rounded(.up))
+        // The part of the target the headroom accounts for (all of it when usage is below the mark).
+        let headroomPart = min(bytes, headroom.rounded(.up))
+        return ReleaseTarget(bytes: Int(bytes), headroomBytes: Int(headroomPart), growthBytesPerSecond: growth, leadTime: leadTime)
+    }
+}

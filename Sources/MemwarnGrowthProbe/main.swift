@@ -1,0 +1,177 @@
+// memwarn-growth-probe: a service written as the README teaches — the default policy, a
+// PressureMonitor in a ServiceGroup, ReleaseCoordinator.shared.attach(to:), one
+// DiscardableCache<Int, [UInt8]> with no limit of its own — that inserts entries at a steady
+// rate until it has inserted a total. Run it under `memwarn run --memory-max SIZE`: it survives
+// or is OOM-killed. Tests and the `growth` benchmark use it. One JSON line per event on stdout:
+//
+//   {"event":"level","level":..,"source":..,"usage":..,"secondsToLimit":..}
+//   {"event":"release","level":..,"target":..,"headroom":..,"freed":..,"micros":..}
+//   {"event":"exhausted","floor":..,"usage":..} / {"event":"recovered","usage":..}
+//   {"event":"done","inserted":..,"shed":..,"seconds":..,"forecasts":{..}}
+//
+// Options (sizes in MiB):
+//   --rate MIB_PER_S      insert rate (default 25)
+//   --total MIB           total to insert (default 512)
+//   --entry-kib KIB       entry size (default 1024)
+//   --unreleasable SHARE  share of each insert held outside any cache (default 0)
+//   --shed                refuse new inserts while memory is exhausted (load shedding)
+//   --releaser NAME       memwarn (default) | rise-only (the release before the growth work:
+//                         on a rise only, to the recovery mark, on the monitor's thread) |
+//                         poller (every 100 ms: at or above the warning mark, release to the
+//                         recovery mark) | none
+import CgroupKit
+import Foundation
+import Logging
+import Memwarn
+import ServiceLifecycle
+
+struct Options {
+    var rate = 25.0
+    var totalMiB = 512.0
+    var entryBytes = 1 << 20
+    var unreleasableShare = 0.0
+    var shed = false
+    var releaser = "memwarn"
+
+    init(_ arguments: [String]) throws {
+        var iterator = arguments.makeIterator()
+        func value(_ name: String) throws -> String {
+            guard let next = iterator.next() else { throw Failure("\(name) needs a value") }
+            return next
+        }
+        func number(_ name: String) throws -> Double {
+            guard let number = Double(try value(name)), number.isFinite, number >= 0 else { throw Failure("\(name) needs a non-negative number") }
+            return number
+        }
+        while let argument = iterator.next() {
+            switch argument {
+            case "--rate": rate = try number(argument)
+            case "--total": totalMiB = try number(argument)
+            case "--entry-kib": entryBytes = Int(try number(argument) * 1024)
+            case "--unreleasable": unreleasableShare = min(1, try number(argument))
+            case "--shed": shed = true
+            case "--releaser":
+                releaser = try value(argument)
+                guard ["memwarn", "rise-only", "poller", "none"].contains(releaser) else { throw Failure("unknown releaser \(releaser)") }
+            default: throw Failure("unknown argument \(argument)")
+            }
+        }
+        guard rate > 0, entryBytes >= 4096 else { throw Failure("--rate must be positive and --entry-kib at least 4") }
+    }
+}
+
+struct Failure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+let start = ContinuousClock.now
+
+extension Duration {
+    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+let output = Locked(FileHandle.standardOutput)
+
+func emit(_ event: String, _ fields: [String: Any] = [:]) {
+    var object = fields
+    object["event"] = event
+    object["t"] = ((ContinuousClock.now - start).inSeconds * 1000).rounded() / 1000
+    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+    output.withLock { $0.write(data + Data("\n".utf8)) }
+}
+
+/// Inserts at the rate until the total, then asks the group to shut down.
+struct Load: Service {
+    let options: Options
+    let cache: DiscardableCache<Int, [UInt8]>
+    let monitor: PressureMonitor?
+
+    func run() async throws {
+        let count = Int(options.totalMiB * 1_048_576) / options.entryBytes
+        let interval = Duration.seconds(Double(options.entryBytes) / (options.rate * 1_048_576))
+        var unreleasable: [[UInt8]] = []
+        var owed = 0.0, inserted = 0, shed = 0
+        let began = ContinuousClock.now
+        for index in 0..<count {
+            let due = began + interval * index
+            if due > .now { try await Task.sleep(until: due) }
+            if options.shed, monitor?.isMemoryExhausted == true {
+                shed += 1
+                continue
+            }
+            owed += options.unreleasableShare * Double(options.entryBytes)
+            let held = min(options.entryBytes, Int(owed / 4096) * 4096)
+            owed -= Double(held)
+            if held > 0 { unreleasable.append([UInt8](repeating: UInt8(truncatingIfNeeded: index), count: held)) }
+            if options.entryBytes - held > 0 {
+                cache.setObject([UInt8](repeating: UInt8(truncatingIfNeeded: index), count: options.entryBytes - held), forKey: index, cost: options.entryBytes - held)
+            }
+            inserted += 1
+        }
+        let tally = monitor?.forecastTally ?? ForecastTally()
+        emit("done", ["inserted": inserted, "shed": shed, "seconds": (ContinuousClock.now - began).inSeconds, "unreleasableBytes": unreleasable.reduce(0) { $0 + $1.count },
+                      "forecasts": ["raised": tally.raised, "confirmed": tally.confirmed, "false": tally.falseAlarms]])
+        withExtendedLifetime(unreleasable) {}
+    }
+}
+
+/// The 100 ms poller peer: at or above the warning mark, release to the recovery mark.
+func startPoller(policy: PressurePolicy, coordinator: ReleaseCoordinator) throws {
+    let sampler = SnapshotSampler(layout: try CgroupDiscovery().layout())
+    Thread.detachNewThread {
+        while true {
+            Thread.sleep(forTimeInterval: 0.1)
+            guard let snapshot = try? sampler.sample(), snapshot.ratio >= policy.warningRatio else { continue }
+            coordinator.release(level: .warning, targetBytes: ReleaseCoordinator.target(for: snapshot, policy: policy))
+        }
+    }
+}
+
+do {
+    let options = try Options(Array(CommandLine.arguments.dropFirst()))
+    var logger = Logger(label: "memwarn-growth-probe")
+    logger.logLevel = .critical
+    let environment = ProcessInfo.processInfo.environment
+    let policy = try PressurePolicy.load(environment: environment)
+    let cache = DiscardableCache<Int, [UInt8]>()
+    cache.name = "entries"
+    let coordinator = ReleaseCoordinator.shared
+    coordinator.addReportObserver { report in
+        emit("release", ["level": report.level.rawValue, "target": report.targetBytes, "headroom": report.headroomBytes,
+                         "freed": report.freedBytes, "micros": Int(report.duration.inSeconds * 1e6)])
+    }
+    var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+    var monitor: PressureMonitor?
+    if options.releaser != "poller" && options.releaser != "none" {
+        var configuration = MonitorConfiguration(policy: policy, environment: environment)
+        configuration.control.isEnabled = false
+        let running = PressureMonitor(configuration: configuration, logger: logger)
+        running.addObserver { event in
+            emit("level", ["level": event.level.rawValue, "source": event.source.name, "usage": Int(event.snapshot.usageBytes),
+                           "ratio": event.snapshot.ratio, "secondsToLimit": event.forecast?.secondsToLimit ?? -1])
+        }
+        running.addExhaustionObserver { change in
+            emit(change.isExhausted ? "exhausted" : "recovered", ["floor": Int(change.floorBytes), "usage": Int(change.usageBytes)])
+        }
+        if options.releaser == "memwarn" {
+            coordinator.attach(to: running)
+        } else {
+            // The release before it kept up with growth: on a rise only, to the recovery mark,
+            // on the monitor's own thread.
+            running.addObserver { event in
+                guard event.level > (event.previous ?? .normal) else { return }
+                coordinator.release(level: event.level, targetBytes: ReleaseCoordinator.target(for: event.snapshot, policy: policy))
+            }
+        }
+        services.append(.init(service: running))
+        monitor = running
+    } else if options.releaser == "poller" {
+        try startPoller(policy: policy, coordinator: coordinator)
+    }
+    services.append(.init(service: Load(options: options, cache: cache, monitor: monitor), successTerminationBehavior: .gracefullyShutdownGroup))
+    let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm], logger: logger))
+    try await group.run()
+} catch {
+    FileHandle.standardError.write(Data("memwarn-growth-probe: \(error)\n".utf8))
+    exit(2)
+}

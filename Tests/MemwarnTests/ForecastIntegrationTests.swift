@@ -1,0 +1,66 @@
+import CgroupKit
+import MemwarnTestKit
+import Testing
+@testable import Memwarn
+
+/// The forecast on a real cgroup v1 memory cgroup with a real child process: a steady climb is
+/// warned of before the warning mark; a flat load with noise is not.
+@Suite(.serialized)
+struct ForecastIntegrationTests {
+    static let limit: UInt64 = 64 << 20
+
+    @Test func aSteadyClimbRaisesAForecastWarningBeforeTheWarningMark() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            let hog = try MemoryHog()
+            defer { hog.terminate() }
+            try cgroup.add(pid: hog.pid)
+            let overhead = Int(try cgroup.usage())
+            var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory)
+            configuration.watchesPressureStall = false
+            configuration.control.isEnabled = false
+            let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
+            let rise = try await withRunningMonitor(monitor) { iterator in
+                _ = try await next(&iterator)  // the initial reading
+                // About 6.4 MiB/s: 1 % of the limit every 100 ms, from 45 % up to 88 %.
+                let climb = Task {
+                    for step in 45...88 {
+                        try hog.hold(Double(step) / 100, of: cgroup, besides: overhead)
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                }
+                defer { climb.cancel() }
+                return try await next(&iterator)
+            }
+            #expect(rise.level == .warning && rise.source == .forecast, "the first rise came from \(rise.source)")
+            #expect(rise.snapshot.ratio < 0.8, "the forecast warned at \(rise.snapshot.ratio), not before the mark")
+            let forecast = try #require(rise.forecast)
+            #expect(forecast.secondsToLimit > 0 && forecast.secondsToCritical <= PressurePolicy().forecastHorizon.seconds)
+            #expect(monitor.forecastTally.raised == 1)
+        }
+    }
+
+    @Test func aFlatLoadWithNoiseRaisesNoForecast() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            let hog = try MemoryHog()
+            defer { hog.terminate() }
+            try cgroup.add(pid: hog.pid)
+            let overhead = Int(try cgroup.usage())
+            var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory)
+            configuration.watchesPressureStall = false
+            configuration.control.isEnabled = false
+            let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
+            var generator = SeededGenerator(seed: 7)
+            let events = try await withRunningMonitor(monitor) { iterator in
+                _ = try await next(&iterator)
+                // 72 % ± 4 % for 8 s, a new value every 100 ms: across the 70 % and 75 % thresholds.
+                for _ in 0..<80 {
+                    try hog.hold(0.72 + Double.random(in: -0.04...0.04, using: &generator), of: cgroup, besides: overhead)
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                return monitor.forecastTally
+            }
+            #expect(events.raised == 0, "a flat load raised \(events.raised) forecast warnings")
+            #expect(monitor.level == .normal)
+        }
+    }
+}
