@@ -2,9 +2,12 @@ import Foundation
 import MemwarnTestKit
 import Testing
 
+extension RunCommandTests {
 /// A service written as the README teaches (`memwarn-growth-probe`: the default policy, a
 /// monitor in a ServiceGroup, the shared coordinator attached, one unlimited cache of 1 MiB
-/// entries) run under `memwarn run --memory-max 128M`, as an operator would run it.
+/// entries) run under `memwarn run --memory-max 128M`, as an operator would run it. Nested in
+/// the `memwarn run` suite, which is serialized: its check that no `memwarn-run-` cgroup is
+/// left must not see these runs' live ones.
 @Suite(.serialized)
 struct GrowthTests {
     static let memwarn = ProductsDirectory.path + "/memwarn"
@@ -58,4 +61,5 @@ struct GrowthTests {
         #expect(ignoring.status == 137, "the service that ignored exhaustion was not killed (exit \(ignoring.status))")
         #expect(!ignoring.all("exhausted").isEmpty, "it was told before it was killed")
     }
+}
 }

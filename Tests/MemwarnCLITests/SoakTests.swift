@@ -75,7 +75,9 @@ import Testing
         #expect(!lost.passed)
         let killed = SoakReport(memoryMaxBytes: 256 << 20, durationSeconds: 20, runs: [Self.run(memwarn: true, survived: false, lost: nil)])
         #expect(!killed.passed)
-        #expect(killed.text.hasSuffix("FAIL: with memwarn the service did not survive cleanly"))
+        #expect(killed.text.contains("FAIL: with memwarn the service did not survive cleanly\n"))
+        #expect(killed.text.hasSuffix("killed with no exhaustion reported: releasable memory was left, and the releases did not keep up with growth"),
+                "a killed run says why")
     }
 
     /// Counts the elements of an SVG by name, failing on XML that does not parse.

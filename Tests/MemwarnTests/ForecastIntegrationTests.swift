@@ -31,7 +31,7 @@ struct ForecastIntegrationTests {
                 defer { climb.cancel() }
                 return try await next(&iterator)
             }
-            #expect(rise.level == .warning && rise.source == .forecast, "the first rise came from \(rise.source)")
+            #expect(rise.level == .warning && rise.source == .forecast, "the first rise came from \(rise.source); forecast then: \(String(describing: rise.forecast))")
             #expect(rise.snapshot.ratio < 0.8, "the forecast warned at \(rise.snapshot.ratio), not before the mark")
             let forecast = try #require(rise.forecast)
             #expect(forecast.secondsToLimit > 0 && forecast.secondsToCritical <= PressurePolicy().forecastHorizon.seconds)

@@ -2,14 +2,14 @@
 ///
 /// Each point is a reading's usage plus the bytes memwarn's own releases have given back so far
 /// (``ReleaseLedger``), so a service that keeps allocating reads as a steady climb even while
-/// releases keep its usage down. A reading more than ``breakTolerance`` of the capacity off the
-/// line so far (memory freed by something else, such as the service itself or a release on
-/// request; or a sudden allocation, such as a service loading its data at start) starts the fit
-/// anew: the trend before a break says nothing about the one after. The tolerance is wide on
+/// releases keep its usage down. A reading more than ``breakTolerance`` of the capacity below the
+/// last one (memory freed by something else, such as the service itself or a release on
+/// request) or above where the line would be by now (a sudden allocation, such as a service
+/// loading its data at start) starts the fit anew: the trend before a break says nothing about the one after. The tolerance is wide on
 /// purpose: a narrower one would cut a noisy flat load into its rising runs and read them as
 /// growth. Pure logic: no clock, no I/O.
 struct GrowthEstimator: Sendable {
-    /// A reading this share of the capacity off the line (either way) restarts the fit.
+    /// A reading this share of the capacity below the last, or above the line, restarts the fit.
     static let breakTolerance = 0.10
     /// The most points kept; older ones go first.
     static let maximumPoints = 256
@@ -42,9 +42,13 @@ struct GrowthEstimator: Sendable {
                 points[points.count - 1].bytes = bytes
                 return
             }
+            // A jump above where the line would be by now, or a fall below the last reading; a
+            // pause (usage where it was) is no break, only a flatter line.
             let slope = max(0, estimate?.bytesPerSecond ?? 0)
-            let expected = last.bytes + slope * (seconds - last.seconds)
-            if abs(bytes - expected) > Self.breakTolerance * capacityBytes { points.removeAll(keepingCapacity: true) }
+            let tolerance = Self.breakTolerance * capacityBytes
+            if bytes > last.bytes + slope * (seconds - last.seconds) + tolerance || bytes < last.bytes - tolerance {
+                points.removeAll(keepingCapacity: true)
+            }
         }
         points.append(Point(seconds: seconds, bytes: bytes))
         let oldest = seconds - windowSeconds
