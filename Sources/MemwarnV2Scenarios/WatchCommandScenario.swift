@@ -6,7 +6,7 @@ import Foundation
 /// line has the same keys; SIGTERM ends it with status 0.
 enum WatchCommandScenario {
     static let scenario = Scenario(name: "cli-watch-json", timeLimit: .seconds(180), body: run)
-    static let keys: Set<String> = ["time", "level", "previous", "usageBytes", "limitBytes", "ratio", "source"]
+    static let keys: Set<String> = ["time", "level", "previous", "usageBytes", "limitBytes", "ratio", "source", "growthBytesPerSecond", "secondsToCritical", "secondsToLimit"]
 
     static func run(_ context: ScenarioContext) async throws {
         let (cgroup, hog) = try await context.cgroupWithHog(memoryMax: hogCgroupLimit)

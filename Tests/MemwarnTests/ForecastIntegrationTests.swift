@@ -9,16 +9,26 @@ import Testing
 struct ForecastIntegrationTests {
     static let limit: UInt64 = 64 << 20
 
-    @Test func aSteadyClimbRaisesAForecastWarningBeforeTheWarningMark() async throws {
-        try await withTestCgroup(limit: Self.limit) { cgroup in
-            let hog = try MemoryHog()
-            defer { hog.terminate() }
+    /// A hog in the cgroup, the bytes the cgroup holds besides its memory, and a monitor of the
+    /// cgroup on the default policy (usage signals only: no PSI, no control endpoint).
+    static func watchedHog(in cgroup: TestCgroup) throws -> (hog: MemoryHog, overhead: Int, monitor: PressureMonitor) {
+        let hog = try MemoryHog()
+        do {
             try cgroup.add(pid: hog.pid)
-            let overhead = Int(try cgroup.usage())
             var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory)
             configuration.watchesPressureStall = false
             configuration.control.isEnabled = false
-            let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
+            return (hog, Int(try cgroup.usage()), PressureMonitor(configuration: configuration, logger: testLogger))
+        } catch {
+            hog.terminate()
+            throw error
+        }
+    }
+
+    @Test func aSteadyClimbRaisesAForecastWarningBeforeTheWarningMark() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            let (hog, overhead, monitor) = try Self.watchedHog(in: cgroup)
+            defer { hog.terminate() }
             let rise = try await withRunningMonitor(monitor) { iterator in
                 _ = try await next(&iterator)  // the initial reading
                 // About 6.4 MiB/s: 1 % of the limit every 100 ms, from 45 % up to 88 %.
@@ -41,14 +51,8 @@ struct ForecastIntegrationTests {
 
     @Test func aFlatLoadWithNoiseRaisesNoForecast() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
-            let hog = try MemoryHog()
+            let (hog, overhead, monitor) = try Self.watchedHog(in: cgroup)
             defer { hog.terminate() }
-            try cgroup.add(pid: hog.pid)
-            let overhead = Int(try cgroup.usage())
-            var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory)
-            configuration.watchesPressureStall = false
-            configuration.control.isEnabled = false
-            let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
             var generator = SeededGenerator(seed: 7)
             let events = try await withRunningMonitor(monitor) { iterator in
                 _ = try await next(&iterator)

@@ -12,6 +12,9 @@ struct MemwarnBench {
                                                             20000, NSCache's reference size, is always run)
            memwarn-bench release [--json]                   (1 GiB in 10 DiscardableCaches, released; then the
                                                             same in a child with its heap on huge pages)
+           memwarn-bench growth [--limits 128,256] [--rates 10,25,50,100,200,400] [--total MIB] [--json]
+                                                           (memwarn's release loop, the old rise-only release and a
+                                                            100 ms poller, each under memwarn run, side by side)
 
     latency and idle need root and a cgroup v1 memory hierarchy, and find memwarn-hog through
     MEMWARN_HOG (the run script builds it and sets it); cache and release need neither. Build
@@ -60,6 +63,13 @@ struct MemwarnBench {
                 progress("the same release with the heap on huge pages (a child process)")
                 let comparison = ReleaseComparison(defaultHeap: result, hugePageHeap: try HugePageHeapRun.run(), floor: floor)
                 emit(report: comparison.report, json: json ? comparison.json : nil)
+            case "growth":
+                let result = try GrowthBenchmark(limitsMiB: try options.integers("--limits", default: [128, 256]),
+                                                 rates: try options.integers("--rates", default: [10, 25, 50, 100, 200, 400]),
+                                                 totalMiB: try options.integer("--total", default: 512)).run { step in
+                    if isatty(2) == 1 { writeError(step + "\n") }
+                }
+                emit(report: result.report, json: json ? result.json : nil)
             case "-h", "--help", "help":
                 print(usage)
             default:
