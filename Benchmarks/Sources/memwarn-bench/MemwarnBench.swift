@@ -134,7 +134,7 @@ struct MemwarnBench {
             }
             index += 1
         }
-        let known: Set = ["--crossings", "--seconds", "--sizes"]
+        let known: Set = ["--crossings", "--seconds", "--sizes", "--limits", "--rates", "--total"]
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) { throw UsageError("unknown option \(unknown)") }
         return Options(values: values)
     }
