@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// `memwarn-bench latency|idle|cache|release`: see README.md.
+/// `memwarn-bench latency|idle|cache|release|growth`: see README.md.
 @main
 struct MemwarnBench {
     static let usage = """
@@ -12,13 +12,16 @@ struct MemwarnBench {
                                                             20000, NSCache's reference size, is always run)
            memwarn-bench release [--json]                   (1 GiB in 10 DiscardableCaches, released; then the
                                                             same in a child with its heap on huge pages)
-           memwarn-bench growth [--limits 128,256] [--rates 10,25,50,100,200,400] [--total MIB] [--json]
-                                                           (memwarn's release loop, the old rise-only release and a
-                                                            100 ms poller, each under memwarn run, side by side)
+           memwarn-bench growth [--limits 128,256] [--rates 10,25,50,100,200,400] [--total MIB] [--repeats N] [--json]
+                                                            (memwarn's release loop, the old rise-only release and a
+                                                            100 ms poller, each under memwarn run, side by side;
+                                                            total defaults to 512, N to 1)
 
     latency and idle need root and a cgroup v1 memory hierarchy, and find memwarn-hog through
-    MEMWARN_HOG (the run script builds it and sets it); cache and release need neither. Build
-    in release. With --json the table goes to stderr and stdout holds one JSON object.
+    MEMWARN_HOG (the run script builds it and sets it); growth needs the same and runs memwarn
+    and memwarn-growth-probe through MEMWARN_CLI and MEMWARN_GROWTH_PROBE (the run script
+    builds and sets those too); cache and release need neither. Build in release. With --json
+    the table goes to stderr and stdout holds one JSON object.
     """
 
     static func main() async {
@@ -64,11 +67,14 @@ struct MemwarnBench {
                 let comparison = ReleaseComparison(defaultHeap: result, hugePageHeap: try HugePageHeapRun.run(), floor: floor)
                 emit(report: comparison.report, json: json ? comparison.json : nil)
             case "growth":
-                let result = try GrowthBenchmark(limitsMiB: try options.integers("--limits", default: [128, 256]),
-                                                 rates: try options.integers("--rates", default: [10, 25, 50, 100, 200, 400]),
-                                                 totalMiB: try options.integer("--total", default: 512)).run { step in
-                    if isatty(2) == 1 { writeError(step + "\n") }
-                }
+                let repeats = try options.integer("--repeats", default: 1)
+                let totalMiB = try options.integer("--total", default: 512)
+                let limits = try options.integers("--limits", default: [128, 256])
+                let rates = try options.integers("--rates", default: [10, 25, 50, 100, 200, 400])
+                guard repeats >= 1, totalMiB >= 1 else { throw UsageError("--repeats and --total must be at least 1") }
+                guard limits.allSatisfy({ $0 >= 1 }), rates.allSatisfy({ $0 >= 1 }) else { throw UsageError("--limits and --rates must all be at least 1") }
+                let benchmark = try GrowthBenchmark(limitsMiB: limits, rates: rates, totalMiB: totalMiB, repeats: repeats)
+                let result = try benchmark.run { step in writeError(step + "\n") }
                 emit(report: result.report, json: json ? result.json : nil)
             case "-h", "--help", "help":
                 print(usage)
@@ -134,7 +140,7 @@ struct MemwarnBench {
             }
             index += 1
         }
-        let known: Set = ["--crossings", "--seconds", "--sizes", "--limits", "--rates", "--total"]
+        let known: Set = ["--crossings", "--seconds", "--sizes", "--limits", "--rates", "--total", "--repeats"]
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) { throw UsageError("unknown option \(unknown)") }
         return Options(values: values)
     }
