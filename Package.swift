@@ -14,7 +14,7 @@
 //   memwarn-v2-scenarios  the cgroup v2 scenarios, run as a static executable inside a VM (Scripts/v2-vm-test)
 //   memwarn-hog     a child process that holds as much memory as it is told (tests, benchmarks)
 //   memwarn-release-probe  a child process holding caches, media and handles to release (tests)
-//   memwarn-lifecycle-probe  a child process whose sessions are units: suspended, terminated,
+//   memwarn-lifecycle-probe  a child process whose sessions are units: told of memory warnings, suspended, terminated,
 //                   relaunched, and shut down by SIGTERM (tests)
 //   memwarn-growth-probe  a service written as the README teaches that keeps growing (tests,
 //                   the growth benchmark)

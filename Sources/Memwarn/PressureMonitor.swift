@@ -151,9 +151,11 @@ public final class PressureMonitor: Service, Sendable {
         }
     }
 
-    /// Adds a coordinator to the release loop (``ReleaseCoordinator/attach(to:)``).
+    /// Adds a coordinator to the release loop (``ReleaseCoordinator/attach(to:)``); attaching
+    /// one twice returns the first token (it would otherwise release twice per reading).
     func attach(_ coordinator: ReleaseCoordinator) -> ObserverToken {
         state.withLock { state in
+            if let existing = state.coordinators.first(where: { $0.value === coordinator }) { return ObserverToken(id: existing.key) }
             state.nextID += 1
             state.coordinators[state.nextID] = coordinator
             return ObserverToken(id: state.nextID)

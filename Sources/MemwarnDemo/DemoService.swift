@@ -85,8 +85,10 @@ final class DemoService {
         let policy = try PressurePolicy.load(environment: ProcessInfo.processInfo.environment)
         let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy, environment: ProcessInfo.processInfo.environment), logger: logger)
         self.monitor = monitor
-        let coordinator = ReleaseCoordinator.shared
-        coordinator.attach(to: monitor)
+        // The application attached: warnings reach the sessions' delegates, then the shared
+        // coordinator (the application's) releases.
+        app.attach(to: monitor)
+        let coordinator = app.coordinator
         coordinator.addReportObserver { [log] report in
             var tiers: [String: Int] = [:]
             for entry in report.entries where entry.bytesFreed > 0 { tiers[entry.tier.name, default: 0] += entry.bytesFreed }

@@ -28,7 +28,7 @@ public final class Application: Sendable {
     let logger: Logger
     let machine: LifeCycleMachine
     let broadcaster = NotificationBroadcaster()
-    private let delegate: (any LifeCycleDelegate<Application>)?
+    let delegate: (any LifeCycleDelegate<Application>)?
     private let makeUnitDelegate: LifeCycleUnit.DelegateFactory
     private let registry = Locked(Registry())
 
@@ -88,7 +88,7 @@ public final class Application: Sendable {
         try checkNotTerminated()
         try await machine.serially { [self] in
             for next in LifeCycleTransition.path(from: machine.current, to: target) {
-                try await machine.perform(to: next, hooks: hooks)
+                try await machine.perform(to: next, onTheWayTo: target, hooks: hooks)
             }
         }
     }

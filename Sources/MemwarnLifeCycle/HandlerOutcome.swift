@@ -18,13 +18,14 @@ public enum HandlerOutcome: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Runs a callback's handler: `didEnterBackground` and `willTerminate` under their deadlines
+/// Runs a callback's handler: `didEnterBackground`, `willTerminate` and `didReceiveMemoryWarning` under their deadlines
 /// from `configuration`, the others to their end.
 func runCallbackHandler(_ callback: LifeCycleCallback, configuration: LifeCycleConfiguration,
                         _ handler: @escaping @Sendable () async throws -> Void) async -> HandlerOutcome {
     switch callback {
     case .didEnterBackground: return await runHandler(deadline: configuration.backgroundHandlerDeadline, handler)
     case .willTerminate: return await runHandler(deadline: configuration.terminationDeadline, handler)
+    case .didReceiveMemoryWarning: return await runHandler(deadline: configuration.memoryWarningDeadline, handler)
     default:
         do {
             try await handler()

@@ -7,13 +7,18 @@ public enum LifeCycleCallback: String, Sendable, CaseIterable, CustomStringConve
     case willEnterForeground
     case didBecomeActive
     case willTerminate
+    /// Not part of any transition: delivered on a memory warning (see
+    /// ``Application/attach(to:)``), to subjects that run code.
+    case didReceiveMemoryWarning
 
-    /// Whether it runs in the state being left (`will…`) rather than the state entered (`did…`).
-    /// `willFinishLaunching` runs while still ``LifeCycleState/notRunning``.
+    /// Whether it runs in the state being left rather than the state entered. The launch
+    /// callbacks run in the state launched into — inactive or background — as UIKit's do (the
+    /// seeds: "if fore, this property contains `UIApplicationStateInactive`; if back,
+    /// `UIApplicationStateBackground`"), so a delegate can tell the two launches apart.
     public var runsBeforeTheStateChanges: Bool {
         switch self {
-        case .willFinishLaunching, .willResignActive, .willEnterForeground, .willTerminate: true
-        case .didFinishLaunching, .didEnterBackground, .didBecomeActive: false
+        case .willResignActive, .willEnterForeground, .willTerminate: true
+        case .willFinishLaunching, .didFinishLaunching, .didEnterBackground, .didBecomeActive, .didReceiveMemoryWarning: false
         }
     }
 

@@ -12,13 +12,20 @@ public struct LifeCycleConfiguration: Sendable, Hashable {
     /// The background execution time a unit's background tasks get, counted from entering
     /// the background; when it runs out their expiration handlers run and they are ended.
     public var backgroundTaskTime: Duration
+    /// How long each delegate's `didReceiveMemoryWarning` may run, and how long the release of
+    /// the same warning waits for the delegates before it goes on without them. A handler still
+    /// running then is cut off and reported. Short by default: the release — and the service's
+    /// growth — does not wait longer.
+    public var memoryWarningDeadline: Duration
 
-    /// The defaults: 5 s, 5 s, 1 s and 30 s.
+    /// The defaults: 5 s, 5 s, 1 s, 30 s and 100 ms.
     public init(backgroundHandlerDeadline: Duration = .seconds(5), terminationDeadline: Duration = .seconds(5),
-                suspensionDelay: Duration = .seconds(1), backgroundTaskTime: Duration = .seconds(30)) {
+                suspensionDelay: Duration = .seconds(1), backgroundTaskTime: Duration = .seconds(30),
+                memoryWarningDeadline: Duration = .milliseconds(100)) {
         self.backgroundHandlerDeadline = backgroundHandlerDeadline
         self.terminationDeadline = terminationDeadline
         self.suspensionDelay = suspensionDelay
         self.backgroundTaskTime = backgroundTaskTime
+        self.memoryWarningDeadline = memoryWarningDeadline
     }
 }

@@ -1,3 +1,5 @@
+public import Memwarn
+
 /// Told of an ``Application``'s or a ``LifeCycleUnit``'s life-cycle events, as `UIApplicationDelegate`
 /// and `UISceneDelegate` are. Every method has an empty default.
 ///
@@ -8,18 +10,23 @@ public protocol LifeCycleDelegate<Subject>: AnyObject, Sendable {
     /// ``Application`` or ``LifeCycleUnit``.
     associatedtype Subject: AnyObject & Sendable
 
-    /// The launch has begun (the subject is still ``LifeCycleState/notRunning``). A unit
-    /// relaunched after it was discarded gets `restoring: true`: load the state saved in
-    /// ``didEnterBackground(_:)`` here. Throwing abandons the launch.
+    /// The launch has begun. The subject is already in the state it launches into —
+    /// ``LifeCycleState/inactive`` for the foreground, ``LifeCycleState/background`` for the
+    /// background — as UIKit's app is. A unit relaunched after it was discarded gets
+    /// `restoring: true`: load the state saved in ``didEnterBackground(_:)`` here. Throwing
+    /// abandons the launch (the subject goes back to not running).
     func willFinishLaunching(_ subject: Subject, restoring: Bool) async throws
     /// The launch is done (the subject is inactive, or in the background).
     func didFinishLaunching(_ subject: Subject) async
     /// The subject is about to leave ``LifeCycleState/active``.
     func willResignActive(_ subject: Subject) async
-    /// The subject is now in the background: save everything a relaunch would need, within
-    /// the configuration's ``LifeCycleConfiguration/backgroundHandlerDeadline``. A unit
-    /// can be suspended (and then terminated under pressure) only once this returns without
-    /// throwing and within the deadline.
+    /// The subject is now in the background — it left the foreground, was launched into the
+    /// background, or was resumed from suspension to handle an event there — : save everything
+    /// a relaunch would need, within the configuration's
+    /// ``LifeCycleConfiguration/backgroundHandlerDeadline``. A unit can be suspended (and then
+    /// terminated under pressure) only once this returns without throwing and within the
+    /// deadline. A suspended unit resumed on its way to the foreground is not told (it gets
+    /// ``willEnterForeground(_:)``).
     func didEnterBackground(_ subject: Subject) async throws
     /// The subject is about to leave the background for the foreground.
     func willEnterForeground(_ subject: Subject) async
@@ -28,6 +35,14 @@ public protocol LifeCycleDelegate<Subject>: AnyObject, Sendable {
     /// The subject is about to stop running, within the configuration's
     /// ``LifeCycleConfiguration/terminationDeadline``. Suspended units are not told.
     func willTerminate(_ subject: Subject) async
+    /// Memory is tight (`level` is `.warning` or `.critical`): drop what can be rebuilt —
+    /// UIKit's `applicationDidReceiveMemoryWarning(_:)`. The application's delegate hears it
+    /// first, then the delegates of the units that run code (inactive, active, background);
+    /// suspended and not-running ones are not told. It comes before memwarn's own release of
+    /// the same warning, which waits for it at most
+    /// ``LifeCycleConfiguration/memoryWarningDeadline`` and then reads usage afresh: what is
+    /// dropped here counts toward the release's target. See ``Application/attach(to:)``.
+    func didReceiveMemoryWarning(_ subject: Subject, level: MemoryPressureLevel) async
 }
 
 extension LifeCycleDelegate {
@@ -38,11 +53,13 @@ extension LifeCycleDelegate {
     public func willEnterForeground(_ subject: Subject) async {}
     public func didBecomeActive(_ subject: Subject) async {}
     public func willTerminate(_ subject: Subject) async {}
+    public func didReceiveMemoryWarning(_ subject: Subject, level: MemoryPressureLevel) async {}
 }
 
 extension LifeCycleDelegate {
     /// Calls the delegate method for a callback.
-    func deliver(_ callback: LifeCycleCallback, to subject: Subject, restoring: Bool) async throws {
+    func deliver(_ callback: LifeCycleCallback, to subject: Subject, restoring: Bool = false,
+                 level: MemoryPressureLevel = .warning) async throws {
         switch callback {
         case .willFinishLaunching: try await willFinishLaunching(subject, restoring: restoring)
         case .didFinishLaunching: await didFinishLaunching(subject)
@@ -51,6 +68,7 @@ extension LifeCycleDelegate {
         case .willEnterForeground: await willEnterForeground(subject)
         case .didBecomeActive: await didBecomeActive(subject)
         case .willTerminate: await willTerminate(subject)
+        case .didReceiveMemoryWarning: await didReceiveMemoryWarning(subject, level: level)
         }
     }
 }

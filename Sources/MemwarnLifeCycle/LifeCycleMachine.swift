@@ -65,27 +65,25 @@ final class LifeCycleMachine: Sendable {
         return try await task.value
     }
 
-    /// Performs one legal transition to `target` (call inside ``serially(_:)``).
+    /// Performs one legal transition to `target` (call inside ``serially(_:)``), as one step
+    /// on the way to `destination` (by default `target` itself; see
+    /// ``LifeCycleTransition/callbacks(onTheWayTo:)``).
+    ///
+    /// Each callback's notification is posted once its delegate method has returned, as UIKit
+    /// posts `UIApplicationDidBecomeActiveNotification` after `applicationDidBecomeActive(_:)`.
     ///
     /// - Throws: ``LifeCycleError/illegalTransition(subject:from:to:)``, the owner's check,
-    ///   or ``LifeCycleError/launchFailed(subject:reason:)`` (the state then stays not running).
+    ///   or ``LifeCycleError/launchFailed(subject:reason:)`` (the state then goes back to not
+    ///   running).
     @discardableResult
-    func perform(to target: LifeCycleState, restoring: Bool = false, hooks: Hooks) async throws -> [LifeCycleCallback: HandlerOutcome] {
-        let transition = try state.withLock { state in
-            guard let transition = LifeCycleTransition.between(state.current, target) else {
-                throw LifeCycleError.illegalTransition(subject: subject, from: state.current, to: target)
-            }
-            try hooks.check(transition)
-            return transition
-        }
+    func perform(to target: LifeCycleState, restoring: Bool = false, onTheWayTo destination: LifeCycleState? = nil,
+                 hooks: Hooks) async throws -> [LifeCycleCallback: HandlerOutcome] {
+        let transition = try legalTransition(to: target, hooks: hooks)
+        let callbacks = transition.callbacks(onTheWayTo: destination ?? target)
 
         var outcomes: [LifeCycleCallback: HandlerOutcome] = [:]
-        for callback in transition.callbacks where callback.runsBeforeTheStateChanges {
-            let outcome = await deliver(callback, restoring: restoring, hooks: hooks)
-            outcomes[callback] = outcome
-            if callback == .willFinishLaunching, outcome != .completed {
-                throw LifeCycleError.launchFailed(subject: subject, reason: outcome.description)
-            }
+        for callback in callbacks where callback.runsBeforeTheStateChanges {
+            outcomes[callback] = await deliver(callback, restoring: restoring, hooks: hooks)
         }
         try state.withLock { state in
             try hooks.check(transition)  // again: callbacks ran since, and e.g. a background task may have begun
@@ -93,16 +91,40 @@ final class LifeCycleMachine: Sendable {
             state.current = transition.to
         }
         post(.stateChanged(from: transition.from, to: transition.to))
-        for callback in transition.callbacks where !callback.runsBeforeTheStateChanges {
-            outcomes[callback] = await deliver(callback, restoring: restoring, hooks: hooks)
+        for callback in callbacks where !callback.runsBeforeTheStateChanges {
+            let outcome = await deliver(callback, restoring: restoring, hooks: hooks)
+            outcomes[callback] = outcome
+            if callback == .willFinishLaunching, outcome != .completed {
+                abandonLaunch(transition)
+                throw LifeCycleError.launchFailed(subject: subject, reason: outcome.description)
+            }
         }
         await hooks.transitionDidFinish(transition, outcomes)
         return outcomes
     }
 
+    /// The legal transition from the current state to `target`, which the owner accepts.
+    ///
+    /// - Throws: ``LifeCycleError/illegalTransition(subject:from:to:)`` or the owner's check.
+    func legalTransition(to target: LifeCycleState, hooks: Hooks) throws -> LifeCycleTransition {
+        try state.withLock { state in
+            guard let transition = LifeCycleTransition.between(state.current, target) else {
+                throw LifeCycleError.illegalTransition(subject: subject, from: state.current, to: target)
+            }
+            try hooks.check(transition)
+            return transition
+        }
+    }
+
+    /// `willFinishLaunching` failed: back to not running (the owner drops what the launch made).
+    private func abandonLaunch(_ transition: LifeCycleTransition) {
+        state.withLock { $0.current = .notRunning }
+        post(.stateChanged(from: transition.to, to: .notRunning))
+    }
+
     private func deliver(_ callback: LifeCycleCallback, restoring: Bool, hooks: Hooks) async -> HandlerOutcome {
-        post(.callback(callback))
         let outcome = await hooks.deliver(callback, restoring)
+        post(.callback(callback))
         if outcome != .completed { post(.handler(callback, outcome)) }
         return outcome
     }

@@ -1,8 +1,12 @@
+public import Memwarn
+
 /// One life-cycle event, as ``Application/notifications()`` delivers them.
 public struct LifeCycleNotification: Sendable, Hashable, CustomStringConvertible {
     /// What happened.
     public enum Event: Sendable, Hashable {
-        /// A callback is being delivered to the subject's delegate.
+        /// A callback was delivered: the subject's delegate method returned (or threw, or was
+        /// cut off at its deadline). UIKit posts its notifications at this point — "after calling
+        /// this method, the app also posts `UIApplicationDidBecomeActiveNotification`".
         case callback(LifeCycleCallback)
         /// The subject's state changed.
         case stateChanged(from: LifeCycleState, to: LifeCycleState)
@@ -15,8 +19,15 @@ public struct LifeCycleNotification: Sendable, Hashable, CustomStringConvertible
         case closedIdleHandles(count: Int, failures: Int)
         case backgroundTaskBegan(BackgroundTaskIdentifier, name: String)
         case backgroundTaskEnded(BackgroundTaskIdentifier, name: String)
-        /// The background time ran out: the task's expiration handler ran and it was ended.
+        /// The background time ran out: the task's expiration handler runs now, with the task
+        /// still held (it may end it, as Apple's sample does); a task it leaves running is then
+        /// ended for it. Either way ``backgroundTaskEnded(_:name:)`` follows.
         case backgroundTaskExpired(BackgroundTaskIdentifier, name: String)
+        /// A memory warning was delivered: the application's delegate and then every running
+        /// unit's were told (`didReceiveMemoryWarning`) — UIKit's
+        /// `UIApplicationDidReceiveMemoryWarningNotification`. Posted once per warning, for the
+        /// application, after the delegates.
+        case memoryWarning(level: MemoryPressureLevel)
         /// The API was misused (ending an unknown or ended task, for example); nothing changed.
         case misuse(String)
     }
@@ -40,6 +51,7 @@ public struct LifeCycleNotification: Sendable, Hashable, CustomStringConvertible
         case .backgroundTaskBegan(let id, let name): "\(subject): background task \(id) \"\(name)\" began"
         case .backgroundTaskEnded(let id, let name): "\(subject): background task \(id) \"\(name)\" ended"
         case .backgroundTaskExpired(let id, let name): "\(subject): background task \(id) \"\(name)\" expired"
+        case .memoryWarning(let level): "\(subject): memory warning (\(level))"
         case .misuse(let message): "\(subject): misuse: \(message)"
         }
     }

@@ -6,15 +6,18 @@
 /// | from | to | callbacks |
 /// |---|---|---|
 /// | not running | inactive | `willFinishLaunching`, `didFinishLaunching` (launch into the foreground) |
-/// | not running | background | `willFinishLaunching`, `didFinishLaunching` (launch into the background) |
+/// | not running | background | `willFinishLaunching`, `didFinishLaunching`, `didEnterBackground` (launch into the background) |
 /// | inactive | active | `didBecomeActive` |
 /// | active | inactive | `willResignActive` |
 /// | inactive | background | `didEnterBackground` (under a deadline: save here) |
 /// | background | inactive | `willEnterForeground` |
 /// | background | suspended | none (the system's move, once state is saved and no background task runs) |
-/// | suspended | background | none (resumed: to run again, or on the way to the foreground) |
+/// | suspended | background | `didEnterBackground` (resumed to run in the background); none on the way to the foreground |
 /// | inactive, active, background | not running | `willTerminate` (under a deadline) |
 /// | suspended | not running | none (discarded: a suspended unit runs no code, as on iOS) |
+///
+/// The launch callbacks run in the state launched into; the other `will…` callbacks in the
+/// state being left, the `did…` ones in the state entered (``LifeCycleCallback/runsBeforeTheStateChanges``).
 public struct LifeCycleTransition: Sendable, Hashable, CustomStringConvertible {
     public let from: LifeCycleState
     public let to: LifeCycleState
@@ -24,18 +27,27 @@ public struct LifeCycleTransition: Sendable, Hashable, CustomStringConvertible {
     /// Every legal transition.
     public static let all: [LifeCycleTransition] = [
         .init(.notRunning, .inactive, [.willFinishLaunching, .didFinishLaunching]),
-        .init(.notRunning, .background, [.willFinishLaunching, .didFinishLaunching]),
+        .init(.notRunning, .background, [.willFinishLaunching, .didFinishLaunching, .didEnterBackground]),
         .init(.inactive, .active, [.didBecomeActive]),
         .init(.active, .inactive, [.willResignActive]),
         .init(.inactive, .background, [.didEnterBackground]),
         .init(.background, .inactive, [.willEnterForeground]),
         .init(.background, .suspended, []),
-        .init(.suspended, .background, []),
+        .init(.suspended, .background, [.didEnterBackground]),
         .init(.inactive, .notRunning, [.willTerminate]),
         .init(.active, .notRunning, [.willTerminate]),
         .init(.background, .notRunning, [.willTerminate]),
         .init(.suspended, .notRunning, []),
     ]
+
+    /// The callbacks delivered when the transition is one step on the way to `destination`: a
+    /// suspended subject resumed on its way to the foreground is not told `didEnterBackground`
+    /// (it gets `willEnterForeground` next); resumed to stay in the background, it is, as the
+    /// seeds' background sequence has it ("The system resumes the app. UIKit calls the app
+    /// delegate's `applicationDidEnterBackground(_:)` method").
+    public func callbacks(onTheWayTo destination: LifeCycleState) -> [LifeCycleCallback] {
+        from == .suspended && to == .background && destination != .background ? [] : callbacks
+    }
 
     /// The legal transition between two states, or `nil`.
     public static func between(_ from: LifeCycleState, _ to: LifeCycleState) -> LifeCycleTransition? {

@@ -2,15 +2,23 @@ extension LifeCycleUnit {
     /// Starts a background task: while one runs, the unit is not suspended. Give it a name
     /// for reports, and an expiration handler, which runs when the unit's background time
     /// (``LifeCycleConfiguration/backgroundTaskTime`` from entering the background) runs
-    /// out; the task is then ended for it.
+    /// out, with the task still held: end it there (as Apple's sample does); one left running
+    /// is ended for it when the handler returns.
     ///
     /// - Returns: the task's identifier, or ``BackgroundTaskIdentifier/invalid`` when the unit
     ///   is not running or its background time is used up.
     public func beginBackgroundTask(name: String? = nil, expirationHandler: (@Sendable () -> Void)? = nil) -> BackgroundTaskIdentifier {
+        beginBackgroundTask(name: name, checkingBackgroundTime: true, expirationHandler: expirationHandler)
+    }
+
+    /// Begins a task; with `checkingBackgroundTime: false` even when the background time is
+    /// used up (a background event's task, begun right after its time was restarted).
+    func beginBackgroundTask(name: String?, checkingBackgroundTime: Bool,
+                             expirationHandler: (@Sendable () -> Void)?) -> BackgroundTaskIdentifier {
         let begun: (BackgroundTaskIdentifier, String)? = machine.whileInState { current in
             guard current.isRunning else { return nil }
             return storage.withLock { storage in
-                if current == .background, let ends = storage.backgroundTimeEnds, ends <= .now { return nil }
+                if checkingBackgroundTime, current == .background, let ends = storage.backgroundTimeEnds, ends <= .now { return nil }
                 storage.nextTaskNumber += 1
                 let identifier = BackgroundTaskIdentifier(rawValue: storage.nextTaskNumber)
                 let taskName = name ?? "task \(storage.nextTaskNumber)"
@@ -33,8 +41,15 @@ extension LifeCycleUnit {
     /// - Returns: whether a running task was ended.
     @discardableResult
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) -> Bool {
+        endBackgroundTask(identifier, reportingMisuse: true)
+    }
+
+    /// Ends a task; with `reportingMisuse: false` a task already ended (or expired) is no misuse.
+    @discardableResult
+    func endBackgroundTask(_ identifier: BackgroundTaskIdentifier, reportingMisuse: Bool) -> Bool {
         let (task, remaining) = storage.withLock { storage in (storage.tasks.removeValue(forKey: identifier), storage.tasks.count) }
         guard let task else {
+            guard reportingMisuse else { return false }
             let message = identifier == .invalid
                 ? "endBackgroundTask called with the invalid identifier"
                 : "endBackgroundTask(\(identifier)): no such running task (unknown, already ended, or expired)"
@@ -79,15 +94,19 @@ extension LifeCycleUnit {
         }
     }
 
-    /// Runs every running task's expiration handler, then ends the task.
+    /// The background time ran out: runs each running task's expiration handler with the task
+    /// still held — so a handler may end its own task, as Apple's sample does — and then ends,
+    /// for it, a task the handler left running.
     func expireBackgroundTasks() {
-        let expired = storage.withLock { storage in
-            defer { storage.tasks = [:] }
-            return storage.tasks.sorted { $0.key.rawValue < $1.key.rawValue }
-        }
-        for (identifier, task) in expired {
-            task.expirationHandler?()
+        let expiring = storage.withLock { $0.tasks.sorted { $0.key.rawValue < $1.key.rawValue } }
+        for (identifier, task) in expiring {
             machine.post(.backgroundTaskExpired(identifier, name: task.name))
+            task.expirationHandler?()
+            let leftRunning = storage.withLock { $0.tasks.removeValue(forKey: identifier) } != nil
+            if leftRunning {
+                logger.warning("a background task's expiration handler did not end it; ended for it", metadata: ["task": "\(task.name)"])
+                machine.post(.backgroundTaskEnded(identifier, name: task.name))
+            }
         }
         if state == .background { scheduleSuspensionIfIdle() }
     }

@@ -97,7 +97,9 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     public var footprintBytes: Int { consumers.reduce(0) { $0 + $1.footprintBytes } }
 
     /// Performs one legal transition (see ``LifeCycleTransition``), after any under way.
-    /// From not running it launches (the delegate is made first).
+    /// From not running it launches (the delegate is made first, once the transition is known
+    /// to be legal). From suspended to the background it resumes the unit to run there: it is
+    /// told `didEnterBackground`, and suspended again once idle.
     ///
     /// - Throws: ``LifeCycleError`` when the transition is illegal or refused.
     public func transition(to target: LifeCycleState) async throws {
@@ -105,20 +107,23 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     }
 
     /// Moves to `target` through the legal transitions, as one request: launching (from the
-    /// saved state) when not running, resuming when suspended. It never terminates on the way.
+    /// saved state) when not running, resuming when suspended (a unit resumed on its way to
+    /// the foreground is not told `didEnterBackground`). It never terminates on the way.
     public func advance(to target: LifeCycleState) async throws {
         try await machine.serially { [self] in
             while machine.current != target {
                 guard let next = LifeCycleTransition.path(from: machine.current, to: target).first else {
                     throw LifeCycleError.illegalTransition(subject: machine.subject, from: machine.current, to: target)
                 }
-                try await step(to: next)
+                try await step(to: next, onTheWayTo: target)
             }
         }
     }
 
-    /// One transition, inside the machine's serial order.
-    private func step(to target: LifeCycleState) async throws {
+    /// One transition, inside the machine's serial order, as a step on the way to `destination`.
+    func step(to target: LifeCycleState, onTheWayTo destination: LifeCycleState? = nil) async throws {
+        // Refused before anything runs: a refused launch makes no delegate.
+        _ = try machine.legalTransition(to: target, hooks: hooks)
         let launching = machine.current == .notRunning && target != .notRunning
         let restoring = storage.withLock { $0.launchCount > 0 }
         if launching {
@@ -131,7 +136,7 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
             storage.withLock { $0.delegate = delegate }
         }
         do {
-            try await machine.perform(to: target, restoring: restoring, hooks: hooks)
+            try await machine.perform(to: target, restoring: restoring, onTheWayTo: destination, hooks: hooks)
         } catch let error as LifeCycleError {
             if case .launchFailed = error { relinquish() }
             throw error
@@ -185,26 +190,23 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     }
 
     private func transitionDidFinish(_ transition: LifeCycleTransition, _ outcomes: [LifeCycleCallback: HandlerOutcome]) async {
-        switch (transition.from, transition.to) {
-        case (.inactive, .background):
-            let saved = outcomes[.didEnterBackground] == .completed
-            storage.withLock { $0.saved = saved }
-            if !saved {
-                logger.warning("didEnterBackground did not complete; the unit stays in the background, unsaved, and is not suspended",
-                               metadata: ["outcome": "\(outcomes[.didEnterBackground].map(String.init(describing:)) ?? "none")"])
+        switch transition.to {
+        case .background:
+            // Told didEnterBackground (left the foreground, launched into the background, or
+            // resumed to run there): saved only if it completed. Resumed on the way to the
+            // foreground it was not told, and keeps what it saved before it was suspended.
+            if let outcome = outcomes[.didEnterBackground] {
+                let saved = outcome == .completed
+                storage.withLock { $0.saved = saved }
+                if !saved {
+                    logger.warning("didEnterBackground did not complete; the unit stays in the background, unsaved, and is not suspended",
+                                   metadata: ["outcome": "\(outcome)"])
+                }
+                closeIdleHandles()
             }
-            closeIdleHandles()
             scheduleBackgroundTimeExpiry()
             scheduleSuspensionIfIdle()
-        case (.notRunning, .background):
-            // Launched into the background: nothing to save yet, so it may be suspended.
-            storage.withLock { $0.saved = true }
-            scheduleBackgroundTimeExpiry()
-            scheduleSuspensionIfIdle()
-        case (.suspended, .background):
-            scheduleBackgroundTimeExpiry()
-            scheduleSuspensionIfIdle()
-        case (_, .notRunning):
+        case .notRunning:
             relinquish()
         default:
             break

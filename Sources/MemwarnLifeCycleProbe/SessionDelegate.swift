@@ -18,11 +18,14 @@ final class SessionDelegate: LifeCycleDelegate {
     /// `willTerminate` ignores cancellation and runs for a minute: it must be cut off.
     let overrunsTermination: Bool
     let workingSet = DiscardableCache<Int, PurgeableData>()
+    /// Memory the session can rebuild and lets go of on a memory warning (none unless planned).
+    private let scratch: Mutex<[UInt8]>
     private let writes = Mutex<[Int]>([])
     private let restoredWrites = Mutex<Int?>(nil)
 
-    init(id: String, workingSetBytes: Int, directory: String, overrunsTermination: Bool) {
+    init(id: String, workingSetBytes: Int, scratchBytes: Int, directory: String, overrunsTermination: Bool) {
         self.id = id
+        scratch = Mutex([UInt8](repeating: 1, count: scratchBytes))
         self.workingSetBytes = workingSetBytes
         self.stateFile = "\(directory)/\(id).state"
         self.overrunsTermination = overrunsTermination
@@ -67,6 +70,16 @@ final class SessionDelegate: LifeCycleDelegate {
             if let entry = workingSet.object(forKey: key), entry.beginContentAccess() { continue }
             workingSet.setObject(Self.entry(key), forKey: key, cost: Self.entryBytes)  // purged: rebuilt, in use
         }
+    }
+
+    /// Lets the scratch memory go, and says so: `{"dropped": bytes, "unit": id, "level": level}`.
+    func didReceiveMemoryWarning(_ unit: LifeCycleUnit, level: MemoryPressureLevel) async {
+        let dropped = scratch.withLock { scratch in
+            defer { scratch = [] }
+            return scratch.count
+        }
+        guard dropped > 0 else { return }
+        reply(["dropped": "\(dropped)", "unit": unit.id, "level": level.rawValue])
     }
 
     func willTerminate(_ unit: LifeCycleUnit) async {

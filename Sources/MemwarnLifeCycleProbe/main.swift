@@ -3,13 +3,21 @@
 // terminates and whether any acknowledged write is lost. Commands on stdin, one JSON line per
 // reply on stdout:
 //
-//   unit <id> <MiB> [overrun]   activate a session holding <MiB> of working set (overrun: its
-//                               willTerminate ignores cancellation for a minute)
+//   unit <id> <MiB> [overrun] [scratch=<MiB>]
+//                               activate a session holding <MiB> of working set (overrun: its
+//                               willTerminate ignores cancellation for a minute; scratch: it
+//                               also holds <MiB> it lets go of on a memory warning, and then
+//                               prints {"dropped": bytes, "unit": id, "level": level})
+//   cache <MiB>                 add <MiB> to a cache of the process's (1 MiB entries, the
+//                               caches tier); reply {"cache": its footprint}
 //   write <id> <n>              acknowledge n more writes; reply {"acknowledged": total}
 //   suspend <id>                move it to the background and wait until it is suspended
 //   activate <id>               ask for it again; reply: launches, restored writes, lost writes
-//   watch                       a PressureMonitor on this process's cgroup, the coordinator
-//                               attached; each automatic release prints its report
+//   watch [coordinator]         a PressureMonitor on this process's cgroup, the application
+//                               attached (warnings reach the sessions, then the coordinator
+//                               releases), or with "coordinator" only the coordinator; every
+//                               release prints its report; reply {"watching": level,
+//                               "socket": the control endpoint's socket}
 //   ballast <bytes>             hold memory no consumer can release
 //   status                      every unit's state and footprint: {"<id>": "<state> <bytes>"}
 //   serve                       run the Application in a ServiceGroup (SIGTERM/SIGINT shut it
@@ -42,7 +50,25 @@ func option(_ name: String, default value: Int) -> Int {
 
 struct SessionPlan: Sendable {
     var workingSetBytes: Int
+    var scratchBytes: Int
     var overrunsTermination: Bool
+
+    /// From `unit <id> <MiB> [overrun] [scratch=<MiB>]`'s words after the id.
+    init(_ words: ArraySlice<String>) throws {
+        guard let mebibytes = words.first.flatMap({ Int($0) }) else { throw ProbeFailure(error: "usage: unit <id> <MiB> [overrun] [scratch=<MiB>]") }
+        workingSetBytes = mebibytes << 20
+        overrunsTermination = false
+        scratchBytes = 0
+        for word in words.dropFirst() {
+            if word == "overrun" {
+                overrunsTermination = true
+            } else if word.hasPrefix("scratch="), let scratch = Int(word.dropFirst("scratch=".count)) {
+                scratchBytes = scratch << 20
+            } else {
+                throw ProbeFailure(error: "unknown unit option \"\(word)\" (expected overrun or scratch=<MiB>)")
+            }
+        }
+    }
 }
 
 let directory = NSTemporaryDirectory() + "memwarn-lifecycle-probe-\(getpid())"
@@ -62,13 +88,15 @@ let configuration = LifeCycleConfiguration(
     suspensionDelay: .milliseconds(option("--suspension-delay-ms", default: 50)))
 let app = Application(configuration: configuration, logger: logger) { unit in
     guard let plan = plans.withLock({ $0[unit.id] }) else { throw ProbeFailure(error: "no plan for \(unit.id)") }
-    let session = SessionDelegate(id: unit.id, workingSetBytes: plan.workingSetBytes, directory: directory,
-                                  overrunsTermination: plan.overrunsTermination)
+    let session = SessionDelegate(id: unit.id, workingSetBytes: plan.workingSetBytes, scratchBytes: plan.scratchBytes,
+                                  directory: directory, overrunsTermination: plan.overrunsTermination)
     sessions.withLock { $0[unit.id] = session }
     return session
 }
 var monitor: PressureMonitor?
 var ballast: [[UInt8]] = []
+let cache = DiscardableCache<Int, [UInt8]>()
+var cacheEntries = 0
 
 func session(_ id: String) throws -> SessionDelegate {
     guard let session = sessions.withLock({ $0[id] }) else { throw ProbeFailure(error: "no session \(id)") }
@@ -84,15 +112,15 @@ func waitUntil(_ id: String, is target: LifeCycleState, after action: () async t
     }
 }
 
-@MainActor func startWatching() async throws {
+@MainActor func startWatching(applicationAttached: Bool) async throws {
     let running = PressureMonitor(configuration: MonitorConfiguration(environment: [:]), logger: logger)
     ReleaseCoordinator.shared.addReportObserver { report in reply(report) }
-    ReleaseCoordinator.shared.attach(to: running)
+    if applicationAttached { app.attach(to: running) } else { ReleaseCoordinator.shared.attach(to: running) }
     monitor = running
     var events = running.events().makeAsyncIterator()
     Task { try await running.run() }
     guard let first = await events.next() else { throw ProbeFailure(error: "the monitor ended at once") }
-    reply(["watching": first.level.rawValue])
+    reply(["watching": first.level.rawValue, "socket": running.controlSocketPath ?? ""])
 }
 
 func serve() async throws {
@@ -130,9 +158,9 @@ while let line = readLine() {
     let words = line.split(separator: " ").map(String.init)
     do {
         switch (words.first, words.count) {
-        case ("unit", 3), ("unit", 4):
-            guard let mebibytes = Int(words[2]) else { throw ProbeFailure(error: "usage: unit <id> <MiB> [overrun]") }
-            plans.withLock { $0[words[1]] = SessionPlan(workingSetBytes: mebibytes << 20, overrunsTermination: words.count == 4) }
+        case ("unit", 3...5):
+            let plan = try SessionPlan(words[2...])
+            plans.withLock { $0[words[1]] = plan }
             let unit = try await app.activateUnit(words[1])
             reply(["unit": unit.id, "state": unit.state.rawValue, "footprint": "\(unit.footprintBytes)"])
         case ("write", 3):
@@ -150,7 +178,13 @@ while let line = readLine() {
             reply(["unit": unit.id, "state": unit.state.rawValue, "launches": "\(unit.launchCount)",
                    "restored": current.restored.map(String.init) ?? "none", "present": "\(current.writeCount)",
                    "intact": "\(current.writesAreIntact)", "lost": "\(max(0, promised - current.writeCount))"])
-        case ("watch", 1): try await startWatching()
+        case ("watch", 1): try await startWatching(applicationAttached: true)
+        case ("watch", 2) where words[1] == "coordinator": try await startWatching(applicationAttached: false)
+        case ("cache", 2):
+            guard let mebibytes = Int(words[1]) else { throw ProbeFailure(error: "usage: cache <MiB>") }
+            for key in cacheEntries..<(cacheEntries + mebibytes) { cache.setObject([UInt8](repeating: 1, count: 1 << 20), forKey: key, cost: 1 << 20) }
+            cacheEntries += mebibytes
+            reply(["cache": cache.footprintBytes])
         case ("ballast", 2):
             guard let bytes = Int(words[1]) else { throw ProbeFailure(error: "usage: ballast <bytes>") }
             ballast.append([UInt8](repeating: 1, count: bytes))

@@ -11,7 +11,7 @@ struct LifeCycleFlowTests {
         let unit = try await recorded.app.activateUnit("alice")
         #expect(unit.state == .active)
         #expect(recorded.recorder("alice")?.calls.map(\.description) == [
-            "willFinishLaunching@not-running", "didFinishLaunching@inactive", "didBecomeActive@active",
+            "willFinishLaunching@inactive", "didFinishLaunching@inactive", "didBecomeActive@active",
         ])
         #expect(unit.launchCount == 1)
     }
@@ -79,6 +79,7 @@ struct LifeCycleFlowTests {
         let unit = try #require(recorded.app.unit("erin"))
         #expect(unit.state == .notRunning)
         #expect(unit.launchCount == 0)
+        #expect(unit.delegate == nil, "an abandoned launch leaves no delegate")
         recorded.setUnitBehaviour(.willFinishLaunching, .completes)
         try await recorded.app.activateUnit("erin")
         #expect(unit.state == .active)

@@ -1,5 +1,6 @@
 import CgroupKit
 import Foundation
+import Memwarn
 import MemwarnTestKit
 import Testing
 
@@ -74,6 +75,69 @@ struct LifeCycleProcessTests {
                 #expect(reply["lost"] as? String == "0", "lost writes of \(id)")
             }
         }
+    }
+
+    /// The seeds: "When low memory occurs, the system calls `applicationDidReceiveMemoryWarning(_:)`
+    /// … the app notifies its view controllers so they release what they can rebuild." Here the
+    /// session (a unit) lets 96 MiB of scratch go on the warning; memwarn's release of the same
+    /// warning reads usage after that, finds it below the recovery mark, and leaves the cache
+    /// tier alone. With only the coordinator attached (the delegates not told), the same
+    /// warning releases the cache.
+    @Test(arguments: [true, false])
+    func aUnitsDelegateDropsMemoryOnTheWarningBeforeAnyCacheTierIsTouched(applicationAttached: Bool) async throws {
+        let limit: UInt64 = 256 << 20
+        try await withTestCgroup(limit: limit) { cgroup in
+            let probe = try JSONLineChild([Self.probePath], in: cgroup)
+            defer { probe.stop() }
+            #expect(try probe.send("unit alice 4 scratch=96")["state"] as? String == "active")
+            #expect(try probe.send("cache 32")["cache"] as? Int == 32 * Self.mebibyte)
+            #expect(try probe.send(applicationAttached ? "watch" : "watch coordinator")["watching"] as? String == "normal")
+
+            // Unreleasable ballast takes usage past the warning mark (80 %) to 85 %.
+            let ballast = Int(Double(limit) * 0.85) - Int(try cgroup.usage())
+            #expect(ballast > 0)
+            var lines = [try probe.send("ballast \(ballast)")]
+            while !(lines.contains { $0["ballast"] != nil } && lines.contains { $0["entries"] != nil }) { lines.append(try probe.receive()) }
+
+            let reportAt = try #require(lines.firstIndex { $0["entries"] != nil })
+            let report = lines[reportAt]
+            #expect(report["level"] as? String == "warning")
+            let entries = try #require(report["entries"] as? [[String: Any]])
+            let cacheFreed = entries.filter { $0["tier"] as? String == "caches" }.reduce(0) { $0 + ($1["bytesFreed"] as? Int ?? 0) }
+            let cacheLeft = try #require(try probe.send("cache 0", skipping: { $0["entries"] != nil })["cache"] as? Int)
+            if applicationAttached {
+                let droppedAt = try #require(lines.firstIndex { $0["dropped"] != nil }, "the session was told: \(lines)")
+                #expect(droppedAt < reportAt, "the delegate dropped before the release")
+                #expect(lines[droppedAt]["dropped"] as? String == "\(96 * Self.mebibyte)")
+                #expect(lines[droppedAt]["level"] as? String == "warning")
+                #expect(cacheFreed == 0, "no cache tier touched: \(entries)")
+                #expect(cacheLeft == 32 * Self.mebibyte, "the cache is whole")
+                #expect(Double(try cgroup.usage()) < Double(limit) * 0.7, "the scratch went back to the kernel")
+            } else {
+                #expect(!lines.contains { $0["dropped"] != nil }, "not attached: the delegates are not told")
+                #expect(cacheFreed > 0, "the release had to take from the cache: \(entries)")
+                #expect(cacheLeft < 32 * Self.mebibyte)
+            }
+        }
+    }
+
+    /// `memwarn trigger warn` is a warning too: the delegates hear it before its release.
+    @Test func aWarningOnRequestReachesTheDelegatesBeforeItsRelease() async throws {
+        let probe = try JSONLineChild([Self.probePath])
+        defer { probe.stop() }
+        _ = try probe.send("unit alice 4 scratch=8")
+        let socket = try #require(try probe.send("watch")["socket"] as? String)
+        #expect(!socket.isEmpty, "the probe's control endpoint is up")
+        let reply = try ControlClient.send(.warn(level: .critical, targetBytes: 0), to: socket)
+        guard case .released(_, let pid, _) = reply else {
+            Issue.record("a warn request got \(reply)")
+            return
+        }
+        #expect(pid == probe.pid)
+        let (report, lines) = try probe.receive(until: { $0["entries"] != nil && $0["level"] as? String == "critical" })
+        let dropped = try #require(lines.first { $0["dropped"] != nil }, "the session was told before the release: \(lines)")
+        #expect(dropped["level"] as? String == "critical")
+        #expect(report["targetBytes"] as? Int == 0)
     }
 
     @Test func sigtermRunsWillTerminateForRunningUnitsOnlyCutsOffAnOverrunAndExitsCleanly() async throws {

@@ -59,6 +59,13 @@ final class Recorder<Subject: AnyObject & Sendable>: LifeCycleDelegate, Sendable
     func willEnterForeground(_ subject: Subject) async { try? await record(.willEnterForeground, subject) }
     func didBecomeActive(_ subject: Subject) async { try? await record(.didBecomeActive, subject) }
     func willTerminate(_ subject: Subject) async { try? await record(.willTerminate, subject) }
+    func didReceiveMemoryWarning(_ subject: Subject, level: MemoryPressureLevel) async {
+        warningLevels.withLock { $0.append(level) }
+        try? await record(.didReceiveMemoryWarning, subject)
+    }
+
+    /// The levels of the memory warnings delivered, in order.
+    let warningLevels = Locked<[MemoryPressureLevel]>([])
 }
 
 /// An application whose units are recorded, each with its own recorder.

@@ -66,7 +66,8 @@ struct TransitionTests {
         }
     }
 
-    /// The notifications: each `will…` callback, the state change, each `did…` callback.
+    /// The notifications: each callback run before the state changes, the state change, each
+    /// callback run after it — each posted once its method returned.
     static func expectNotificationsInOrder(_ notifications: [LifeCycleNotification], of subject: LifeCycleSubject, _ transition: LifeCycleTransition) {
         let expected: [LifeCycleNotification.Event] = transition.callbacks.filter(\.runsBeforeTheStateChanges).map { .callback($0) }
             + [.stateChanged(from: transition.from, to: transition.to)]
@@ -79,13 +80,17 @@ struct TransitionTests {
     /// from the library's table, which the tests above follow.
     static let documented: [String: [LifeCycleCallback]] = [
         "not-running→inactive": [.willFinishLaunching, .didFinishLaunching],
-        "not-running→background": [.willFinishLaunching, .didFinishLaunching],
+        // "The system launches the app and follows the initialization sequence … UIKit calls
+        // the app delegate's applicationDidEnterBackground(_:) method."
+        "not-running→background": [.willFinishLaunching, .didFinishLaunching, .didEnterBackground],
         "inactive→active": [.didBecomeActive],
         "active→inactive": [.willResignActive],
         "inactive→background": [.didEnterBackground],
         "background→inactive": [.willEnterForeground],
         "background→suspended": [],
-        "suspended→background": [],
+        // "The system resumes the app. UIKit calls the app delegate's
+        // applicationDidEnterBackground(_:) method." (Not on the way to the foreground.)
+        "suspended→background": [.didEnterBackground],
         "inactive→not-running": [.willTerminate],
         "active→not-running": [.willTerminate],
         "background→not-running": [.willTerminate],
@@ -96,7 +101,8 @@ struct TransitionTests {
         let table = Dictionary(LifeCycleTransition.all.map { ("\($0.from)→\($0.to)", $0.callbacks) }, uniquingKeysWith: { first, _ in first })
         #expect(LifeCycleTransition.all.count == table.count, "no transition is listed twice")
         #expect(table == Self.documented)
-        #expect(LifeCycleCallback.allCases.filter(\.runsBeforeTheStateChanges) == [.willFinishLaunching, .willResignActive, .willEnterForeground, .willTerminate])
+        #expect(LifeCycleCallback.allCases.filter(\.runsBeforeTheStateChanges) == [.willResignActive, .willEnterForeground, .willTerminate])
+        #expect(!LifeCycleTransition.all.contains { $0.callbacks.contains(.didReceiveMemoryWarning) }, "a memory warning is no transition")
     }
 
     @Test func aPathNeverTerminatesOnTheWayAndSuspendedResumesThroughTheBackground() {

@@ -16,11 +16,17 @@ struct ControlSubject: Sendable {
         case .status:
             .status(status())
         case .warn(let level, let targetBytes):
-            .released(request: request.name, pid: getpid(), report: coordinator.release(level: level, targetBytes: targetBytes))
+            // A warning on request is a warning: the coordinator's responders hear it first.
+            .released(request: request.name, pid: getpid(), report: warn(level: level, targetBytes: targetBytes))
         case .terminateSuspended(let targetBytes):
             .released(request: request.name, pid: getpid(),
                       report: coordinator.release(level: .critical, targetBytes: targetBytes, tiers: [.suspendedUnits]))
         }
+    }
+
+    private func warn(level: MemoryPressureLevel, targetBytes: Int) -> ReleaseReport {
+        if level > .normal { _ = coordinator.deliverMemoryWarning(level: level) }
+        return coordinator.release(level: level, targetBytes: targetBytes)
     }
 
     private func status() -> ControlStatus {

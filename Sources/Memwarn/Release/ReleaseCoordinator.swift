@@ -30,6 +30,8 @@ public final class ReleaseCoordinator: Sendable {
     }
 
     private let state = Locked(State())
+    /// The memory-warning responders, by registration (see `ReleaseCoordinator+MemoryWarning.swift`).
+    let warningResponders = Locked(WarningResponders())
     /// Whether a release ends with `malloc_trim(0)` and returning the purgeable arena's free
     /// pages.
     public let trimsHeap: Bool
@@ -141,6 +143,9 @@ public final class ReleaseCoordinator: Sendable {
     /// readings that arrive meanwhile are coalesced. The thread starts and stops with the
     /// monitor's ``PressureMonitor/run()``, so the `ServiceGroup` that runs the monitor owns it.
     /// Attaching before or while the monitor runs both work.
+    ///
+    /// Before a release for a rise, the coordinator's ``MemoryWarningResponder``s are told (see
+    /// ``addWarningResponder(_:)``). Attaching the same coordinator twice attaches it once.
     ///
     /// - Returns: a token; pass it to ``PressureMonitor/removeObserver(_:)`` to detach.
     @discardableResult

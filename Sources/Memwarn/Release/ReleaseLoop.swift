@@ -9,7 +9,9 @@ import Glibc
 /// `epoll_wait` at once. The release thread keeps only the newest reading (and the highest
 /// rise among those it skipped, so no rise is lost), and for it:
 ///
-/// 1. reads usage afresh (a reading may be stale by the time a release ends);
+/// 1. on a rise, tells the coordinators' ``MemoryWarningResponder``s first (each waited for at
+///    most its deadline), then reads usage afresh (a reading may be stale by the time a release
+///    ends, and what the responders dropped must count);
 /// 2. releases when the reading was a rise to `.warning` or `.critical`, or while the level
 ///    stays raised whenever usage is back at the warning mark — at the level the fresh numbers
 ///    ask for (never above the monitor's), to the ``ReleaseTarget`` with headroom for the
@@ -99,6 +101,23 @@ final class ReleaseLoop: @unchecked Sendable {
 
     private func handle(_ reading: MonitorReading) {
         let policy = context.policy
+        let coordinators = context.coordinators()
+        let began = ContinuousClock.now
+        // A rise is a memory warning: the coordinators' responders hear it first, and what they
+        // drop shows in the fresh numbers below. Their drop is memwarn's doing, as a release's is:
+        // the ledger counts it, measured from usage just before.
+        var beforeWarning: PressureSnapshot?
+        if let rise = reading.rise, rise > .normal, coordinators.contains(where: \.hasWarningResponders) {
+            beforeWarning = (try? context.sampler.sample()) ?? reading.event.snapshot
+            context.ledger.begin()
+            for coordinator in coordinators {
+                let delivery = coordinator.deliverMemoryWarning(level: rise)
+                if delivery.overran > 0 {
+                    context.logger.warning("memory-warning responders overran their deadline; releasing without waiting for them",
+                                           metadata: ["overran": "\(delivery.overran)", "level": "\(rise)"])
+                }
+            }
+        }
         // A failed read is the monitor's to report (it reads the same files); use the reading.
         let fresh = (try? context.sampler.sample()) ?? reading.event.snapshot
         let level = reading.event.level
@@ -112,13 +131,14 @@ final class ReleaseLoop: @unchecked Sendable {
             let asked = LevelEvaluator.candidate(for: fresh, current: .normal, hint: .normal, policy: policy)
             releaseLevel = min(level, max(.warning, asked))
         }
-        let coordinators = context.coordinators()
-        guard let releaseLevel, !coordinators.isEmpty else { return }
+        guard let releaseLevel, !coordinators.isEmpty else {
+            if let beforeWarning { context.ledger.end(droppedBytes: Self.drop(from: beforeWarning, to: fresh)) }
+            return
+        }
 
         let target = ReleaseTarget.make(for: fresh, policy: policy, growthBytesPerSecond: reading.growthBytesPerSecond,
                                         leadTime: reading.detectionBound + lastReleaseDuration)
-        context.ledger.begin()
-        let began = ContinuousClock.now
+        if beforeWarning == nil { context.ledger.begin() }
         var remaining = target
         var freed = 0
         for coordinator in coordinators {
@@ -130,7 +150,7 @@ final class ReleaseLoop: @unchecked Sendable {
         }
         lastReleaseDuration = .now - began
         let after = try? context.sampler.sample()
-        let dropped = after.map { fresh.usageBytes > $0.usageBytes ? fresh.usageBytes - $0.usageBytes : 0 } ?? UInt64(max(0, freed))
+        let dropped = after.map { Self.drop(from: beforeWarning ?? fresh, to: $0) } ?? UInt64(max(0, freed))
         context.ledger.end(droppedBytes: dropped)
 
         guard let after, let capacity = after.capacityBytes else { return }
@@ -146,6 +166,11 @@ final class ReleaseLoop: @unchecked Sendable {
             ])
             context.exhaustionChanged(entered)
         }
+    }
+
+    /// How far usage fell between two readings (0 when it rose).
+    private static func drop(from before: PressureSnapshot, to after: PressureSnapshot) -> UInt64 {
+        before.usageBytes > after.usageBytes ? before.usageBytes - after.usageBytes : 0
     }
 
     private func leaveExhaustion(_ fresh: PressureSnapshot, growth: Double) {

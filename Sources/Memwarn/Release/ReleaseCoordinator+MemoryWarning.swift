@@ -1,0 +1,72 @@
+extension ReleaseCoordinator {
+    /// The responders registered with a coordinator, held weakly, in registration order.
+    struct WarningResponders {
+        final class Entry: @unchecked Sendable {
+            // @unchecked: `responder` is a weak reference written once at init; reads are atomic.
+            weak var responder: (any MemoryWarningResponder)?
+            init(_ responder: any MemoryWarningResponder) { self.responder = responder }
+        }
+
+        var entries: [(id: Int, entry: Entry)] = []
+        var nextID = 0
+    }
+
+    /// Identifies a registered responder, for ``removeWarningResponder(_:)``.
+    public struct WarningResponderToken: Sendable, Hashable {
+        let id: Int
+    }
+
+    /// Registers a responder, weakly: it is told of each memory warning before the release
+    /// it starts (see ``MemoryWarningResponder``). Registering the same one twice returns the
+    /// first token.
+    @discardableResult
+    public func addWarningResponder(_ responder: any MemoryWarningResponder) -> WarningResponderToken {
+        warningResponders.withLock { registry in
+            registry.entries.removeAll { $0.entry.responder == nil }
+            if let existing = registry.entries.first(where: { $0.entry.responder === responder }) {
+                return WarningResponderToken(id: existing.id)
+            }
+            registry.nextID += 1
+            registry.entries.append((registry.nextID, .init(responder)))
+            return WarningResponderToken(id: registry.nextID)
+        }
+    }
+
+    /// Stops telling a responder.
+    public func removeWarningResponder(_ token: WarningResponderToken) {
+        warningResponders.withLock { $0.entries.removeAll { $0.id == token.id } }
+    }
+
+    /// The live responders, in registration order.
+    var liveWarningResponders: [any MemoryWarningResponder] {
+        warningResponders.withLock { registry in
+            registry.entries.removeAll { $0.entry.responder == nil }
+            return registry.entries.compactMap(\.entry.responder)
+        }
+    }
+
+    /// Whether any responder is registered (a warning then waits for them).
+    var hasWarningResponders: Bool { !liveWarningResponders.isEmpty }
+
+    /// Tells every responder of a memory warning, one after another in registration order,
+    /// waiting for each at most its ``MemoryWarningResponder/memoryWarningDeadline``; then, if
+    /// any was told and the coordinator ``trimsHeap``, gives what they freed back to the kernel.
+    ///
+    /// Blocks the calling thread: memwarn calls it on its own threads (the monitor's release
+    /// thread, the control endpoint's), never on one of Swift concurrency's.
+    func deliverMemoryWarning(level: MemoryPressureLevel) -> MemoryWarningDelivery {
+        let responders = liveWarningResponders
+        let start = ContinuousClock.now
+        var overran = 0
+        for responder in responders {
+            let done = CompletionSignal()
+            Task.detached { [responder] in
+                await responder.didReceiveMemoryWarning(level: level)
+                done.signal()
+            }
+            if !done.wait(atMost: responder.memoryWarningDeadline) { overran += 1 }
+        }
+        if trimsHeap && !responders.isEmpty { Self.returnFreedMemory() }
+        return MemoryWarningDelivery(responders: responders.count, overran: overran, duration: .now - start)
+    }
+}
