@@ -29,12 +29,21 @@ static inline int memwarn_set_thread_name(const char *name) {
 /// `path` with `argv` and `envp` — so the command's first instruction already runs under the
 /// cgroup's limit. When `stdout_fd` is not -1 it becomes the child's standard output.
 /// Between fork and exec it calls only async-signal-safe functions.
+/// With `parent_death_signal` not 0, the child gets that signal when the thread that forked it
+/// ends (PR_SET_PDEATHSIG; call from a thread that lives until the child is reaped), and exits
+/// 126 at once if the parent died before the request took effect.
 /// Returns the child's pid, or -errno when fork failed. The child exits 126 when it cannot
 /// join the cgroup and 127 when exec fails.
-static inline int memwarn_spawn_in_cgroup(int procs_fd, const char *path, char *const argv[], char *const envp[], int stdout_fd) {
+static inline int memwarn_spawn_in_cgroup(int procs_fd, const char *path, char *const argv[], char *const envp[], int stdout_fd,
+                                          int parent_death_signal) {
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) return -errno;
     if (pid == 0) {
+        if (parent_death_signal != 0) {
+            if (prctl(PR_SET_PDEATHSIG, (unsigned long)parent_death_signal, 0UL, 0UL, 0UL) != 0) _exit(126);
+            if (getppid() != parent) _exit(126);  // the parent died before the request took effect
+        }
         sigset_t empty;
         sigemptyset(&empty);
         sigprocmask(SIG_SETMASK, &empty, NULL);

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// An error from reading, parsing or changing a cgroup or a kernel file.
 ///
 /// Every error names the file or cgroup it concerns, so a message such as
@@ -51,6 +55,14 @@ public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible {
         self.message = message
         self.path = path
         self.errno = errno
+    }
+
+    /// Whether the failure may pass by itself: the process or the system ran out of file
+    /// descriptors (`EMFILE`, `ENFILE`) or memory (`ENOMEM`), or a call was interrupted or
+    /// would have blocked (`EINTR`, `EAGAIN`). A monitor retries these; it stops on the others.
+    public var isTransient: Bool {
+        guard let errno else { return false }
+        return [EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN].contains(errno)
     }
 
     public var description: String {

@@ -27,9 +27,16 @@ public final class MemoryCgroup: Sendable {
                 guard highBytes == nil else {
                     throw CgroupError(.unsupported, "memory.high exists only on cgroup v2; this host's memory controller is on cgroup v1 (use the hard limit alone)")
                 }
-                try Libcgroup.createCgroup(path: location.path, controller: "memory", values: [("memory.limit_in_bytes", maximumBytes)])
+                // Made here first, exclusively: libcgroup would adopt a directory that exists.
+                guard mkdir(location.directory, 0o755) == 0 else { throw Self.creationError(errno, location) }
+                do throws(CgroupError) {
+                    try Libcgroup.createCgroup(path: location.path, controller: "memory", values: [("memory.limit_in_bytes", maximumBytes)])
+                } catch {
+                    rmdir(location.directory)
+                    throw error
+                }
             case .v2:
-                guard mkdir(location.directory, 0o755) == 0 else { throw KernelFiles.openError(errno, location.directory, writing: true) }
+                guard mkdir(location.directory, 0o755) == 0 else { throw Self.creationError(errno, location) }
                 do throws(CgroupError) {
                     try KernelFiles.host.write(String(maximumBytes), to: location.file("memory.max"))
                     if let highBytes { try KernelFiles.host.write(String(highBytes), to: location.file("memory.high")) }
@@ -47,6 +54,15 @@ public final class MemoryCgroup: Sendable {
         self.location = location
         self.maximumBytes = maximumBytes
         self.highBytes = highBytes
+    }
+
+    /// Why `mkdir` of a new cgroup failed: one that exists is never adopted (it may be
+    /// someone else's, with their processes and their limit).
+    private static func creationError(_ code: Int32, _ location: CgroupLocation) -> CgroupError {
+        code == EEXIST
+            ? CgroupError(.unwritable, "a cgroup of that name already exists; a new one is made, never an existing one adopted",
+                          path: location.directory, errno: code)
+            : KernelFiles.openError(code, location.directory, writing: true)
     }
 
     /// Moves a process into the cgroup.

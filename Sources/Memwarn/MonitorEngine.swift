@@ -16,6 +16,7 @@ final class MonitorEngine {
     private let emit: (LevelEvent) -> Void
     private let read: (MonitorReading) -> Void
     private let describeSources: ([String]) -> Void
+    private let transientError: (CgroupError?) -> Void
     private let ledger: ReleaseLedger
     /// Set when a source failed for good (a deleted cgroup); ``PressureMonitor/run()`` throws it.
     private(set) var failure: CgroupError?
@@ -38,9 +39,14 @@ final class MonitorEngine {
     /// A forecast warning waiting to be confirmed: the ledger's bytes when it was raised, and
     /// its deadline (monotonic seconds).
     private var pendingForecast: (releasedBytes: UInt64, deadline: Double)?
+    /// While reads fail transiently: the retry's wait (doubling, at most a second), the
+    /// strongest hint and its source still to be evaluated, and whether a retry is scheduled.
+    private var transient: (backoff: Duration, hint: MemoryPressureLevel, source: PressureSignal, scheduled: Bool, failures: Int)?
 
     init(loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger, ledger: ReleaseLedger,
-         emit: @escaping (LevelEvent) -> Void, read: @escaping (MonitorReading) -> Void, describeSources: @escaping ([String]) -> Void) {
+         emit: @escaping (LevelEvent) -> Void, read: @escaping (MonitorReading) -> Void, describeSources: @escaping ([String]) -> Void,
+         transientError: @escaping (CgroupError?) -> Void = { _ in }) {
+        self.transientError = transientError
         self.loop = loop
         self.sampler = sampler
         self.configuration = configuration
@@ -188,6 +194,10 @@ final class MonitorEngine {
         let counters: MemoryEventCounters
         do {
             counters = try reader.events()
+        } catch where error.isTransient {
+            // The counters are compared with the last ones read: the change is seen on the retry.
+            retry(after: error, hint: .normal, source: .memoryEvents)
+            return
         } catch {
             fail(error)
             return
@@ -214,9 +224,17 @@ final class MonitorEngine {
         let snapshot: PressureSnapshot
         do {
             snapshot = try sampler.sample()
+        } catch where error.isTransient {
+            retry(after: error, hint: hint, source: source)
+            return
         } catch {
             fail(error)
             return
+        }
+        if let transient {
+            self.transient = nil
+            logger.notice("memory monitor reads again after transient errors", metadata: ["failures": "\(transient.failures)"])
+            transientError(nil)
         }
         let forecast = observeGrowth(snapshot, ledgerBefore: ledgerBefore)
         var hint = hint, source = source
@@ -345,12 +363,44 @@ final class MonitorEngine {
                         source = .poll
                     }
                 }
+            } catch where error.isTransient {
+                logger.debug("PSI not read this poll", metadata: ["error": "\(error)"])  // usage still is, below
             } catch {
                 fail(error)
                 return
             }
         }
         wake(hint: hint, source: source)
+    }
+
+    /// A read failed transiently (out of descriptors or memory, interrupted): keep every
+    /// source, say so once, and read again after a wait that doubles up to a second, with the
+    /// strongest hint seen meanwhile. The monitor never stops for this.
+    private func retry(after error: CgroupError, hint: MemoryPressureLevel, source: PressureSignal) {
+        var state = transient ?? (backoff: .milliseconds(5), hint: .normal, source: source, scheduled: false, failures: 0)
+        if transient == nil {
+            logger.warning("memory monitor: a read failed transiently; it keeps its sources and retries", metadata: ["error": "\(error)"])
+        }
+        state.failures += 1
+        if hint >= state.hint { (state.hint, state.source) = (hint, source) }
+        transientError(error)
+        guard !state.scheduled else {
+            transient = state
+            return
+        }
+        state.backoff = min(state.backoff * 2, .seconds(1))
+        state.scheduled = true
+        transient = state
+        loop.schedule(at: .now + state.backoff) { [unowned self] in
+            guard failure == nil, var pending = transient else { return }
+            pending.scheduled = false
+            transient = pending
+            if pending.source == .memoryEvents && pending.hint == .normal {
+                memoryEventsChanged()
+            } else {
+                wake(hint: pending.hint, source: pending.source)
+            }
+        }
     }
 
     private func fail(_ error: CgroupError) {

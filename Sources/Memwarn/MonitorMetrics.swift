@@ -36,6 +36,7 @@ final class MonitorMetrics: Sendable {
     private let exhausted: Gauge
     private let exhaustions: Counter
     private let floor: Gauge
+    private let transientErrors: Counter
     private let reportedTally = Mutex(ForecastTally())
 
     init(factory: any MetricsFactory) {
@@ -62,7 +63,11 @@ final class MonitorMetrics: Sendable {
         exhausted = Gauge(label: "memwarn_exhausted", factory: factory)
         exhaustions = Counter(label: "memwarn_exhaustions_total", factory: factory)
         floor = Gauge(label: "memwarn_floor_bytes", factory: factory)
+        transientErrors = Counter(label: "memwarn_transient_errors_total", factory: factory)
     }
+
+    /// A read failed transiently (the monitor retries it).
+    func recordTransientError() { transientErrors.increment() }
 
     /// Every reading: usage, limit, level, growth and forecast; forecast outcomes as they settle.
     func record(_ reading: MonitorReading) {

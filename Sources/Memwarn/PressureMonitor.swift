@@ -1,4 +1,4 @@
-import CgroupKit
+public import CgroupKit
 public import Logging
 public import Metrics
 public import ServiceLifecycle
@@ -43,6 +43,9 @@ public final class PressureMonitor: Service, Sendable {
         var tally = ForecastTally()
         var latestForecast: PressureForecast?
         var releaseLoop: ReleaseLoop?
+        var transientErrors = 0
+        var lastTransientError: CgroupError?
+        var retryingReads = false
     }
 
     /// The configuration it runs with.
@@ -138,6 +141,31 @@ public final class PressureMonitor: Service, Sendable {
     /// The forecast of the latest reading, or `nil` when usage is not clearly growing.
     public var latestForecast: PressureForecast? { state.withLock { $0.latestForecast } }
 
+    /// How many reads failed transiently — out of file descriptors or memory (`EMFILE`,
+    /// `ENFILE`, `ENOMEM`), interrupted (`EINTR`, `EAGAIN`) — since the monitor was made. The
+    /// monitor never stops for these: it keeps its sources, logs a warning once per episode,
+    /// counts them (`memwarn_transient_errors_total`) and reads again after a wait that doubles
+    /// up to a second.
+    public var transientErrorCount: Int { state.withLock { $0.transientErrors } }
+
+    /// The latest transient read error, if any.
+    public var lastTransientError: CgroupError? { state.withLock { $0.lastTransientError } }
+
+    /// Whether reads are failing transiently now (the monitor is retrying them).
+    public var isRetryingReads: Bool { state.withLock { $0.retryingReads } }
+
+    /// A transient read error (`nil`: reads work again). Monitor thread.
+    private func noteTransient(_ error: CgroupError?) {
+        state.withLock { state in
+            state.retryingReads = error != nil
+            if let error {
+                state.transientErrors += 1
+                state.lastTransientError = error
+            }
+        }
+        if error != nil { metrics.recordTransientError() }
+    }
+
     /// Calls `observer` when memory becomes exhausted and when it stops being so (on the
     /// monitor's release thread).
     ///
@@ -211,7 +239,8 @@ public final class PressureMonitor: Service, Sendable {
             loop: loop, sampler: sampler, configuration: configuration, logger: logger, ledger: ledger,
             emit: { [self] event in publish(event) },
             read: { [self] reading in take(reading) },
-            describeSources: { [self] sources in state.withLock { $0.sources = sources } })
+            describeSources: { [self] sources in state.withLock { $0.sources = sources } },
+            transientError: { [self] error in noteTransient(error) })
         let box = EngineBox(engine)
         // The release thread lives as long as the engine's: started first, ended after it.
         let (releaseEnded, endRelease) = AsyncStream.makeStream(of: Void.self)

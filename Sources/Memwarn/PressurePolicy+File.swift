@@ -1,4 +1,7 @@
 import CgroupKit
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension PressurePolicy {
     /// The environment variable naming a policy file.
@@ -17,6 +20,11 @@ extension PressurePolicy {
     public static func load(file: String? = nil, environment: [String: String]) throws(PolicyError) -> PressurePolicy {
         var policy = PressurePolicy()
         if let path = file ?? environment[configFileVariable] {
+            // A FIFO or a device would hang the read or feed it without end: only a file will do.
+            var status = stat()
+            if stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+                throw PolicyError("policy file \(path): not a regular file")
+            }
             let text: String
             do {
                 text = try KernelFiles.host.read(path)
@@ -47,9 +55,17 @@ extension PressurePolicy {
             let line = rawLine.prefix { $0 != "#" }.trimmingWhitespace()
             if line.isEmpty { continue }
             let parts = line.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2 else { throw PolicyError("\(path):\(lineNumber): expected \"key = value\", found \"\(line)\"") }
+            // The line is not quoted back: a file given by mistake (or by someone else) may hold secrets.
+            guard parts.count == 2 else { throw PolicyError("\(path):\(lineNumber): expected \"key = value\" (this line is not a setting)") }
             try set(parts[0].trimmingWhitespace(), to: parts[1].trimmingWhitespace(), origin: "\(path):\(lineNumber)")
         }
+    }
+
+    /// A setting's text as an error may show it: quoted when it is short and plain (a typo to
+    /// fix), withheld otherwise (a line of a file that is not a policy file, control characters).
+    static func quoted(_ text: String) -> String {
+        let plain = text.count <= 40 && text.unicodeScalars.allSatisfy { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f }
+        return plain ? "\"\(text)\"" : "a value of \(text.utf8.count) bytes (not shown)"
     }
 
     /// The keys a policy file and `MEMWARN_*` variables may set.
@@ -62,12 +78,12 @@ extension PressurePolicy {
     /// Sets one setting by its file key.
     mutating func set(_ key: String, to value: String, origin: String) throws(PolicyError) {
         func number() throws(PolicyError) -> Double {
-            guard let number = Double(value), number.isFinite else { throw PolicyError("\(origin): \(key) must be a number, is \"\(value)\"") }
+            guard let number = Double(value), number.isFinite else { throw PolicyError("\(origin): \(key) must be a number, is \(Self.quoted(value))") }
             return number
         }
         func duration() throws(PolicyError) -> Duration {
             guard let duration = Self.duration(value) else {
-                throw PolicyError("\(origin): \(key) must be a duration such as 250ms or 2s, is \"\(value)\"")
+                throw PolicyError("\(origin): \(key) must be a duration such as 250ms or 2s, is \(Self.quoted(value))")
             }
             return duration
         }
@@ -84,7 +100,7 @@ extension PressurePolicy {
         case "pressure_level_quiet_time": pressureLevelQuietTime = try duration()
         case "forecast_horizon": forecastHorizon = try duration()
         case "growth_window": growthWindow = try duration()
-        default: throw PolicyError("\(origin): unknown key \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
+        default: throw PolicyError("\(origin): unknown key \(Self.quoted(key)) (known: \(Self.keys.joined(separator: ", ")))")
         }
     }
 

@@ -41,8 +41,14 @@ struct RunCommand: AsyncParsableCommand {
     func validate() throws {
         guard !command.isEmpty else { throw ValidationError("no command: give it after --, as in memwarn run --memory-max 64M -- CMD") }
         guard let maximum = ByteSize.parse(memoryMax) else { throw ValidationError("--memory-max: \"\(memoryMax)\" is not a size (examples: 67108864, 64M, 1.5G)") }
+        guard maximum >= ByteSize.smallestLimit else {
+            throw ValidationError("--memory-max: \(memoryMax) is below the smallest limit, 1M: no command can start under it")
+        }
         if let memoryHigh {
             guard let high = ByteSize.parse(memoryHigh) else { throw ValidationError("--memory-high: \"\(memoryHigh)\" is not a size") }
+            guard high >= ByteSize.smallestLimit else {
+                throw ValidationError("--memory-high: \(memoryHigh) is below the smallest limit, 1M: no command can start under it")
+            }
             guard high <= maximum else { throw ValidationError("--memory-high must not be above --memory-max") }
         }
     }
@@ -54,8 +60,16 @@ struct RunCommand: AsyncParsableCommand {
         logger.logLevel = .error
         let options = ConstrainedRun.Options(
             command: command, memoryMaxBytes: ByteSize.parse(memoryMax) ?? 0, memoryHighBytes: memoryHigh.flatMap(ByteSize.parse), policy: policy)
+        // The report's file is made before the command starts: a path that cannot be written
+        // is an error now, not after the run.
+        if let report, !FileManager.default.createFile(atPath: report, contents: nil) {
+            Output.errorLine("Error: cannot write the report to \(report): \(String(cString: strerror(errno)))")
+            throw ExitCode(125)
+        }
         // Trapped before the command starts (it gets the default dispositions back before exec).
-        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        // A hang-up or a closed output pipe ends the run as SIGTERM does: the command is told,
+        // and the cgroup removed.
+        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup, .sigpipe)
         let run: ConstrainedRun
         do {
             run = try ConstrainedRun(options, logger: logger)
@@ -64,7 +78,14 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode(error is ConstrainedRun.StartError ? 127 : 125)
         }
         let forwarding = Task {
-            for await signal in signals { run.forward(signal: signal.rawValue) }
+            for await signal in signals {
+                run.forward(signal: signal == .sighup || signal == .sigpipe ? SIGTERM : signal.rawValue)
+            }
+        }
+        for leftover in run.leftoversRemoved {
+            Output.errorLine("memwarn run: removed \(leftover.cgroup), left by memwarn pid \(leftover.ownerPID), which is gone"
+                + " (\(leftover.processesKilled) leftover process\(leftover.processesKilled == 1 ? "" : "es") killed)"
+                + (leftover.removed ? "" : "; it could NOT be removed"))
         }
         Output.errorLine("memwarn run: pid \(run.pid) in \(run.cgroup.location.directory), limit \(ByteSize.describe(options.memoryMaxBytes))")
         let limit = options.memoryMaxBytes
@@ -79,7 +100,8 @@ struct RunCommand: AsyncParsableCommand {
             do {
                 try encoder.encode(result).write(to: URL(fileURLWithPath: report))
             } catch {
-                Output.errorLine("Error: cannot write the report to \(report): \(error)")
+                Output.errorLine("Error: cannot write the report to \(report): \((error as NSError).localizedDescription)")
+                throw ExitCode(result.exitCode == 0 ? 1 : result.exitCode)
             }
         }
         throw ExitCode(result.exitCode)

@@ -39,7 +39,8 @@ struct SoakCommand: AsyncParsableCommand {
     var noBaseline = false
 
     func validate() throws {
-        guard ByteSize.parse(memoryMax) != nil else { throw ValidationError("--memory-max: \"\(memoryMax)\" is not a size (examples: 256M, 1G)") }
+        guard let maximum = ByteSize.parse(memoryMax) else { throw ValidationError("--memory-max: \"\(memoryMax)\" is not a size (examples: 256M, 1G)") }
+        guard maximum >= ByteSize.smallestLimit else { throw ValidationError("--memory-max: \(memoryMax) is below the smallest limit, 1M") }
         guard Self.seconds(duration) != nil else { throw ValidationError("--duration: \"\(duration)\" is not a duration (examples: 60s, 90, 2m)") }
     }
 

@@ -6,15 +6,19 @@ struct DemoOptions: Sendable {
     var duration: Duration = .seconds(60)
     /// Run without memwarn (no monitor, no releases, no suspension): the baseline.
     var memwarnEnabled = true
-    /// Where sessions save their state and media files are generated.
-    var dataDirectory = NSTemporaryDirectory() + "memwarn-demo-\(getpid())"
+    /// Where sessions save their state and media files are generated: given (it must be a
+    /// directory of this user's that nobody else may write to, or not exist yet), or a fresh
+    /// private one under `$TMPDIR` (`mkdtemp`) when `nil`.
+    var dataDirectory: String?
 
     static let usage = """
         usage: memwarn-demo [--duration SECONDS] [--no-memwarn] [--data-dir DIR]
         A memory-hungry service: a render cache that grows without bound, media decoded from
         files it generates, a connection pool, and user sessions (units) that go to the
         background, are suspended, and come back. One JSON event a line on stdout; the last
-        line is the summary, with the writes acknowledged, verified and lost.
+        line is the summary, with the writes acknowledged, verified and lost. Its files go in
+        --data-dir (a folder of yours that nobody else may write to, made if missing) or else a
+        fresh private folder under $TMPDIR, removed at the end.
         """
 
     struct UsageError: Error, CustomStringConvertible { var description: String }

@@ -15,6 +15,8 @@ final class DemoService {
     static let renderBytes = 256 << 10
 
     let options: DemoOptions
+    /// The directory of the demo's files: private to this user (see ``DemoOptions/dataDirectory``).
+    let dataDirectory: String
     let log = EventLog()
     let logger: Logger
     let app: Application
@@ -37,7 +39,14 @@ final class DemoService {
         var logger = Logger(label: "memwarn-demo")
         logger.logLevel = .error
         self.logger = logger
-        let directory = options.dataDirectory
+        let directory: String
+        if let given = options.dataDirectory {
+            try PrivateDirectory.prepare(given, purpose: "the data directory")
+            directory = given
+        } else {
+            directory = try PrivateDirectory.makeTemporary(prefix: "memwarn-demo")
+        }
+        dataDirectory = directory
         try FileManager.default.createDirectory(atPath: directory + "/sessions", withIntermediateDirectories: true)
         app = Application(configuration: LifeCycleConfiguration(suspensionDelay: .milliseconds(200)), logger: logger) { unit in
             UserSession(id: unit.id, directory: directory + "/sessions")
@@ -193,6 +202,6 @@ final class DemoService {
             "falseForecasts": monitor?.forecastTally.falseAlarms ?? 0,
         ])
         await app.terminate()
-        try? FileManager.default.removeItem(atPath: options.dataDirectory)
+        try? FileManager.default.removeItem(atPath: dataDirectory)
     }
 }

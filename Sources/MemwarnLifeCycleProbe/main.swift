@@ -71,8 +71,7 @@ struct SessionPlan: Sendable {
     }
 }
 
-let directory = NSTemporaryDirectory() + "memwarn-lifecycle-probe-\(getpid())"
-try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+let directory = try PrivateDirectory.makeTemporary(prefix: "memwarn-lifecycle-probe")  // fresh, 0700
 let plans = Mutex<[String: SessionPlan]>([:])
 let sessions = Mutex<[String: SessionDelegate]>([:])
 /// What each session acknowledged, kept outside the session: what a client was told.

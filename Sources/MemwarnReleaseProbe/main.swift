@@ -56,7 +56,7 @@ var media: MediaStore?
 var pool: ResourcePool<Connection>?
 var monitor: PressureMonitor?
 var ballast: [[UInt8]] = []
-let directory = NSTemporaryDirectory() + "memwarn-probe-\(getpid())"
+let directory = try PrivateDirectory.makeTemporary(prefix: "memwarn-probe")  // fresh, 0700
 
 @MainActor func load() async throws {
     // "sessions" holds PurgeableData, so its release is checked on the kernel's side too.

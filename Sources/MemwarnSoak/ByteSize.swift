@@ -7,14 +7,27 @@ public enum ByteSize {
     public static func parse(_ text: String) -> UInt64? {
         let trimmed = text.trimmingPrefix(while: \.isWhitespace)
         let digits = trimmed.prefix { $0.isNumber || $0 == "." }
-        var unit = trimmed.dropFirst(digits.count).lowercased()
-        if unit.hasSuffix("ib") { unit.removeLast(2) } else if unit.hasSuffix("b") && unit.count == 2 { unit.removeLast() }
-        let shifts: [String: Double] = ["": 1, "b": 1, "k": 1_024, "m": 1_048_576, "g": 1_073_741_824, "t": 1_099_511_627_776]
-        guard !digits.isEmpty, let number = Double(digits), number.isFinite, let scale = shifts[unit] else { return nil }
+        let unit = trimmed.dropFirst(digits.count).lowercased()
+        guard !digits.isEmpty, let number = Double(digits), number.isFinite, let scale = units[unit] else { return nil }
         let bytes = (number * scale).rounded()
         guard bytes >= 1, bytes < 1.8e19 else { return nil }
         return UInt64(bytes)
     }
+
+    /// The units, each alone, with `b` or with `ib` (`64`, `64b`, `64k`, `64kb`, `64KiB`): nothing
+    /// else (`64ib` and `64bb` are not sizes).
+    private static let units: [String: Double] = {
+        var units: [String: Double] = ["": 1, "b": 1]
+        for (letter, scale) in [("k", 1_024.0), ("m", 1_048_576), ("g", 1_073_741_824), ("t", 1_099_511_627_776)] {
+            for suffix in ["", "b", "ib"] { units[letter + suffix] = scale }
+        }
+        return units
+    }()
+
+    /// The smallest memory limit `memwarn run` and `memwarn soak` accept: 1 MiB. The kernel takes
+    /// any number of pages, but no command can even be started under less (the OOM killer
+    /// ends it before its first instruction).
+    public static let smallestLimit: UInt64 = 1 << 20
 
     /// `268435456` as `256.0 MiB`; from 1 GiB on, `1.50 GiB`.
     public static func describe(_ bytes: UInt64) -> String {

@@ -51,7 +51,10 @@ public final class ConstrainedRun: Sendable {
 
     public let options: Options
     /// The command's pid.
-    public let pid: Int32
+    public var pid: Int32 { child.pid }
+    private let child: WaitedChild
+    /// The cgroups of earlier runs whose `memwarn` process is gone, removed before this one began.
+    public let leftoversRemoved: [Leftover]
     /// The cgroup it runs in.
     public let cgroup: MemoryCgroup
     private let start: ContinuousClock.Instant
@@ -73,14 +76,10 @@ public final class ConstrainedRun: Sendable {
         guard let own = layout.memory else {
             throw CgroupError(.noMemoryController, "this host has no memory controller to limit the command with (mode \(layout.mode.rawValue))")
         }
-        let number = Self.counter.withLock { counter in
-            counter += 1
-            return counter
-        }
-        let cgroup = try MemoryCgroup(parent: own, name: "\(options.namePrefix)-\(getpid())-\(number)",
-                                      maximumBytes: options.memoryMaxBytes, highBytes: options.memoryHighBytes)
+        leftoversRemoved = Self.removeLeftovers(in: own, logger: logger)
+        let cgroup = try Self.makeCgroup(in: own, options: options)
         do {
-            pid = try Self.spawn(executable: executable, options: options, into: cgroup)
+            child = try WaitedChild { Self.spawn(executable: executable, options: options, into: cgroup) }
         } catch {
             try? cgroup.remove()
             throw error
@@ -91,9 +90,28 @@ public final class ConstrainedRun: Sendable {
         start = .now
     }
 
-    private static func spawn(executable: String, options: Options, into cgroup: MemoryCgroup) throws -> Int32 {
+    /// Creates the run's cgroup, `<prefix>-<pid>-<n>`, exclusively: a cgroup that already has
+    /// the name (made by someone else) is never adopted — the next number is tried.
+    private static func makeCgroup(in own: CgroupLocation, options: Options) throws(CgroupError) -> MemoryCgroup {
+        while true {
+            let number = counter.withLock { counter in
+                counter += 1
+                return counter
+            }
+            do {
+                return try MemoryCgroup(parent: own, name: "\(options.namePrefix)-\(getpid())-\(number)",
+                                        maximumBytes: options.memoryMaxBytes, highBytes: options.memoryHighBytes)
+            } catch where error.errno == EEXIST && number < 1_000 {
+                continue
+            }
+        }
+    }
+
+    /// Forks the command into the cgroup (on the waiting thread); it is killed if this process
+    /// dies. Returns the pid, or -errno.
+    private static func spawn(executable: String, options: Options, into cgroup: MemoryCgroup) -> Int32 {
         let procs = open(cgroup.location.file("cgroup.procs"), O_WRONLY | O_CLOEXEC)
-        guard procs >= 0 else { throw KernelFiles.openError(errno, cgroup.location.file("cgroup.procs"), writing: true) }
+        guard procs >= 0 else { return -errno }
         defer { close(procs) }
         let arguments = options.command.map { strdup($0) } + [nil]
         let environment = options.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -103,10 +121,9 @@ public final class ConstrainedRun: Sendable {
         }
         let pid = arguments.withUnsafeBufferPointer { argv in
             environment.withUnsafeBufferPointer { envp in
-                memwarn_spawn_in_cgroup(procs, executable, argv.baseAddress, envp.baseAddress, options.standardOutput ?? -1)
+                memwarn_spawn_in_cgroup(procs, executable, argv.baseAddress, envp.baseAddress, options.standardOutput ?? -1, SIGKILL)
             }
         }
-        guard pid > 0 else { throw StartError(description: "fork failed: \(String(cString: strerror(-pid)))") }
         return pid
     }
 
@@ -159,7 +176,7 @@ public final class ConstrainedRun: Sendable {
             }
         }
 
-        let exit = await ProcessExit.wait(for: pid)
+        let exit = await child.exit()
         let duration = Self.seconds(since: start)
         sampling?.cancel()
         monitoring.cancel()

@@ -43,7 +43,13 @@ public struct Soak: Sendable {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         // The demo's files go in a folder of the soak's, removed afterwards: a run that is
         // OOM-killed cannot clean up after itself.
-        let dataDirectory = NSTemporaryDirectory() + "memwarn-soak-\(getpid())-\(label)"
+        // A fresh private folder (mkdtemp, 0700): nobody else can have prepared anything in it.
+        let dataDirectory: String
+        do {
+            dataDirectory = try PrivateDirectory.makeTemporary(prefix: "memwarn-soak-\(label)")
+        } catch {
+            throw ConstrainedRun.StartError(description: "the demo's data folder: \(error)")
+        }
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
         var command = [demoPath, "--duration", String(seconds), "--data-dir", dataDirectory]
         if !memwarnEnabled { command.append("--no-memwarn") }

@@ -53,16 +53,23 @@ struct RunCommandTests {
         #expect(result.standardError.contains("exited with status 3"))
     }
 
+    /// `memwarn run --memory-max 64M -- memwarn-hog`, once the hog holds 8 MiB. The hog shares
+    /// memwarn run's stdin and stdout: its reply proves it runs in the cgroup. Close both
+    /// descriptors when done.
+    static func startRunWithHog() throws -> (pid: Int32, input: Int32, output: Int32) {
+        let (pid, input, output) = try ChildProcess.spawn([memwarn, "run", "--memory-max", "64M", "--", hog])
+        _ = Array("hold \(8 << 20)\n".utf8).withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+        #expect(try ChildProcess.readLine(output).hasPrefix("held "))
+        return (pid, input, output)
+    }
+
     @Test(arguments: [SIGTERM, SIGINT])
     func interruptingRunPassesTheSignalOnAndStillRemovesTheCgroup(signal: Int32) throws {
-        let (pid, input, output) = try ChildProcess.spawn([Self.memwarn, "run", "--memory-max", "64M", "--", Self.hog])
+        let (pid, input, output) = try Self.startRunWithHog()
         defer {
             close(input)
             close(output)
         }
-        // The hog shares memwarn run's stdin and stdout: its reply proves it runs in the cgroup.
-        _ = Array("hold \(8 << 20)\n".utf8).withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
-        #expect(try ChildProcess.readLine(output).hasPrefix("held "))
         #expect(try Self.runCgroups(of: pid).count == 1)
         kill(pid, signal)
         let status = ChildProcess.wait(pid)

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -55,5 +56,86 @@ struct PolicyTests {
         #expect(PressurePolicy.duration("1m") == .seconds(60))
         #expect(PressurePolicy.duration("5") == nil)
         #expect(PressurePolicy.duration("-1s") == nil)
+    }
+}
+
+/// Issue 16, finding 3: a huge duration once trapped ("Double value cannot be converted to
+/// Int64") in every process that loaded the policy; now it is a clear error naming the key.
+@Suite struct HugeSettingTests {
+    @Test(arguments: ["1e16s", "1e300s", "1e15m", "inf", "nan", "-1s", "1e400ms"])
+    func aHugeOrNonsenseDurationIsAnErrorNamingTheKey(value: String) {
+        #expect(throws: PolicyError.self) { try PressurePolicy.load(environment: ["MEMWARN_HOLD_TIME": value]) }
+        do {
+            _ = try PressurePolicy.load(environment: ["MEMWARN_PSI_WINDOW": value])
+            Issue.record("\(value) accepted")
+        } catch {
+            #expect("\(error)".contains("MEMWARN_PSI_WINDOW"), "\(error)")
+        }
+    }
+
+    @Test func aHugeDurationInAPolicyFileIsAnErrorWithItsLine() throws {
+        let path = "/tmp/memwarn-huge-setting-\(getpid()).conf"
+        defer { unlink(path) }
+        try #require(FileManager.default.createFile(atPath: path, contents: Data("warning_ratio = 0.8\npsi_window = 1e300s\n".utf8)))
+        do {
+            _ = try PressurePolicy.load(file: path, environment: [:])
+            Issue.record("accepted")
+        } catch {
+            #expect("\(error)".contains(":2: psi_window"), "\(error)")
+        }
+    }
+}
+
+/// Issue 16, finding 2's helper: private folders.
+@Suite struct PrivateDirectoryTests {
+    @Test func aTemporaryFolderIsFreshUniqueAndOnlyOurs() throws {
+        let first = try PrivateDirectory.makeTemporary(prefix: "memwarn-private-test")
+        let second = try PrivateDirectory.makeTemporary(prefix: "memwarn-private-test")
+        defer { rmdir(first); rmdir(second) }
+        #expect(first != second)
+        var status = stat()
+        #expect(lstat(first, &status) == 0)
+        #expect(status.st_mode & S_IFMT == S_IFDIR)
+        #expect(status.st_mode & 0o777 == 0o700)
+        #expect(status.st_uid == geteuid())
+        try PrivateDirectory.prepare(first, purpose: "the test folder")  // ours: accepted
+    }
+}
+
+/// Issue 16, finding 14: `--config <fifo>` hung, and `--config /etc/shadow` printed a line of
+/// the file in its error.
+@Suite struct PolicyFileSafetyTests {
+    @Test func aFIFOIsRefusedAtOnce() throws {
+        let path = "/tmp/memwarn-policy-fifo-\(getpid())"
+        defer { unlink(path) }
+        try #require(mkfifo(path, 0o600) == 0)
+        do {
+            _ = try PressurePolicy.load(file: path, environment: [:])
+            Issue.record("a FIFO was read as a policy file")
+        } catch {
+            #expect(error.message == "policy file \(path): not a regular file")
+        }
+    }
+
+    @Test func aFileThatIsNotAPolicyIsNeverQuotedBack() throws {
+        let path = "/tmp/memwarn-policy-secret-\(getpid())"
+        defer { unlink(path) }
+        let secret = "root:$6$c2VjcmV0aGFzaA$Zm9vYmFyYmF6cXV4:19000:0:99999:7:::"
+        try #require(FileManager.default.createFile(atPath: path, contents: Data((secret + "\n").utf8)))
+        do {
+            _ = try PressurePolicy.load(file: path, environment: [:])
+            Issue.record("accepted")
+        } catch {
+            #expect(!error.message.contains("root") && !error.message.contains("$6$"), "\(error.message)")
+            #expect(error.message == "\(path):1: expected \"key = value\" (this line is not a setting)")
+        }
+        // A short, plain typo is still shown, so it can be fixed.
+        try #require(FileManager.default.createFile(atPath: path, contents: Data("warnig_ratio = 0.8\n".utf8)))
+        do {
+            _ = try PressurePolicy.load(file: path, environment: [:])
+            Issue.record("accepted")
+        } catch {
+            #expect(error.message.contains("unknown key \"warnig_ratio\""), "\(error.message)")
+        }
     }
 }

@@ -40,25 +40,10 @@ public enum ControlDirectory {
     ///
     /// - Throws: ``ControlError`` naming the directory and what is wrong with it.
     static func prepare(_ directory: String) throws(ControlError) {
-        if mkdir(directory, 0o700) == 0 {
-            // mkdir applies the umask; the mode is exactly 0700 whatever it is.
-            guard chmod(directory, 0o700) == 0 else { throw .system("chmod", directory) }
-        } else if errno != EEXIST {
-            throw .system("cannot create the control directory", directory)
-        }
-        var status = stat()
-        guard lstat(directory, &status) == 0 else { throw .system("lstat", directory) }
-        switch status.st_mode & S_IFMT {
-        case S_IFDIR: break
-        case S_IFLNK: throw ControlError("the control directory \(directory) is a symbolic link; refusing to use it")
-        default: throw ControlError("the control directory \(directory) exists and is not a directory")
-        }
-        guard status.st_uid == geteuid() else {
-            throw ControlError("the control directory \(directory) is owned by uid \(status.st_uid), not by this process's uid \(geteuid()); refusing to use it")
-        }
-        // Another user who may write there could replace our socket with one of theirs.
-        guard status.st_mode & 0o022 == 0 else {
-            throw ControlError("the control directory \(directory) is writable by other users (mode \(String(status.st_mode & 0o7777, radix: 8))); refusing to use it")
+        do {
+            try PrivateDirectory.prepare(directory, purpose: "the control directory")
+        } catch {
+            throw ControlError(error.message)
         }
     }
 }

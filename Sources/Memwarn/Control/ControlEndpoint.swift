@@ -16,8 +16,19 @@ final class ControlEndpoint: @unchecked Sendable {
     // @unchecked: `connections` and `listenerPause` are touched only on the loop's thread;
     // `subjects` is guarded by its lock; everything else is set in init and never changes.
 
-    /// The most connections served at once.
-    static let connectionLimit = 256
+    /// The most connections served at once: 256, or a quarter of the process's file-descriptor
+    /// limit (`RLIMIT_NOFILE`) when that is less, so that a flood of connections never takes the
+    /// descriptors the monitor and the service need.
+    static let connectionLimit: Int = {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return 256 }  // RLIM_INFINITY
+        return connectionLimit(forDescriptorLimit: Int(clamping: limit.rlim_cur))
+    }()
+
+    /// The connection limit for a descriptor limit: a quarter of it, at least 4, at most 256.
+    static func connectionLimit(forDescriptorLimit descriptors: Int) -> Int {
+        min(256, max(4, descriptors / 4))
+    }
     /// How long a client has to send its request line, and again to take the reply.
     static let requestTimeout = Duration.seconds(2)
 

@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A directory only this process's user can write to: what memwarn's tools write files into,
+/// so nothing is ever written through a path another user could have prepared (a symbolic
+/// link planted under a predictable name in `/tmp`, say).
+package enum PrivateDirectory {
+    /// Why a directory cannot be used.
+    package struct Refusal: Error, Sendable, CustomStringConvertible {
+        package var message: String
+        package var description: String { message }
+    }
+
+    /// Creates `path` with mode 0700, or checks the one that exists: it must be a directory,
+    /// not a symbolic link, owned by the effective uid, and not writable by group or others.
+    ///
+    /// - Parameter purpose: names the directory in errors ("the control directory").
+    /// - Throws: ``Refusal`` naming the directory and what is wrong with it.
+    package static func prepare(_ path: String, purpose: String) throws(Refusal) {
+        if mkdir(path, 0o700) == 0 {
+            // mkdir applies the umask; the mode is exactly 0700 whatever it is.
+            guard chmod(path, 0o700) == 0 else { throw system("chmod", path) }
+        } else if errno != EEXIST {
+            throw system("cannot create \(purpose)", path)
+        }
+        var status = stat()
+        guard lstat(path, &status) == 0 else { throw system("lstat", path) }
+        switch status.st_mode & S_IFMT {
+        case S_IFDIR: break
+        case S_IFLNK: throw Refusal(message: "\(purpose) \(path) is a symbolic link; refusing to use it")
+        default: throw Refusal(message: "\(purpose) \(path) exists and is not a directory")
+        }
+        guard status.st_uid == geteuid() else {
+            throw Refusal(message: "\(purpose) \(path) is owned by uid \(status.st_uid), not by this process's uid \(geteuid()); refusing to use it")
+        }
+        // Another user who may write there could replace what we put in it.
+        guard status.st_mode & 0o022 == 0 else {
+            throw Refusal(message: "\(purpose) \(path) is writable by other users (mode \(String(status.st_mode & 0o7777, radix: 8))); refusing to use it")
+        }
+    }
+
+    /// Makes a fresh directory, mode 0700, under `$TMPDIR` (or `/tmp`) named `<prefix>-XXXXXX`
+    /// with a random suffix (`mkdtemp`): it did not exist before, so nobody prepared it.
+    package static func makeTemporary(prefix: String) throws(Refusal) -> String {
+        let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array("\(base.hasSuffix("/") ? String(base.dropLast()) : base)/\(prefix)-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw system("mkdtemp", "\(base)/\(prefix)-XXXXXX") }
+        return String(cString: template.map { UInt8(bitPattern: $0) })
+    }
+
+    private static func system(_ call: String, _ path: String, errno code: Int32 = errno) -> Refusal {
+        Refusal(message: "\(call) \(path): \(String(cString: strerror(code)))")
+    }
+}

@@ -1,0 +1,104 @@
+import CgroupKit
+import Foundation
+import MemwarnTestKit
+import Testing
+
+extension RunCommandTests {
+    /// Issue 16, findings 4, 5, 11 and 12, attacked as filed. Nested in the serialized
+    /// `memwarn run` suite: these runs' cgroups must not meet its check that none is left.
+    @Suite(.serialized)
+    struct RunHardeningTests {
+        static let memwarn = ProductsDirectory.path + "/memwarn"
+
+        /// `memwarn-run-` cgroups in our cgroup whose `memwarn` process is gone.
+        static func deadRunCgroups() throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: try RunCommandTests.ownCgroupDirectory()).filter { name in
+                guard name.hasPrefix("memwarn-run-"), let owner = Int32(name.split(separator: "-")[2]) else { return false }
+                return kill(owner, 0) != 0 && errno == ESRCH
+            }
+        }
+
+        /// Waits (bounded) until a cgroup has no process left.
+        static func waitUntilEmpty(_ directory: String) throws -> Bool {
+            for _ in 0..<250 {
+                let procs = try String(contentsOfFile: directory + "/cgroup.procs", encoding: .utf8)
+                if procs.isEmpty { return true }
+                usleep(20_000)
+            }
+            return false
+        }
+
+        @Test func aRunKilledWithSIGKILLTakesItsCommandAlongAndTheNextRunRemovesWhatItLeft() throws {
+            let (pid, input, output) = try RunCommandTests.startRunWithHog()
+            defer {
+                close(input)
+                close(output)
+            }
+            let name = try #require(try RunCommandTests.runCgroups(of: pid).first)
+            let leftover = try RunCommandTests.ownCgroupDirectory() + "/" + name
+
+            kill(pid, SIGKILL)  // the memwarn run we started: it cannot clean up
+            _ = ChildProcess.wait(pid)
+            #expect(try Self.waitUntilEmpty(leftover), "the command died with its memwarn run (PR_SET_PDEATHSIG)")
+            let stillThere = FileManager.default.fileExists(atPath: leftover)
+
+            let next = try ChildProcess.run([Self.memwarn, "run", "--memory-max", "32M", "--", "/bin/true"])
+            #expect(next.status == 0, "\(next.standardError)")
+            #expect(!FileManager.default.fileExists(atPath: leftover), "the leftover cgroup was removed")
+            if stillThere {  // (another suite's run may have removed it first)
+                #expect(next.standardError.contains("removed \(leftover), left by memwarn pid \(pid), which is gone"), "\(next.standardError)")
+            }
+        }
+
+        @Test func aHangUpEndsTheRunAsSIGTERMDoesAndRemovesTheCgroup() throws {
+            let (pid, input, output) = try RunCommandTests.startRunWithHog()
+            defer {
+                close(input)
+                close(output)
+            }
+            kill(pid, SIGHUP)
+            #expect(ChildProcess.wait(pid) == 128 + SIGTERM, "the command was told SIGTERM")
+            #expect(try RunCommandTests.runCgroups(of: pid).isEmpty)
+        }
+
+        @Test func aClosedOutputPipeEndsTheRunCleanly() throws {
+            let before = Set(try Self.deadRunCgroups())
+            // As filed: (memwarn run --memory-max 64M -- sleep 3 2>&1) | head -c 10
+            let result = try ChildProcess.run(["/bin/sh", "-c", "('\(Self.memwarn)' run --memory-max 64M -- sleep 3 2>&1) | head -c 10"])
+            #expect(result.status == 0)
+            #expect(Set(try Self.deadRunCgroups()).subtracting(before).isEmpty, "no cgroup left behind by a run killed by SIGPIPE")
+        }
+
+        @Test func aCgroupThatAlreadyHasTheRunsNameIsNeverAdopted() throws {
+            let own = try RunCommandTests.ownCgroupDirectory()
+            let record = RunCommandTests.temporaryFile("squatted")
+            defer { try? FileManager.default.removeItem(atPath: record) }
+            // Someone else's cgroup under the name the run will pick first (its pid is the shell's: exec keeps it).
+            let script = """
+                mkdir '\(own)'/memwarn-run-$$-1 && echo 1073741824 > '\(own)'/memwarn-run-$$-1/memory.limit_in_bytes \
+                && echo '\(own)'/memwarn-run-$$-1 > '\(record)' && exec '\(Self.memwarn)' run --memory-max 64M -- /bin/true
+                """
+            let result = try ChildProcess.run(["/bin/sh", "-c", script])
+            let squatted = try String(contentsOfFile: record, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            defer { rmdir(squatted) }
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(try String(contentsOfFile: squatted + "/memory.limit_in_bytes", encoding: .utf8) == "1073741824\n", "its limit untouched")
+            #expect(!result.standardError.contains(squatted + ","), "the run used another name: \(result.standardError)")
+        }
+
+        @Test(arguments: ["1", "64ib", "64bb", "100K"])
+        func aLimitBelowOneMebibyteOrNotASizeIsRefusedBeforeAnythingStarts(size: String) throws {
+            let result = try ChildProcess.run([Self.memwarn, "run", "--memory-max", size, "--", "/bin/true"])
+            #expect(result.status == 64)
+            #expect(result.standardError.hasPrefix("Error: --memory-max: "), "\(result.standardError)")
+        }
+
+        @Test func aReportPathThatCannotBeWrittenIsRefusedBeforeTheCommandRuns() throws {
+            let marker = RunCommandTests.temporaryFile("must-not-exist")
+            let result = try ChildProcess.run([Self.memwarn, "run", "--memory-max", "32M", "--report", "/nonexistent/dir/r.json", "--", "/usr/bin/touch", marker])
+            #expect(result.status == 125)
+            #expect(result.standardError.hasPrefix("Error: cannot write the report to /nonexistent/dir/r.json: No such file or directory"), "\(result.standardError)")
+            #expect(!FileManager.default.fileExists(atPath: marker), "the command never ran")
+        }
+    }
+}
