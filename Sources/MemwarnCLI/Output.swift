@@ -10,6 +10,16 @@ enum Output {
     /// A whole line to standard error (`memwarn run` keeps stdout for its command).
     static func errorLine(_ text: String) { write(text, to: 2) }
 
+    /// Text from elsewhere (another process's reply) made safe for a terminal: control
+    /// characters — escape sequences, carriage returns, C1 controls — become `?`; newlines
+    /// and tabs stay.
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
+            let isControl = scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value)
+            return isControl && scalar != "\n" && scalar != "\t" ? "?" : scalar
+        }))
+    }
+
     private static func write(_ text: String, to descriptor: Int32) {
         let bytes = Array((text + "\n").utf8)
         var offset = 0

@@ -110,7 +110,7 @@ struct RunCommand: AsyncParsableCommand {
     static func summary(_ result: ConstrainedRunReport) -> [String] {
         let ending = result.exit.signal.map { "killed by signal \($0)\($0 == SIGKILL ? " (SIGKILL)" : "")" } ?? "exited with status \(result.exit.status ?? 0)"
         let warnings = result.warnings.isEmpty ? "none" : result.warnings.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        return [
+        return (result.monitorError.map { ["the monitor stopped (\($0)): the command ran unmonitored from then on; its levels are missing"] } ?? []) + [
             "\(ending) after \(String(format: "%.1f", result.durationSeconds)) s (exit code \(result.exitCode))",
             "OOM kills \(result.oomKills); peak \(result.peakUsageBytes.map(ByteSize.describe) ?? "unknown") of \(ByteSize.describe(result.memoryMaxBytes)); levels entered: \(warnings)",
             result.cgroupRemoved ? "cgroup \(result.cgroup) removed" : "cgroup \(result.cgroup) could NOT be removed",

@@ -9,8 +9,11 @@ struct TriggerCommand: ParsableCommand {
         abstract: "Ask running processes to release memory now, as a memory warning would.",
         discussion: """
             Talks to the control endpoint of each process that runs a memwarn monitor: \
-            <pid>.sock in $XDG_RUNTIME_DIR/memwarn, else /run/user/<uid>/memwarn, else \
-            /tmp/memwarn-<uid>. Sockets of processes that no longer exist are removed first. \
+            <pid>.sock in $XDG_RUNTIME_DIR/memwarn, else /run/user/<uid>/memwarn, else for \
+            root /run/memwarn, else /tmp/memwarn-<uid>; a directory another user owns or may \
+            change is refused, and so is an endpoint run by another user than you or root. \
+            Stale sockets (their process gone, or nothing listening) are removed first; what \
+            the endpoint sends is printed without control characters. \
             The report lists the consumers in the order they were asked: the documented tier \
             order, the largest first within a tier. --json prints each process's reply as one \
             JSON line.
@@ -57,6 +60,8 @@ struct TriggerCommand: ParsableCommand {
 
     func run() throws {
         let directory = ControlDirectory.defaultPath
+        // A directory another user could have made or could change is not believed.
+        try ControlDirectory.check(directory)
         ControlClient.pruneStaleSockets(in: directory)
         let sockets = try socketPaths(in: directory)
         var failures: [String] = []
@@ -66,14 +71,14 @@ struct TriggerCommand: ParsableCommand {
                 let line = try ControlClient.exchange(request.line, with: path)
                 switch try ControlReply(line: Array(line.utf8)) {
                 case .failure(let message):
-                    failures.append("process \(pid): \(message)")
+                    failures.append("process \(pid): \(Output.printable(message))")
                 case .status:
                     failures.append("process \(pid): answered with a status, not a report")
                 case .released(_, _, let report):
                     if json {
-                        Output.line(line)
+                        Output.line(Output.printable(line))
                     } else {
-                        Output.line((index > 0 ? "\n" : "") + TriggerReport(pid: pid, report: report).text())
+                        Output.line((index > 0 ? "\n" : "") + Output.printable(TriggerReport(pid: pid, report: report).text()))
                     }
                 }
             } catch {

@@ -158,8 +158,15 @@ public final class ConstrainedRun: Sendable {
                 onLevel(event)
             }
         }
+        let monitorError = Locked<String?>(nil)
         let monitoring = Task {
-            do { try await monitor.run() } catch { logger.debug("the run's monitor stopped", metadata: ["error": "\(error)"]) }
+            do {
+                try await monitor.run()
+            } catch is CancellationError {
+            } catch {
+                monitorError.withLock { $0 = "\(error)" }
+                logger.warning("the run's monitor stopped; the command runs on unmonitored", metadata: ["error": "\(error)"])
+            }
         }
         let samples = Locked<[SoakSample]>([])
         let sampling = options.sampleInterval.map { interval in
@@ -194,7 +201,7 @@ public final class ConstrainedRun: Sendable {
             command: options.command, cgroup: cgroup.location.path, memoryMaxBytes: options.memoryMaxBytes,
             memoryHighBytes: options.memoryHighBytes, exit: exit, exitCode: exit.code, oomKills: oomKills,
             peakUsageBytes: peak ?? nil, warnings: warnings, levelChanges: recorded, durationSeconds: duration,
-            cgroupRemoved: removed, samples: samples.withLock { $0 })
+            cgroupRemoved: removed, samples: samples.withLock { $0 }, monitorError: monitorError.withLock { $0 })
     }
 
     /// Kills what the command left in the cgroup, then removes it.

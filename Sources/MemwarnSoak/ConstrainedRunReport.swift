@@ -28,4 +28,7 @@ public struct ConstrainedRunReport: Sendable, Codable {
     public var cgroupRemoved: Bool
     /// Usage readings, when sampling was asked for (the soak's plot).
     public var samples: [SoakSample]
+    /// Why the run's monitor stopped before the command ended, if it did: from then on the
+    /// command ran unmonitored (its levels are missing from ``levelChanges``).
+    public var monitorError: String?
 }

@@ -43,6 +43,36 @@ public enum ChildProcess {
         return Finished(status: wait(pid), standardOutput: standardOutput, standardError: standardError)
     }
 
+    /// ``run(_:environment:)`` on a thread of its own, so a command that takes seconds never
+    /// holds one of the few threads Swift's tasks run on (other suites' tasks would starve).
+    public static func runOffThePool(_ arguments: [String], environment: [String]? = nil) async throws -> Finished {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Finished, any Error>) in
+            var thread = pthread_t()
+            let box = Unmanaged.passRetained(RunRequest(arguments: arguments, environment: environment, continuation: continuation))
+            let started = pthread_create(&thread, nil, { context in
+                let request = Unmanaged<RunRequest>.fromOpaque(context!).takeRetainedValue()
+                request.continuation.resume(with: Result { () throws(CgroupError) in try ChildProcess.run(request.arguments, environment: request.environment) })
+                return nil
+            }, box.toOpaque())
+            if started == 0 {
+                pthread_detach(thread)
+            } else {
+                box.release()
+                continuation.resume(throwing: CgroupError(.unsupported, "pthread_create failed: \(started)"))
+            }
+        }
+    }
+
+    private final class RunRequest: @unchecked Sendable {
+        // @unchecked: handed to exactly one thread, which owns it from then on.
+        let arguments: [String]
+        let environment: [String]?
+        let continuation: CheckedContinuation<Finished, any Error>
+        init(arguments: [String], environment: [String]?, continuation: CheckedContinuation<Finished, any Error>) {
+            (self.arguments, self.environment, self.continuation) = (arguments, environment, continuation)
+        }
+    }
+
     /// Waits for a child and returns its exit status, or 128 + signal.
     public static func wait(_ pid: Int32) -> Int32 {
         var status: Int32 = 0

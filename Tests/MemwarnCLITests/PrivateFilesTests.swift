@@ -33,7 +33,7 @@ struct PrivateFilesTests {
         var sentinelIsIntact: Bool { (try? String(contentsOfFile: sentinel, encoding: .utf8)) == Self.sentinelText }
     }
 
-    @Test func theSoakNeverWritesThroughAFolderPreparedUnderItsOldPredictableName() throws {
+    @Test func theSoakNeverWritesThroughAFolderPreparedUnderItsOldPredictableName() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
         // The attack, as filed: plant the soak's old folder for the pid `exec` keeps, then exec it.
@@ -42,7 +42,7 @@ struct PrivateFilesTests {
             mkdir -p \(planted)/media && ln -s '\(scratch.sentinel)' \(planted)/media/poster-3.ppm && echo \(planted) > '\(scratch.directory)/planted' \
             && exec '\(Self.memwarn)' soak --duration 2s --no-baseline --memory-max 256M
             """
-        let result = try ChildProcess.run(["/bin/sh", "-c", script])
+        let result = try await ChildProcess.runOffThePool(["/bin/sh", "-c", script])
         let plantedPath = try String(contentsOfFile: scratch.directory + "/planted", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         defer { try? FileManager.default.removeItem(atPath: plantedPath) }
         #expect(result.status == 0, "the soak ran: \(result.standardError)")
@@ -82,10 +82,10 @@ struct PrivateFilesTests {
         #expect(scratch.sentinelIsIntact)
     }
 
-    @Test func theDemosOwnFolderIsFreshAndPrivateAndRemovedAfterwards() throws {
+    @Test func theDemosOwnFolderIsFreshAndPrivateAndRemovedAfterwards() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let result = try ChildProcess.run([Self.demo, "--duration", "1", "--no-memwarn"], environment: ["TMPDIR=\(scratch.directory)"])
+        let result = try await ChildProcess.runOffThePool([Self.demo, "--duration", "1", "--no-memwarn"], environment: ["TMPDIR=\(scratch.directory)"])
         #expect(result.status == 0, "\(result.standardError)")
         let left = try FileManager.default.contentsOfDirectory(atPath: scratch.directory).filter { $0.hasPrefix("memwarn-demo") }
         #expect(left.isEmpty, "the demo removed its folder: \(left)")

@@ -61,10 +61,10 @@ extension RunCommandTests {
             #expect(try RunCommandTests.runCgroups(of: pid).isEmpty)
         }
 
-        @Test func aClosedOutputPipeEndsTheRunCleanly() throws {
+        @Test func aClosedOutputPipeEndsTheRunCleanly() async throws {
             let before = Set(try Self.deadRunCgroups())
             // As filed: (memwarn run --memory-max 64M -- sleep 3 2>&1) | head -c 10
-            let result = try ChildProcess.run(["/bin/sh", "-c", "('\(Self.memwarn)' run --memory-max 64M -- sleep 3 2>&1) | head -c 10"])
+            let result = try await ChildProcess.runOffThePool(["/bin/sh", "-c", "('\(Self.memwarn)' run --memory-max 64M -- sleep 3 2>&1) | head -c 10"])
             #expect(result.status == 0)
             #expect(Set(try Self.deadRunCgroups()).subtracting(before).isEmpty, "no cgroup left behind by a run killed by SIGPIPE")
         }
@@ -84,6 +84,26 @@ extension RunCommandTests {
             #expect(result.status == 0, "\(result.standardError)")
             #expect(try String(contentsOfFile: squatted + "/memory.limit_in_bytes", encoding: .utf8) == "1073741824\n", "its limit untouched")
             #expect(!result.standardError.contains(squatted + ","), "the run used another name: \(result.standardError)")
+        }
+
+        @Test func aRunWhoseMonitorFailsSaysSoOnStderrAndInTheReport() throws {
+            let report = RunCommandTests.temporaryFile("unmonitored.json")
+            defer { try? FileManager.default.removeItem(atPath: report) }
+            // Too few descriptors for the monitor's event loop (finding 8: it said nothing): the
+            // smallest descriptor limit the run itself starts with leaves the monitor none.
+            var started: ChildProcess.Finished?
+            for limit in 12...64 {
+                let result = try ChildProcess.run(["/bin/sh", "-c", "ulimit -n \(limit) && exec '\(Self.memwarn)' run --memory-max 64M --report '\(report)' -- /bin/true"])
+                if result.status == 0 {
+                    started = result
+                    break
+                }
+                #expect(result.standardError.hasPrefix("Error: "), "a run that cannot start says why: \(result.standardError)")
+            }
+            let result = try #require(started)
+            #expect(result.standardError.contains("memwarn run: the monitor stopped ("), "\(result.standardError)")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+            #expect((json["monitorError"] as? String)?.contains("Too many open files") == true, "\(json)")
         }
 
         @Test(arguments: ["1", "64ib", "64bb", "100K"])

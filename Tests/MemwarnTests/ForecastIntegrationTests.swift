@@ -1,4 +1,5 @@
 import CgroupKit
+import Foundation
 import MemwarnTestKit
 import Testing
 @testable import Memwarn
@@ -31,14 +32,17 @@ struct ForecastIntegrationTests {
             defer { hog.terminate() }
             let rise = try await withRunningMonitor(monitor) { iterator in
                 _ = try await next(&iterator)  // the initial reading
-                // About 6.4 MiB/s: 1 % of the limit every 100 ms, from 45 % up to 88 %.
-                let climb = Task {
-                    for step in 45...88 {
-                        try hog.hold(Double(step) / 100, of: cgroup, besides: overhead)
-                        try await Task.sleep(for: .milliseconds(100))
+                // About 6.4 MiB/s: 1 % of the limit every 100 ms, from 45 % up to 88 %, paced on a
+                // thread of its own (the hog's replies block; a task doing it would hold one of the
+                // few threads the monitor's events and other suites need).
+                let stopped = Locked(false)
+                Thread.detachNewThread {
+                    for step in 45...88 where !stopped.withLock({ $0 }) {
+                        _ = try? hog.hold(Double(step) / 100, of: cgroup, besides: overhead)
+                        usleep(100_000)
                     }
                 }
-                defer { climb.cancel() }
+                defer { stopped.withLock { $0 = true } }
                 return try await next(&iterator)
             }
             #expect(rise.level == .warning && rise.source == .forecast, "the first rise came from \(rise.source); forecast then: \(String(describing: rise.forecast))")

@@ -1,3 +1,4 @@
+import CLibcgroup
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,15 +37,28 @@ public enum ControlClient {
         kill(pid, 0) == 0 || errno != ESRCH
     }
 
-    /// Removes the sockets of processes that no longer exist.
+    /// Removes stale sockets: those of processes that no longer exist, and those nothing
+    /// listens on any more (a connection is refused) — a pid may have been reused by a process
+    /// with no endpoint. Only sockets owned by this process's user are removed.
     ///
     /// - Returns: the paths removed.
     @discardableResult
     public static func pruneStaleSockets(in directory: String) -> [String] {
         socketPaths(in: directory).filter { path in
-            guard let pid = ControlDirectory.pid(ofSocket: path), !processExists(pid) else { return false }
+            var status = stat()
+            guard let pid = ControlDirectory.pid(ofSocket: path), lstat(path, &status) == 0, status.st_uid == geteuid() else { return false }
+            guard !processExists(pid) || nothingListens(on: path) else { return false }
             return unlink(path) == 0
         }
+    }
+
+    /// Whether connecting to a socket is refused (nobody listens on it).
+    static func nothingListens(on path: String) -> Bool {
+        guard let address = try? UnixSocketAddress(path: path) else { return false }
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return address.withSocketAddress { connect(descriptor, $0, $1) } != 0 && errno == ECONNREFUSED
     }
 
     /// Sends a request and reads the reply.
@@ -73,6 +87,12 @@ public enum ControlClient {
             if errno == ECONNREFUSED { throw ControlError("nothing listens on \(socketPath) (a stale socket)") }
             throw .system("connect", socketPath)
         }
+        // Only an endpoint of this user's, or root's, is believed.
+        var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
+        guard memwarn_peer_credentials(descriptor, &pid, &uid, &gid) == 0 else { throw .system("the credentials of the endpoint on", socketPath) }
+        guard uid == geteuid() || uid == 0 else {
+            throw ControlError("the endpoint on \(socketPath) runs as uid \(uid), neither this user (uid \(geteuid())) nor root; not trusted")
+        }
         try sendAll(Array((line + "\n").utf8), on: descriptor, socketPath: socketPath)
         return try receiveLine(on: descriptor, socketPath: socketPath, timeout: timeout)
     }
@@ -94,14 +114,21 @@ public enum ControlClient {
         }
     }
 
+    /// Reads up to the first newline: each chunk is searched once (never the whole reply again),
+    /// and the whole reply must come within `timeout`, not only each read.
     private static func receiveLine(on descriptor: Int32, socketPath: String, timeout: Duration) throws(ControlError) -> String {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + timeout
         while received.count <= maximumReplyBytes {
+            guard ContinuousClock.now < deadline else { throw ControlError("no complete reply from \(socketPath) within \(timeout)") }
             let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
             if count > 0 {
+                if let newline = chunk[0..<count].firstIndex(of: UInt8(ascii: "\n")) {
+                    received += chunk[0..<newline]
+                    return String(decoding: received, as: UTF8.self)
+                }
                 received += chunk[0..<count]
-                if let newline = received.firstIndex(of: UInt8(ascii: "\n")) { return String(decoding: received[..<newline], as: UTF8.self) }
             } else if count == 0 || errno == ECONNRESET {
                 guard received.isEmpty else { return String(decoding: received, as: UTF8.self) }
                 throw ControlError("the endpoint on \(socketPath) closed the connection without a reply")

@@ -6,7 +6,9 @@ import Glibc
 /// process.
 ///
 /// The default is `$XDG_RUNTIME_DIR/memwarn` when `XDG_RUNTIME_DIR` is set, else
-/// `/run/user/<euid>/memwarn` when `/run/user/<euid>` exists, else `/tmp/memwarn-<euid>`.
+/// `/run/user/<euid>/memwarn` when `/run/user/<euid>` exists, else for root `/run/memwarn`, else
+/// `/tmp/memwarn-<euid>`. A client (``check(_:)``) and an endpoint (``prepare(_:)``) both refuse a
+/// directory in a folder another user owns or may change (a sticky one, as `/tmp`, is fine).
 /// An endpoint creates the directory with mode 0700 and refuses one that is a symbolic link,
 /// is owned by another user or is writable by others (there is no fallback: the error says why).
 public enum ControlDirectory {
@@ -19,6 +21,10 @@ public enum ControlDirectory {
         var status = stat()
         if stat("/run/user/\(uid)", &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
             return "/run/user/\(uid)/memwarn"
+        }
+        // Root's must not be in /tmp, where any user could make it first.
+        if uid == 0, stat("/run", &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == 0 {
+            return "/run/memwarn"
         }
         return "/tmp/memwarn-\(uid)"
     }
@@ -39,6 +45,21 @@ public enum ControlDirectory {
     /// directory, not a symbolic link, owned by the effective uid, and not writable by others.
     ///
     /// - Throws: ``ControlError`` naming the directory and what is wrong with it.
+    /// Checks, for a client, that the directory and every folder above it can be trusted (see
+    /// ``prepare(_:)``): a directory another user made or can change could hold their sockets.
+    /// A directory that does not exist is no error (there is nothing in it to trust).
+    ///
+    /// - Throws: ``ControlError`` naming what is wrong.
+    public static func check(_ directory: String) throws(ControlError) {
+        var status = stat()
+        guard lstat(directory, &status) == 0 else { return }
+        do {
+            try PrivateDirectory.check(directory, purpose: "the control directory")
+        } catch {
+            throw ControlError(error.message)
+        }
+    }
+
     static func prepare(_ directory: String) throws(ControlError) {
         do {
             try PrivateDirectory.prepare(directory, purpose: "the control directory")

@@ -253,6 +253,11 @@ final class ControlEndpoint: @unchecked Sendable {
     /// replaced it), and closes the listener.
     private func unlinkAndClose() {
         close(listener)
+        removeSocketFile()
+    }
+
+    /// Removes the socket file if it is still ours. Any thread (also at exit).
+    func removeSocketFile() {
         var status = stat()
         if lstat(socketPath, &status) == 0, UInt64(status.st_dev) == socketFile.device, UInt64(status.st_ino) == socketFile.inode {
             unlink(socketPath)

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// This process's control endpoints, one per directory: monitors that run with the same
 /// directory share one socket (one `<pid>.sock` a process), and it closes when the last of
 /// them leaves.
@@ -12,6 +16,16 @@ enum ControlEndpoints {
 
     private static let running = Locked<[String: ControlEndpoint]>([:])
 
+    /// Removes the sockets of the endpoints still running when the process exits (`exit()` runs
+    /// no Swift cleanup: a service or tool that exits without stopping its monitor would leave
+    /// a stale `<pid>.sock`). Registered with `atexit` once, by the first endpoint.
+    private static let removeSocketsAtExit: Void = {
+        atexit {
+            let endpoints = ControlEndpoints.running.withLock { Array($0.values) }
+            for endpoint in endpoints { endpoint.removeSocketFile() }
+        }
+    }()
+
     /// Serves `subject` on the endpoint in `directory`, starting that endpoint if none runs.
     ///
     /// - Throws: ``ControlError`` when the endpoint cannot start.
@@ -21,6 +35,7 @@ enum ControlEndpoints {
                 return .success(Membership(endpoint: endpoint, id: endpoint.join(subject)))
             }
             do throws(ControlError) {
+                removeSocketsAtExit
                 let endpoint = try ControlEndpoint(directory: directory)
                 let id = endpoint.join(subject)
                 endpoint.start()

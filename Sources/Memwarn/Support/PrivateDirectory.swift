@@ -18,12 +18,50 @@ package enum PrivateDirectory {
     /// - Parameter purpose: names the directory in errors ("the control directory").
     /// - Throws: ``Refusal`` naming the directory and what is wrong with it.
     package static func prepare(_ path: String, purpose: String) throws(Refusal) {
+        try checkAncestors(of: path, purpose: purpose)
         if mkdir(path, 0o700) == 0 {
             // mkdir applies the umask; the mode is exactly 0700 whatever it is.
             guard chmod(path, 0o700) == 0 else { throw system("chmod", path) }
         } else if errno != EEXIST {
             throw system("cannot create \(purpose)", path)
         }
+        try checkOwnership(of: path, purpose: purpose)
+    }
+
+    /// Checks a directory that must already exist, as ``prepare(_:purpose:)`` does, without
+    /// making it: it and every folder above it.
+    ///
+    /// A directory of root's is trusted as well as one of ours (root may do anything anyway).
+    package static func check(_ path: String, purpose: String) throws(Refusal) {
+        try checkAncestors(of: path, purpose: purpose)
+        try checkOwnership(of: path, purpose: purpose, trustingRoot: true)
+    }
+
+    /// Every folder above `path` (symbolic links resolved) must be root's or ours, and one that
+    /// others may write to must be sticky (as `/tmp` is): otherwise another user could rename
+    /// the directory away and put their own in its place.
+    private static func checkAncestors(of path: String, purpose: String) throws(Refusal) {
+        let parent = path.hasSuffix("/") ? String(path.dropLast()) : path
+        guard let slash = parent.lastIndex(of: "/") else { return }
+        let above = slash == parent.startIndex ? "/" : String(parent[..<slash])
+        guard let resolved = realpath(above, nil) else { return }  // missing: mkdir will say so
+        defer { free(resolved) }
+        var folder = String(cString: resolved)
+        while true {
+            var status = stat()
+            guard stat(folder, &status) == 0 else { throw system("stat", folder) }
+            if status.st_uid != 0 && status.st_uid != geteuid() {
+                throw Refusal(message: "\(purpose) \(path) lies in \(folder), owned by uid \(status.st_uid) (neither root nor this user); refusing to use it")
+            }
+            if status.st_mode & 0o022 != 0 && status.st_mode & S_ISVTX == 0 {
+                throw Refusal(message: "\(purpose) \(path) lies in \(folder), which other users may write to (mode \(String(status.st_mode & 0o7777, radix: 8)), not sticky); refusing to use it")
+            }
+            if folder == "/" { return }
+            folder = folder.lastIndex(of: "/").map { $0 == folder.startIndex ? "/" : String(folder[..<$0]) } ?? "/"
+        }
+    }
+
+    private static func checkOwnership(of path: String, purpose: String, trustingRoot: Bool = false) throws(Refusal) {
         var status = stat()
         guard lstat(path, &status) == 0 else { throw system("lstat", path) }
         switch status.st_mode & S_IFMT {
@@ -31,7 +69,7 @@ package enum PrivateDirectory {
         case S_IFLNK: throw Refusal(message: "\(purpose) \(path) is a symbolic link; refusing to use it")
         default: throw Refusal(message: "\(purpose) \(path) exists and is not a directory")
         }
-        guard status.st_uid == geteuid() else {
+        guard status.st_uid == geteuid() || (trustingRoot && status.st_uid == 0) else {
             throw Refusal(message: "\(purpose) \(path) is owned by uid \(status.st_uid), not by this process's uid \(geteuid()); refusing to use it")
         }
         // Another user who may write there could replace what we put in it.

@@ -1,0 +1,150 @@
+import CgroupKit
+import Foundation
+import MemwarnTestKit
+import Testing
+
+/// Issue 16, findings 6, 9, 10 and 15, attacked as filed, each in a private runtime directory so
+/// that no test touches another process's endpoint.
+@Suite(.serialized)
+struct TriggerTrustTests {
+    typealias Runtime = TriggerCommandTests.Runtime
+    static let nobody: uid_t = 65_534
+
+    /// A socket file with nothing listening on it, as a process that died (or exec'd) leaves.
+    static func deadSocket(at path: String) throws {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        try #require(bound == 0, "bind \(path): \(String(cString: strerror(errno)))")
+    }
+
+    @Test func aStaleSocketOfALivePidIsPrunedNotFailedOnForever() throws {
+        let runtime = Runtime()
+        defer { runtime.remove() }
+        try FileManager.default.createDirectory(atPath: runtime.directory + "/memwarn", withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o700])
+        let stale = runtime.socket(of: 1)  // pid 1 always exists: pruning by pid alone kept it forever
+        try Self.deadSocket(at: stale)
+        let result = try runtime.trigger(["--all"])
+        #expect(!FileManager.default.fileExists(atPath: stale), "nothing listened on it: pruned")
+        #expect(result.standardError.contains("no control endpoints"), "\(result.standardError)")
+    }
+
+    @Test func aProbeThatExitsWithoutStoppingItsMonitorLeavesNoSocket() throws {
+        let runtime = Runtime()
+        defer { runtime.remove() }
+        let probe = try JSONLineChild([TriggerCommandTests.probe], environment: runtime.environment)
+        #expect(try probe.send("watch")["watching"] as? String == "normal")
+        let socket = runtime.socket(of: probe.pid)
+        #expect(FileManager.default.fileExists(atPath: socket))
+        #expect(probe.stop() == 0)  // stdin closed: the probe calls exit(0)
+        #expect(!FileManager.default.fileExists(atPath: socket), "removed at exit")
+    }
+
+    @Test func aRuntimeDirectoryAnotherUserOwnsAndAnyoneMayChangeIsNotTrusted() throws {
+        let runtime = Runtime()
+        defer { runtime.remove() }
+        // As nobody would: the runtime directory and its memwarn folder are theirs.
+        try FileManager.default.createDirectory(atPath: runtime.directory + "/memwarn", withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o700])
+        for folder in [runtime.directory, runtime.directory + "/memwarn"] { #expect(chown(folder, Self.nobody, Self.nobody) == 0) }
+        #expect(chmod(runtime.directory, 0o777) == 0)
+        let result = try runtime.trigger(["--all"])
+        #expect(result.status != 0)
+        #expect(result.standardError.contains("lies in \(runtime.directory), owned by uid 65534"), "\(result.standardError)")
+        // An endpoint refuses it too: the probe's monitor runs without one, and says why.
+        let probe = try JSONLineChild([TriggerCommandTests.probe], environment: runtime.environment)
+        defer { probe.stop() }
+        #expect(try probe.send("watch")["watching"] as? String == "normal")
+        #expect(!FileManager.default.fileExists(atPath: runtime.socket(of: probe.pid)))
+    }
+
+    /// A fake endpoint on `path` (python3, as nobody when asked): it reads a request and
+    /// answers with `reply` written `chunk` bytes at a time, `pause` seconds apart.
+    final class FakeEndpoint {
+        let pid: Int32
+        private let input: Int32, output: Int32
+
+        init(at path: String, asNobody: Bool, reply: String, chunk: Int = 1 << 20, pause: Double = 0) throws {
+            let server = """
+                import socket, sys, time
+                s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4); print("ready", flush=True)
+                data, chunk, pause = (sys.argv[2] + "\\n").encode(), int(sys.argv[3]), float(sys.argv[4])
+                while True:
+                    c, _ = s.accept(); c.recv(65536)
+                    try:
+                        for i in range(0, len(data), chunk):
+                            c.sendall(data[i:i + chunk]); time.sleep(pause)
+                    except OSError:
+                        pass
+                    c.close()
+                """
+            let python = ["/usr/bin/python3", "-c", server, path, reply, "\(chunk)", "\(pause)"]
+            (pid, input, output) = try ChildProcess.spawn(asNobody ? ["/usr/bin/setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"] + python : python)
+            #expect(try ChildProcess.readLine(output, timeout: .seconds(20)) == "ready")
+        }
+
+        deinit {
+            kill(pid, SIGKILL)  // the server we started
+            _ = ChildProcess.wait(pid)
+            close(input)
+            close(output)
+        }
+    }
+
+    /// A `warn` reply whose consumer's name carries a terminal escape (clear the screen).
+    static let hostileReply = #"{"ok":true,"request":"warn","pid":1,"report":{"level":"warning","targetBytes":0,"freedBytes":10737418240,"entries":[{"consumer":"\u001b[2Jowned","tier":"caches","bytesBefore":1,"bytesAfter":0,"bytesFreed":10737418240,"durationMicroseconds":1}],"trimmedHeap":false,"durationMicroseconds":1,"metTarget":true,"headroomBytes":0,"growthBytesPerSecond":0}}"#
+
+    static func endpointDirectory(_ runtime: Runtime) throws {
+        try FileManager.default.createDirectory(atPath: runtime.directory + "/memwarn", withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o700])
+    }
+
+    @Test func anEndpointRunByAnotherUserIsNotBelieved() throws {
+        let runtime = Runtime()
+        defer { runtime.remove() }
+        // Nobody's fake endpoint, in a folder of nobody's, hard-linked into our runtime directory
+        // under a live pid's name: it answers "freed 10 GiB" with terminal escapes.
+        let theirs = runtime.directory + "/theirs"
+        #expect(chmod(runtime.directory, 0o711) == 0)  // nobody may pass through to their folder
+        try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: false)
+        #expect(chown(theirs, Self.nobody, Self.nobody) == 0)
+        let fake = try FakeEndpoint(at: theirs + "/fake.sock", asNobody: true, reply: Self.hostileReply)
+        try Self.endpointDirectory(runtime)
+        #expect(link(theirs + "/fake.sock", runtime.socket(of: 1)) == 0, "link: \(String(cString: strerror(errno)))")
+        let result = try runtime.trigger(["--pid", "1"])
+        withExtendedLifetime(fake) {}
+        #expect(result.status != 0)
+        #expect(result.standardError.contains("runs as uid 65534, neither this user"), "\(result.standardError)")
+        #expect(!result.standardOutput.contains("freed"), "nothing it said was printed")
+    }
+
+    @Test func whatAnEndpointSendsIsPrintedWithoutControlCharacters() throws {
+        let runtime = Runtime()
+        defer { runtime.remove() }
+        try Self.endpointDirectory(runtime)
+        let fake = try FakeEndpoint(at: runtime.socket(of: 1), asNobody: false, reply: Self.hostileReply)
+        let result = try runtime.trigger(["--pid", "1"])
+        withExtendedLifetime(fake) {}
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("?[2Jowned"), "\(result.standardOutput)")
+        #expect(!result.standardOutput.unicodeScalars.contains { $0.value == 0x1b }, "no escape reached the terminal")
+    }
+
+    @Test func aReplyDribbledOneByteAtATimeIsCutOffAtTheOverallDeadline() async throws {
+        let runtime = Runtime()
+        defer { runtime.remove() }
+        try Self.endpointDirectory(runtime)
+        // One byte every 0.5 s: each read is well within the per-read limit, the whole never ends in time.
+        let fake = try FakeEndpoint(at: runtime.socket(of: 1), asNobody: false, reply: Self.hostileReply, chunk: 1, pause: 0.5)
+        let result = try await ChildProcess.runOffThePool([TriggerCommandTests.memwarn, "trigger", "--pid", "1"], environment: runtime.environment)
+        withExtendedLifetime(fake) {}
+        #expect(result.status != 0)
+        #expect(result.standardError.contains("no complete reply from \(runtime.socket(of: 1)) within 10"), "\(result.standardError)")
+    }
+}
