@@ -90,32 +90,19 @@ final class MonitorEngine {
         }
         switch cgroup.version {
         case .v1:
-            if let limit = snapshot.limit?.bytes {
-                for ratio in Self.thresholdRatios(policy) {
-                    let bytes = UInt64(Double(limit) * ratio)
-                    try add(CgroupV1Notification(cgroup: cgroup, file: "memory.usage_in_bytes", argument: String(bytes), files: sampler.files),
-                            hint: .normal, source: .usageThreshold)
-                    sourceNames.append("usage-threshold \(bytes) bytes (\(Int((ratio * 100).rounded()))% of \(limit))")
-                }
-            } else {
+            let before = (notifications: notifications.count, names: sourceNames.count)
+            do {
+                try registerV1Notifications(cgroup, snapshot)
+            } catch where error.code == .permissionDenied || error.errno == EACCES || error.errno == EPERM {
+                // cgroup.event_control is root's: a normal user's monitor polls instead (documented).
+                for notification in notifications[before.notifications...] { loop.unwatch(notification.descriptor) }
+                notifications.removeSubrange(before.notifications...)
+                sourceNames.removeSubrange(before.names...)
                 pollsUsage = true
-                sourceNames.append("poll /proc/meminfo every \(policy.pollInterval) (no cgroup limit)")
-            }
-            try add(CgroupV1Notification(cgroup: cgroup, file: "memory.oom_control", argument: "", files: sampler.files), hint: .critical, source: .oom)
-            sourceNames.append("oom-control")
-            for (level, argument) in [(MemoryPressureLevel.warning, "medium"), (.critical, "critical")] {
-                let notification = try CgroupV1Notification(cgroup: cgroup, file: "memory.pressure_level", argument: argument, files: sampler.files)
-                notifications.append(notification)
-                try loop.watch(notification.descriptor, events: EPOLLIN.rawValue) { [unowned self] _ in
-                    guard notification.drain() > 0 else { return }
-                    // Coalesce the flood: listen again only after the quiet time.
-                    loop.rewatch(notification.descriptor, events: 0)
-                    loop.schedule(at: .now + policy.pressureLevelQuietTime) { [unowned self] in
-                        loop.rewatch(notification.descriptor, events: EPOLLIN.rawValue)
-                    }
-                    wake(hint: level, source: .pressureLevel)
-                }
-                sourceNames.append("pressure-level \(argument)")
+                sourceNames.append("poll \(cgroup.file("memory.usage_in_bytes")) every \(policy.pollInterval) (v1 notifications need write access to cgroup.event_control, which is root's)")
+                logger.notice("cgroup v1 notifications are not permitted for this user; polling usage instead", metadata: [
+                    "cgroup": "\(cgroup.directory)", "pollInterval": "\(policy.pollInterval)", "error": "\(error)",
+                ])
             }
         case .v2:
             pollsUsage = true
@@ -131,6 +118,38 @@ final class MonitorEngine {
                 memoryEventsChanged()
             }
             sourceNames.append("inotify \(cgroup.file("memory.events"))")
+        }
+    }
+
+    /// The v1 event sources: usage thresholds (or polling without a limit), OOM and pressure-level
+    /// notifications — all through `cgroup.event_control`.
+    private func registerV1Notifications(_ cgroup: CgroupLocation, _ snapshot: PressureSnapshot) throws(CgroupError) {
+        if let limit = snapshot.limit?.bytes {
+            for ratio in Self.thresholdRatios(policy) {
+                let bytes = UInt64(Double(limit) * ratio)
+                try add(CgroupV1Notification(cgroup: cgroup, file: "memory.usage_in_bytes", argument: String(bytes), files: sampler.files),
+                        hint: .normal, source: .usageThreshold)
+                sourceNames.append("usage-threshold \(bytes) bytes (\(Int((ratio * 100).rounded()))% of \(limit))")
+            }
+        } else {
+            pollsUsage = true
+            sourceNames.append("poll /proc/meminfo every \(policy.pollInterval) (no cgroup limit)")
+        }
+        try add(CgroupV1Notification(cgroup: cgroup, file: "memory.oom_control", argument: "", files: sampler.files), hint: .critical, source: .oom)
+        sourceNames.append("oom-control")
+        for (level, argument) in [(MemoryPressureLevel.warning, "medium"), (.critical, "critical")] {
+            let notification = try CgroupV1Notification(cgroup: cgroup, file: "memory.pressure_level", argument: argument, files: sampler.files)
+            notifications.append(notification)
+            try loop.watch(notification.descriptor, events: EPOLLIN.rawValue) { [unowned self] _ in
+                guard notification.drain() > 0 else { return }
+                // Coalesce the flood: listen again only after the quiet time.
+                loop.rewatch(notification.descriptor, events: 0)
+                loop.schedule(at: .now + policy.pressureLevelQuietTime) { [unowned self] in
+                    loop.rewatch(notification.descriptor, events: EPOLLIN.rawValue)
+                }
+                wake(hint: level, source: .pressureLevel)
+            }
+            sourceNames.append("pressure-level \(argument)")
         }
     }
 

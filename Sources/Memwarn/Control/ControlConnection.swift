@@ -1,3 +1,4 @@
+import CLibcgroup  // MSG_NOSIGNAL: in a clean build it is found only through CLibcgroup (its shim includes sys/socket.h)
 #if canImport(Glibc)
 import Glibc
 #endif
