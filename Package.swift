@@ -18,6 +18,7 @@
 //                   relaunched, and shut down by SIGTERM (tests)
 //   memwarn-growth-probe  a service written as the README teaches that keeps growing (tests,
 //                   the growth benchmark)
+//   memwarn-fuzz    every parser under libFuzzer (Scripts/fuzz), or a replay of inputs (tests)
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -41,6 +42,7 @@ let package = Package(
         .executable(name: "memwarn-release-probe", targets: ["MemwarnReleaseProbe"]),
         .executable(name: "memwarn-lifecycle-probe", targets: ["MemwarnLifeCycleProbe"]),
         .executable(name: "memwarn-growth-probe", targets: ["MemwarnGrowthProbe"]),
+        .executable(name: "memwarn-fuzz", targets: ["MemwarnFuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -93,6 +95,11 @@ let package = Package(
                 "CgroupKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "MemwarnFuzz",
+            dependencies: ["CgroupKit", "Memwarn", "MemwarnSoak"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
