@@ -120,6 +120,9 @@ public struct CgroupDiscovery: Sendable {
         guard files.exists(target.directory) else {
             throw CgroupError(.notFound, "no such cgroup", path: files.path(target.directory))
         }
+        guard files.isDirectory(target.directory) else {
+            throw CgroupError(.notFound, "not a cgroup: a cgroup is a directory, and this is a file", path: files.path(target.directory))
+        }
         return CgroupLayout(mode: mode, memory: target, unified: unified)
     }
 

@@ -66,6 +66,13 @@ public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        path.map { "\($0): \(message)" } ?? message
+        path.map { "\(Self.shortened($0)): \(message)" } ?? message
+    }
+
+    /// A path as a message shows it: whole up to 256 characters, else its start and end around
+    /// the number of characters left out (a 5,000-character path is not echoed back whole).
+    static func shortened(_ path: String) -> String {
+        guard path.count > 256 else { return path }
+        return "\(path.prefix(120))…(\(path.count - 240) characters)…\(path.suffix(120))"
     }
 }

@@ -35,6 +35,12 @@ public struct KernelFiles: Sendable, Hashable {
         access(path(hostPath), F_OK) == 0
     }
 
+    /// Whether a path names a directory (symbolic links followed).
+    public func isDirectory(_ hostPath: String) -> Bool {
+        var status = stat()
+        return stat(path(hostPath), &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+    }
+
     /// Reads a whole file as text.
     ///
     /// - Parameter hostPath: an absolute path as on the host, such as `/proc/self/cgroup`.

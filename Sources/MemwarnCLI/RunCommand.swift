@@ -83,9 +83,7 @@ struct RunCommand: AsyncParsableCommand {
             }
         }
         for leftover in run.leftoversRemoved {
-            Output.errorLine("memwarn run: removed \(leftover.cgroup), left by memwarn pid \(leftover.ownerPID), which is gone"
-                + " (\(leftover.processesKilled) leftover process\(leftover.processesKilled == 1 ? "" : "es") killed)"
-                + (leftover.removed ? "" : "; it could NOT be removed"))
+            Output.errorLine("memwarn run: \(leftover)")
         }
         Output.errorLine("memwarn run: pid \(run.pid) in \(run.cgroup.location.directory), limit \(ByteSize.describe(options.memoryMaxBytes))")
         let limit = options.memoryMaxBytes

@@ -1,7 +1,9 @@
 import ArgumentParser
 import CgroupKit
 import Foundation
+import Logging
 import Memwarn
+import MemwarnSoak
 
 /// `memwarn status`: one snapshot.
 struct StatusCommand: AsyncParsableCommand {
@@ -26,6 +28,14 @@ struct StatusCommand: AsyncParsableCommand {
         let policy = try PressurePolicy.load(file: target.config, environment: ProcessInfo.processInfo.environment)
         let discovery = CgroupDiscovery()
         let layout = try target.cgroup.map { try discovery.layout(cgroupPath: $0) } ?? discovery.layout()
+        // What `memwarn run`s killed before they could clean up left under this process's cgroup.
+        if let own = try? discovery.layout().memory {
+            var logger = Logger(label: "memwarn")
+            logger.logLevel = .error
+            for leftover in ConstrainedRun.removeLeftovers(in: own, logger: logger) {
+                Output.errorLine("memwarn status: \(leftover)")
+            }
+        }
         let sampler = SnapshotSampler(layout: layout)
         let span = PressurePolicy.parseDuration(growthSample) ?? .zero
         let (snapshot, forecast) = span > .zero

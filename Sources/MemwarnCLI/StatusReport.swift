@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CgroupKit
 import Foundation
 import Memwarn
@@ -48,6 +51,9 @@ struct StatusReport: Encodable {
         var notes = layout.notes
         if snapshot.limit == nil {
             notes.append("no cgroup limit applies: usage is the system's MemTotal - MemAvailable")
+        }
+        if let memory = layout.memory, memory.version == .v1, access(memory.file("cgroup.event_control"), W_OK) != 0 {
+            notes.append("cgroup.event_control is root's: a monitor run by this user polls usage every poll_interval instead of v1 notifications")
         }
         self.notes = notes
     }

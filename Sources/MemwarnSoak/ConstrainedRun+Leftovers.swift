@@ -1,5 +1,5 @@
-import CgroupKit
-import Logging
+public import CgroupKit
+public import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,7 +7,7 @@ import Glibc
 extension ConstrainedRun {
     /// A cgroup an earlier run left behind (its `memwarn` process was killed before it could
     /// clean up), as found and removed by a later run.
-    public struct Leftover: Sendable, Hashable, Codable {
+    public struct Leftover: Sendable, Hashable, Codable, CustomStringConvertible {
         /// The cgroup's directory.
         public var cgroup: String
         /// The pid of the `memwarn` process that made it, no longer running.
@@ -16,6 +16,12 @@ extension ConstrainedRun {
         public var processesKilled: Int
         /// Whether the cgroup is gone.
         public var removed: Bool
+
+        /// "removed <cgroup>, left by memwarn pid <pid>, which is gone (n leftover processes killed)".
+        public var description: String {
+            (removed ? "removed \(cgroup)" : "could NOT remove \(cgroup)") + ", left by memwarn pid \(ownerPID), which is gone"
+                + " (\(processesKilled) leftover process\(processesKilled == 1 ? "" : "es") killed)"
+        }
     }
 
     /// The prefixes of the cgroups runs make: `<prefix>-<owner pid>-<n>`.
@@ -35,7 +41,7 @@ extension ConstrainedRun {
     /// Removes the run cgroups under `parent` whose owner is gone — killing what the dead run's
     /// command left in them — and says so in the log. A cgroup whose owner pid is alive (a
     /// concurrent run, or a reused pid) is left alone.
-    static func removeLeftovers(in parent: CgroupLocation, logger: Logger) -> [Leftover] {
+    public static func removeLeftovers(in parent: CgroupLocation, logger: Logger) -> [Leftover] {
         var leftovers: [Leftover] = []
         for name in (try? KernelFiles.host.list(parent.directory)) ?? [] {
             guard let owner = ownerPID(ofRunCgroup: name), kill(owner, 0) != 0, errno == ESRCH else { continue }

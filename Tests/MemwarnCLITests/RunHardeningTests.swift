@@ -1,5 +1,8 @@
 import CgroupKit
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import MemwarnTestKit
 import Testing
 
@@ -28,7 +31,8 @@ extension RunCommandTests {
             return false
         }
 
-        @Test func aRunKilledWithSIGKILLTakesItsCommandAlongAndTheNextRunRemovesWhatItLeft() throws {
+        @Test(arguments: ["run", "status"])
+        func aRunKilledWithSIGKILLTakesItsCommandAlongAndTheNextRunOrStatusRemovesWhatItLeft(cleaner: String) throws {
             let (pid, input, output) = try RunCommandTests.startRunWithHog()
             defer {
                 close(input)
@@ -42,11 +46,12 @@ extension RunCommandTests {
             #expect(try Self.waitUntilEmpty(leftover), "the command died with its memwarn run (PR_SET_PDEATHSIG)")
             let stillThere = FileManager.default.fileExists(atPath: leftover)
 
-            let next = try ChildProcess.run([Self.memwarn, "run", "--memory-max", "32M", "--", "/bin/true"])
+            let next = try ChildProcess.run([Self.memwarn] + (cleaner == "run" ? ["run", "--memory-max", "32M", "--", "/bin/true"] : ["status"]))
             #expect(next.status == 0, "\(next.standardError)")
             #expect(!FileManager.default.fileExists(atPath: leftover), "the leftover cgroup was removed")
             if stillThere {  // (another suite's run may have removed it first)
-                #expect(next.standardError.contains("removed \(leftover), left by memwarn pid \(pid), which is gone"), "\(next.standardError)")
+                #expect(next.standardError.contains("memwarn \(cleaner): removed \(leftover), left by memwarn pid \(pid), which is gone"),
+                        "\(next.standardError)")
             }
         }
 
@@ -104,6 +109,65 @@ extension RunCommandTests {
             #expect(result.standardError.contains("memwarn run: the monitor stopped ("), "\(result.standardError)")
             let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
             #expect((json["monitorError"] as? String)?.contains("Too many open files") == true, "\(json)")
+        }
+
+        /// Finding 1, as filed: the demo under `memwarn run --memory-max 256M` with 96 descriptors,
+        /// flooded with 120 idle connections on its control socket. It keeps its monitor, answers
+        /// `memwarn trigger` afterwards, and survives its soak with nothing lost.
+        @Test func theDemoSurvivesAConnectionFloodUnderASmallDescriptorLimit() async throws {
+            let runtime = TriggerCommandTests.Runtime()
+            defer { runtime.remove() }
+            let demo = ProductsDirectory.path + "/memwarn-demo"
+            let environment = runtime.environment
+            let run = Task {
+                try await ChildProcess.runOffThePool(
+                    ["/bin/sh", "-c", "ulimit -n 96 && exec '\(Self.memwarn)' run --memory-max 256M -- '\(demo)' --duration 12"],
+                    environment: environment)
+            }
+            // The demo's endpoint: the one socket in the private runtime directory, once it is up.
+            var socket: String?
+            for _ in 0..<500 where socket == nil {
+                socket = ((try? FileManager.default.contentsOfDirectory(atPath: runtime.directory + "/memwarn")) ?? [])
+                    .first { $0.hasSuffix(".sock") }.map { runtime.directory + "/memwarn/" + $0 }
+                if socket == nil { usleep(20_000) }
+            }
+            let path = try #require(socket, "the demo's control endpoint came up")
+            let flood = (0..<120).compactMap { _ in try? RawControlClient(path) }
+            #expect(flood.count == 120)
+            let answers = flood.map { $0.readToEnd() }  // each is turned away at once or times out at 2 s
+            #expect(answers.filter { $0.contains("too many connections") }.count >= 120 - 24, "beyond a quarter of 96, turned away")
+            let trigger = try await ChildProcess.runOffThePool([Self.memwarn, "trigger", "--all"], environment: runtime.environment)
+            #expect(trigger.status == 0, "the endpoint answers after the flood: \(trigger.standardError)")
+            // The run ends with the demo: it survived with nothing lost.
+            let finished = try await run.value
+            let lines = finished.standardOutput.split(separator: "\n")
+            #expect(finished.status == 0, "the demo's exit status: \(finished.standardError.suffix(400))")
+            let summary = try #require(lines.last { $0.contains("\"summary\"") })
+            #expect(summary.contains("\"lostWrites\":0"), "\(summary)")
+        }
+
+        /// Finding 13: unclear errors.
+        @Test func errorsSayWhatIsWrongInWords() throws {
+            let own = try RunCommandTests.ownCgroupDirectory()
+            let cgroupPath = String(own.dropFirst(own.hasPrefix("/sys/fs/cgroup/memory") ? "/sys/fs/cgroup/memory".count : 0))
+            let file = try ChildProcess.run([Self.memwarn, "status", "--cgroup", cgroupPath + "/memory.limit_in_bytes"])
+            #expect(file.status != 0)
+            #expect(file.standardError.contains("not a cgroup: a cgroup is a directory, and this is a file"), "\(file.standardError)")
+
+            let long = "/" + String(repeating: "a", count: 5_000)
+            let echoed = try ChildProcess.run([Self.memwarn, "status", "--cgroup", long])
+            #expect(echoed.status != 0)
+            #expect(echoed.standardError.count < 600 && echoed.standardError.contains(" characters)…"), "\(echoed.standardError.count) characters")
+
+            let unprivileged = try ChildProcess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                                     Self.memwarn, "run", "--memory-max", "64M", "--", "/bin/true"])
+            #expect(unprivileged.status == 125)
+            #expect(unprivileged.standardError.contains("permission denied. Creating cgroups needs root, or a cgroup delegated to your user"),
+                    "\(unprivileged.standardError)")
+
+            let starved = try ChildProcess.run(["/bin/sh", "-c", "ulimit -n 10 && exec '\(Self.memwarn)' run --memory-max 64M -- /bin/true"])
+            #expect(starved.status != 0)
+            #expect(starved.standardError.hasPrefix("Error: ") && starved.standardError.contains("Too many open files"), "\(starved.standardError)")
         }
 
         @Test(arguments: ["1", "64ib", "64bb", "100K"])

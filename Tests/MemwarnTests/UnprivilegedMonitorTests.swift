@@ -29,4 +29,13 @@ struct UnprivilegedMonitorTests {
             #expect((report["freedBytes"] as? Int ?? 0) > 0, "the polled warning released memory")
         }
     }
+
+    @Test func statusSaysANormalUsersMonitorWouldPoll() throws {
+        let status = try ChildProcess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                           ProductsDirectory.path + "/memwarn", "status", "--json"])
+        #expect(status.status == 0, "\(status.standardError)")
+        #expect(status.standardOutput.contains("cgroup.event_control is root's: a monitor run by this user polls usage"), "\(status.standardOutput)")
+        let root = try ChildProcess.run([ProductsDirectory.path + "/memwarn", "status", "--json"])
+        #expect(!root.standardOutput.contains("cgroup.event_control"), "root is not told so")
+    }
 }
