@@ -34,15 +34,12 @@ let package = Package(
         .library(name: "Memwarn", targets: ["Memwarn"]),
         .library(name: "MemwarnLifeCycle", targets: ["MemwarnLifeCycle"]),
         .library(name: "CgroupKit", targets: ["CgroupKit"]),
-        .library(name: "MemwarnTestKit", targets: ["MemwarnTestKit"]),
         .executable(name: "memwarn", targets: ["MemwarnCLI"]),
         .executable(name: "memwarn-demo", targets: ["MemwarnDemo"]),
-        .executable(name: "memwarn-hog", targets: ["MemwarnHog"]),
-        .executable(name: "memwarn-v2-scenarios", targets: ["MemwarnV2Scenarios"]),
-        .executable(name: "memwarn-release-probe", targets: ["MemwarnReleaseProbe"]),
-        .executable(name: "memwarn-lifecycle-probe", targets: ["MemwarnLifeCycleProbe"]),
-        .executable(name: "memwarn-growth-probe", targets: ["MemwarnGrowthProbe"]),
-        .executable(name: "memwarn-fuzz", targets: ["MemwarnFuzz"]),
+        // The test kit, the hog, the probes, the v2 scenarios and the fuzzer are test support:
+        // not products, so a package that depends on memwarn never sees them. SwiftPM makes a
+        // product of each executable target of the root package, named as the target: in this
+        // package they build as usual (`swift build --product memwarn-hog`).
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -50,6 +47,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -98,8 +96,9 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
-            name: "MemwarnFuzz",
+            name: "memwarn-fuzz",
             dependencies: ["CgroupKit", "Memwarn", "MemwarnSoak"],
+            path: "Sources/MemwarnFuzz",
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -125,7 +124,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
-            name: "MemwarnV2Scenarios",
+            name: "memwarn-v2-scenarios",
             dependencies: [
                 "Memwarn",
                 "MemwarnLifeCycle",
@@ -133,35 +132,41 @@ let package = Package(
                 "CgroupKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            path: "Sources/MemwarnV2Scenarios",
             swiftSettings: strictSettings
         ),
         .executableTarget(
-            name: "MemwarnHog",
+            name: "memwarn-hog",
+            dependencies: ["MemwarnSoak"],
+            path: "Sources/MemwarnHog",
             swiftSettings: strictSettings
         ),
         .executableTarget(
-            name: "MemwarnReleaseProbe",
+            name: "memwarn-release-probe",
             dependencies: ["Memwarn", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/MemwarnReleaseProbe",
             swiftSettings: strictSettings
         ),
         .executableTarget(
-            name: "MemwarnGrowthProbe",
+            name: "memwarn-growth-probe",
             dependencies: [
                 "Memwarn",
                 "CgroupKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            path: "Sources/MemwarnGrowthProbe",
             swiftSettings: strictSettings
         ),
         .executableTarget(
-            name: "MemwarnLifeCycleProbe",
+            name: "memwarn-lifecycle-probe",
             dependencies: [
                 "Memwarn",
                 "MemwarnLifeCycle",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            path: "Sources/MemwarnLifeCycleProbe",
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -87,5 +87,11 @@ static inline int memwarn_peer_credentials(int descriptor, pid_t *pid, uid_t *ui
     *gid = credentials.gid;
     return 0;
 }
+
+/// unshare(2), which glibc declares only under _GNU_SOURCE: new namespaces for this process
+/// (the v2 scenarios' container: a cgroup and a mount namespace). Returns 0, or -1 with errno.
+static inline int memwarn_unshare(int flags) {
+    return (int)syscall(SYS_unshare, flags);
+}
 #endif
 #endif

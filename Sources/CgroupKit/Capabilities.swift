@@ -5,6 +5,10 @@ public enum Capabilities {
 
     /// Whether the effective capability set holds `capability`.
     ///
+    /// - Parameters:
+    ///   - capability: the capability's number, such as ``sysResource``.
+    ///   - files: where `/proc` is read; the real host by default.
+    /// - Returns: whether the capability is effective.
     /// - Throws: ``CgroupError`` when `/proc/self/status` cannot be read or has no `CapEff`.
     public static func effective(_ capability: Int, files: KernelFiles = .host) throws(CgroupError) -> Bool {
         let path = "/proc/self/status"

@@ -13,11 +13,16 @@ public struct CgroupDiscovery: Sendable {
     public var files: KernelFiles
 
     /// Discovery on the given files (the real host by default).
+    ///
+    /// - Parameter files: where the kernel files are read.
     public init(files: KernelFiles = .host) {
         self.files = files
     }
 
     /// The cgroup mounts visible to this process.
+    ///
+    /// - Returns: the `cgroup` and `cgroup2` entries of `/proc/self/mountinfo`, in its order.
+    /// - Throws: ``CgroupError`` when `mountinfo` cannot be read or is malformed.
     public func mounts() throws(CgroupError) -> [MountEntry] {
         let path = "/proc/self/mountinfo"
         return try MountEntry.parse(files.read(path), path: files.path(path))
@@ -26,6 +31,8 @@ public struct CgroupDiscovery: Sendable {
 
     /// The host's cgroup mode.
     ///
+    /// - Parameter mounts: the cgroup mounts, as ``mounts()`` returns them.
+    /// - Returns: `.v1`, `.v2` or `.hybrid` (both mounted).
     /// - Throws: ``CgroupError`` `.unsupported` when no cgroup filesystem is mounted.
     public func mode(mounts: [MountEntry]) throws(CgroupError) -> CgroupMode {
         let hasV1 = mounts.contains { $0.fileSystemType == "cgroup" }
@@ -42,6 +49,7 @@ public struct CgroupDiscovery: Sendable {
     /// The layout of a process's cgroups.
     ///
     /// - Parameter pid: the process; `nil` means this process (`/proc/self`).
+    /// - Returns: the mode, the memory cgroup and the cgroup2 group.
     /// - Throws: ``CgroupError`` when a file is missing or malformed, or the cgroup lies
     ///   outside this process's cgroup namespace.
     public func layout(pid: Int32? = nil) throws(CgroupError) -> CgroupLayout {
@@ -81,6 +89,7 @@ public struct CgroupDiscovery: Sendable {
     ///
     /// - Parameter cgroupPath: a path as written in `/proc/PID/cgroup` (`/system.slice/app`)
     ///   or an absolute path under a cgroup mount (`/sys/fs/cgroup/memory/app`).
+    /// - Returns: the mode, the memory cgroup and (when it exists) the cgroup2 group.
     /// - Throws: ``CgroupError`` `.notFound` when no such cgroup exists, `.malformed` for a
     ///   path with `..`, `.noMemoryController` when no memory controller is mounted.
     public func layout(cgroupPath: String) throws(CgroupError) -> CgroupLayout {

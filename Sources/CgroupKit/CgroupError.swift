@@ -50,6 +50,12 @@ public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible {
     public var errno: Int32?
 
     /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - code: the kind of failure.
+    ///   - message: what went wrong, in words.
+    ///   - path: the file or cgroup directory concerned.
+    ///   - errno: the `errno` behind the failure, when a system call failed.
     public init(_ code: Code, _ message: String, path: String? = nil, errno: Int32? = nil) {
         self.code = code
         self.message = message

@@ -26,6 +26,11 @@ public struct CgroupLocation: Sendable, Hashable {
     public var path: String
 
     /// Creates a location.
+    ///
+    /// - Parameters:
+    ///   - version: the hierarchy's version.
+    ///   - mountPoint: the host path the hierarchy is mounted at.
+    ///   - path: the cgroup's path inside the mount, `/` for its root.
     public init(version: CgroupVersion, mountPoint: String, path: String) {
         self.version = version
         self.mountPoint = mountPoint
@@ -36,6 +41,9 @@ public struct CgroupLocation: Sendable, Hashable {
     public var directory: String { path == "/" ? mountPoint : mountPoint + path }
 
     /// The host path of one of the cgroup's files.
+    ///
+    /// - Parameter name: the file's name, such as `memory.current`.
+    /// - Returns: the file's host path.
     public func file(_ name: String) -> String { directory + "/" + name }
 
     /// The parent cgroup inside the same mount, or `nil` at the mount's root.
@@ -46,6 +54,9 @@ public struct CgroupLocation: Sendable, Hashable {
     }
 
     /// A child cgroup's location.
+    ///
+    /// - Parameter name: the child's directory name.
+    /// - Returns: the child's location in the same mount.
     public func child(_ name: String) -> CgroupLocation {
         CgroupLocation(version: version, mountPoint: mountPoint, path: path == "/" ? "/" + name : path + "/" + name)
     }
@@ -67,6 +78,12 @@ public struct CgroupLayout: Sendable, Hashable {
     public var notes: [String]
 
     /// Creates a layout.
+    ///
+    /// - Parameters:
+    ///   - mode: the host's cgroup mode.
+    ///   - memory: the cgroup whose memory controller accounts the process, or `nil`.
+    ///   - unified: the process's cgroup2 group, or `nil`.
+    ///   - notes: what discovery decided that an operator should know.
     public init(mode: CgroupMode, memory: CgroupLocation?, unified: CgroupLocation?, notes: [String] = []) {
         self.mode = mode
         self.memory = memory

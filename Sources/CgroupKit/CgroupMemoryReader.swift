@@ -11,6 +11,11 @@ public struct EffectiveLimit: Sendable, Hashable, Codable {
     public var cgroupPath: String
 
     /// Creates a limit.
+    ///
+    /// - Parameters:
+    ///   - bytes: the limit in bytes.
+    ///   - file: the file that sets it.
+    ///   - cgroupPath: the cgroup that sets it, inside the mount.
     public init(bytes: UInt64, file: String, cgroupPath: String) {
         self.bytes = bytes
         self.file = file
@@ -37,7 +42,15 @@ public struct MemoryEventCounters: Sendable, Hashable, Codable {
     /// Group OOM kills.
     public var oomGroupKill: UInt64 = 0
 
-    /// Creates counters.
+    /// Creates counters; each parameter sets the counter of the same name.
+    ///
+    /// - Parameters:
+    ///   - low: times usage went below `memory.low` protection and was reclaimed anyway.
+    ///   - high: times usage went over `memory.high` and was throttled.
+    ///   - max: times usage was about to go over the hard limit.
+    ///   - oom: times the cgroup ran out of memory.
+    ///   - oomKill: processes killed by the OOM killer in the cgroup.
+    ///   - oomGroupKill: group OOM kills.
     public init(low: UInt64 = 0, high: UInt64 = 0, max: UInt64 = 0, oom: UInt64 = 0, oomKill: UInt64 = 0, oomGroupKill: UInt64 = 0) {
         self.low = low
         self.high = high
@@ -58,6 +71,10 @@ public struct CgroupMemoryReader: Sendable {
     public var files: KernelFiles
 
     /// A reader for one cgroup.
+    ///
+    /// - Parameters:
+    ///   - location: the memory cgroup to read.
+    ///   - files: where the files are read; the real host by default.
     public init(location: CgroupLocation, files: KernelFiles = .host) {
         self.location = location
         self.files = files
@@ -68,6 +85,7 @@ public struct CgroupMemoryReader: Sendable {
 
     /// Current usage in bytes.
     ///
+    /// - Returns: the usage file's value, in bytes.
     /// - Throws: ``CgroupError`` `.noMemoryController` when the file is missing in a cgroup
     ///   that exists, `.notFound` when the cgroup itself is gone, `.malformed`.
     public func usage() throws(CgroupError) -> UInt64 {
@@ -75,6 +93,10 @@ public struct CgroupMemoryReader: Sendable {
     }
 
     /// `memory.stat`, by key.
+    ///
+    /// - Returns: every line's value, by its key (such as `anon` or `file`).
+    /// - Throws: ``CgroupError`` `.notFound` when the cgroup is gone, `.noMemoryController`
+    ///   when a file is missing in a cgroup that exists, `.malformed`.
     public func stat() throws(CgroupError) -> [String: UInt64] {
         try CgroupValues.flatKeyed(read("memory.stat"), path: files.path(location.file("memory.stat")))
     }
@@ -85,6 +107,10 @@ public struct CgroupMemoryReader: Sendable {
     /// v1: the lower of `memory.limit_in_bytes` and `memory.stat`'s
     /// `hierarchical_memory_limit` (which covers ancestors, even those outside a namespace).
     /// v2: the lowest `memory.max` or `memory.high` from the cgroup up to the mount's root.
+    ///
+    /// - Returns: the lowest limit and where it is set, or `nil` when none is.
+    /// - Throws: ``CgroupError`` `.notFound` when the cgroup is gone, `.noMemoryController`
+    ///   when a file is missing in a cgroup that exists, `.malformed`.
     public func effectiveLimit() throws(CgroupError) -> EffectiveLimit? {
         var best: EffectiveLimit?
         func consider(_ bytes: UInt64?, _ file: String, _ path: String) {
@@ -119,6 +145,10 @@ public struct CgroupMemoryReader: Sendable {
 
     /// The highest usage the kernel recorded (v1 `memory.max_usage_in_bytes`, v2
     /// `memory.peak`), or `nil` on a v2 kernel without `memory.peak` (before 5.19).
+    ///
+    /// - Returns: the peak in bytes, or `nil`.
+    /// - Throws: ``CgroupError`` `.notFound` when the cgroup is gone, `.noMemoryController`
+    ///   when a file is missing in a cgroup that exists, `.malformed`.
     public func peakUsage() throws(CgroupError) -> UInt64? {
         let name = location.version == .v1 ? "memory.max_usage_in_bytes" : "memory.peak"
         guard location.version == .v1 || files.exists(location.file(name)) else { return nil }
@@ -126,6 +156,10 @@ public struct CgroupMemoryReader: Sendable {
     }
 
     /// The cgroup's memory event counters.
+    ///
+    /// - Returns: v2's `memory.events`; on v1, `oom_kill` and `max` (`memory.failcnt`).
+    /// - Throws: ``CgroupError`` `.notFound` when the cgroup is gone, `.noMemoryController`
+    ///   when a file is missing in a cgroup that exists, `.malformed`.
     public func events() throws(CgroupError) -> MemoryEventCounters {
         switch location.version {
         case .v2:

@@ -28,6 +28,10 @@ public enum CgroupValues {
     ///
     /// "Unlimited" in all its spellings gives `nil`: `max` (v2), `-1` (as written), and any
     /// number at or above ``v1Unlimited`` (v1).
+    ///
+    /// - Parameters:
+    ///   - text: the file's content.
+    ///   - path: the file's path, for the error message.
     /// - Returns: the limit in bytes, or `nil` when there is none.
     /// - Throws: ``CgroupError`` `.malformed`.
     public static func limit(_ text: String, path: String) throws(CgroupError) -> UInt64? {
@@ -40,6 +44,9 @@ public enum CgroupValues {
     /// Parses a flat keyed file: one `key value` pair a line (`memory.stat`, `memory.events`,
     /// `memory.oom_control`). Keys are kept by name; never rely on their order.
     ///
+    /// - Parameters:
+    ///   - text: the file's content.
+    ///   - path: the file's path, for the error message.
     /// - Returns: the values by key.
     /// - Throws: ``CgroupError`` `.malformed` for a line without a value, a value that is not
     ///   an unsigned number, or a repeated key.

@@ -21,21 +21,32 @@ public struct KernelFiles: Sendable, Hashable {
     public static let host = KernelFiles(root: "/")
 
     /// Files below `root`.
+    ///
+    /// - Parameter root: the directory that stands for `/`; a trailing `/` is dropped.
     public init(root: String) {
         self.root = root.hasSuffix("/") && root != "/" ? String(root.dropLast()) : root
     }
 
     /// The real path of an absolute host path.
+    ///
+    /// - Parameter hostPath: an absolute path as on the host.
+    /// - Returns: the path below ``root``; `hostPath` itself on the real host.
     public func path(_ hostPath: String) -> String {
         root == "/" ? hostPath : root + hostPath
     }
 
     /// Whether a file or directory exists at the host path.
+    ///
+    /// - Parameter hostPath: an absolute path as on the host.
+    /// - Returns: whether something exists there.
     public func exists(_ hostPath: String) -> Bool {
         access(path(hostPath), F_OK) == 0
     }
 
     /// Whether a path names a directory (symbolic links followed).
+    ///
+    /// - Parameter hostPath: an absolute path as on the host.
+    /// - Returns: whether it names a directory.
     public func isDirectory(_ hostPath: String) -> Bool {
         var status = stat()
         return stat(path(hostPath), &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
@@ -76,6 +87,10 @@ public struct KernelFiles: Sendable, Hashable {
     /// Writes text to an existing control file in one `write`, retried on `EINTR`.
     ///
     /// Control files are never created: a missing file is `.notFound`.
+    ///
+    /// - Parameters:
+    ///   - text: what to write, such as `"1"` or `"max"`.
+    ///   - hostPath: the control file, an absolute path as on the host.
     /// - Throws: ``CgroupError`` `.notFound`, `.permissionDenied` or `.unwritable`.
     public func write(_ text: String, to hostPath: String) throws(CgroupError) {
         let realPath = path(hostPath)
@@ -93,6 +108,11 @@ public struct KernelFiles: Sendable, Hashable {
     }
 
     /// The names in a directory, without `.` and `..`.
+    ///
+    /// - Parameter hostPath: the directory, an absolute path as on the host.
+    /// - Returns: the names, sorted.
+    /// - Throws: ``CgroupError`` `.notFound`, `.permissionDenied` or `.unreadable` when the
+    ///   directory cannot be opened.
     public func list(_ hostPath: String) throws(CgroupError) -> [String] {
         let realPath = path(hostPath)
         guard let dir = opendir(realPath) else { throw Self.openError(errno, realPath, writing: false) }
@@ -108,6 +128,12 @@ public struct KernelFiles: Sendable, Hashable {
     }
 
     /// The error for a failed `open`, by errno: `.notFound`, `.permissionDenied`, or `.unreadable`/`.unwritable`.
+    ///
+    /// - Parameters:
+    ///   - error: the `errno` of the failed `open`.
+    ///   - path: the path that was opened.
+    ///   - writing: whether it was opened for writing (`.unwritable`, else `.unreadable`).
+    /// - Returns: the error, naming `path` and carrying `error`.
     public static func openError(_ error: Int32, _ path: String, writing: Bool) -> CgroupError {
         let reason = String(cString: strerror(error))
         switch error {

@@ -26,6 +26,9 @@ public enum Libcgroup {
 
     /// The text for a libcgroup status code. `cgroup_strerror` in 2.0.2 is off by one for
     /// codes from `ECGEOF` (50023) on, because its table has no entry for the unused 50022.
+    ///
+    /// - Parameter status: a status code a libcgroup call returned, such as 50007.
+    /// - Returns: the text; for `ECGOTHER`, the text of the `errno` libcgroup recorded.
     public static func message(for status: Int32) -> String {
         if status == Int32(ECGOTHER) { return String(cString: strerror(cgroup_get_last_errno())) }
         let corrected = status >= Int32(ECGEOF) ? status - 1 : status
@@ -61,6 +64,10 @@ public enum Libcgroup {
     }
 
     /// Where libcgroup sees a v1 controller mounted.
+    ///
+    /// - Parameter controller: a v1 controller name, such as `memory`.
+    /// - Returns: the hierarchy's mount point, such as `/sys/fs/cgroup/memory`.
+    /// - Throws: ``CgroupError`` when libcgroup cannot find it (no such v1 hierarchy).
     public static func mountPoint(controller: String) throws(CgroupError) -> String {
         try withLibrary { () throws(CgroupError) -> String in
             var raw: UnsafeMutablePointer<CChar>?
@@ -92,6 +99,13 @@ public enum Libcgroup {
     }
 
     /// Sets a value on an existing v1 cgroup (`cgroup_set_value_uint64` + `cgroup_modify_cgroup`).
+    ///
+    /// - Parameters:
+    ///   - value: the value to write.
+    ///   - file: the control file, such as `memory.limit_in_bytes`.
+    ///   - path: the cgroup's path relative to the hierarchy's root.
+    ///   - controller: the controller, such as `memory`.
+    /// - Throws: ``CgroupError`` when libcgroup fails.
     public static func setValue(_ value: UInt64, file: String, path: String, controller: String) throws(CgroupError) {
         try withGroup(path: path, controller: controller) { (group, handle) throws(CgroupError) in
             try add([(file, value)], to: handle, path: path)
@@ -102,6 +116,9 @@ public enum Libcgroup {
 
     /// Deletes an empty v1 cgroup (`cgroup_delete_cgroup`).
     ///
+    /// - Parameters:
+    ///   - path: the cgroup's path relative to the hierarchy's root.
+    ///   - controller: the controller, such as `memory`.
     /// - Throws: ``CgroupError`` when libcgroup fails (for example while processes remain).
     public static func deleteCgroup(path: String, controller: String) throws(CgroupError) {
         try withGroup(path: path, controller: controller) { (group, _) throws(CgroupError) in

@@ -16,6 +16,11 @@ public final class MemoryCgroup: Sendable {
 
     /// Creates `name` below `parent`, a memory cgroup of the same hierarchy, with its limits.
     ///
+    /// - Parameters:
+    ///   - parent: the memory cgroup to create it in.
+    ///   - name: the new cgroup's directory name; an existing cgroup is never adopted.
+    ///   - maximumBytes: the hard limit (`memory.max`, or v1's `memory.limit_in_bytes`).
+    ///   - highBytes: the throttling limit (`memory.high`), cgroup v2 only.
     /// - Throws: ``CgroupError``: `.unsupported` for `highBytes` on cgroup v1 (it has no
     ///   `memory.high`), `.permissionDenied` (with how to get a cgroup) when this user may not
     ///   create one, or what libcgroup or the kernel said. Nothing is left behind on failure.
@@ -66,11 +71,18 @@ public final class MemoryCgroup: Sendable {
     }
 
     /// Moves a process into the cgroup.
+    ///
+    /// - Parameter pid: the process.
+    /// - Throws: ``CgroupError`` when `cgroup.procs` cannot be written (no such process, or
+    ///   no permission).
     public func add(pid: Int32) throws(CgroupError) {
         try KernelFiles.host.write(String(pid), to: location.file("cgroup.procs"))
     }
 
     /// The processes in it.
+    ///
+    /// - Returns: the pids in `cgroup.procs`.
+    /// - Throws: ``CgroupError`` when `cgroup.procs` cannot be read.
     public func processes() throws(CgroupError) -> [Int32] {
         try KernelFiles.host.read(location.file("cgroup.procs")).split(separator: "\n").compactMap { Int32($0) }
     }
@@ -80,6 +92,9 @@ public final class MemoryCgroup: Sendable {
 
     /// Removes it, retrying for up to a second while the kernel still holds it busy (a
     /// process that just exited is released a little later).
+    ///
+    /// - Throws: ``CgroupError``, the last failure, when it still exists after a second
+    ///   (processes remain in it, say).
     public func remove() throws(CgroupError) {
         var lastError: CgroupError?
         for _ in 0..<50 {

@@ -12,6 +12,12 @@ public struct MountEntry: Sendable, Hashable {
     public var superOptions: [String]
 
     /// Creates an entry.
+    ///
+    /// - Parameters:
+    ///   - root: the mount's root within its filesystem.
+    ///   - mountPoint: where it is mounted.
+    ///   - fileSystemType: the filesystem type, such as `cgroup2`.
+    ///   - superOptions: the per-superblock options.
     public init(root: String, mountPoint: String, fileSystemType: String, superOptions: [String]) {
         self.root = root
         self.mountPoint = mountPoint
@@ -21,6 +27,10 @@ public struct MountEntry: Sendable, Hashable {
 
     /// Parses `mountinfo`. Octal escapes in paths (`\040` for a space) are decoded.
     ///
+    /// - Parameters:
+    ///   - text: the content of a `mountinfo` file.
+    ///   - path: the file's path, for error messages.
+    /// - Returns: every mount, in the file's order.
     /// - Throws: ``CgroupError`` `.malformed` for a line without the ` - ` separator or with
     ///   too few fields, and for a file with no lines.
     public static func parse(_ text: String, path: String) throws(CgroupError) -> [MountEntry] {

@@ -16,6 +16,12 @@ public struct PressureStall: Sendable, Hashable, Codable {
         public var total: UInt64
 
         /// Creates a line.
+        ///
+        /// - Parameters:
+        ///   - avg10: percent of time stalled over the last 10 seconds.
+        ///   - avg60: percent of time stalled over the last 60 seconds.
+        ///   - avg300: percent of time stalled over the last 300 seconds.
+        ///   - total: total stall time since boot, in microseconds.
         public init(avg10: Double, avg60: Double, avg300: Double, total: UInt64) {
             self.avg10 = avg10
             self.avg60 = avg60
@@ -30,6 +36,10 @@ public struct PressureStall: Sendable, Hashable, Codable {
     public var full: Line?
 
     /// Creates a reading.
+    ///
+    /// - Parameters:
+    ///   - some: the `some` line.
+    ///   - full: the `full` line, when the file has one.
     public init(some: Line, full: Line?) {
         self.some = some
         self.full = full
@@ -37,6 +47,10 @@ public struct PressureStall: Sendable, Hashable, Codable {
 
     /// Parses a PSI file: `some avg10=… avg60=… avg300=… total=…`, then optionally `full …`.
     ///
+    /// - Parameters:
+    ///   - text: the content of a PSI file, such as `memory.pressure`.
+    ///   - path: the file's path, for error messages.
+    /// - Returns: the reading.
     /// - Throws: ``CgroupError`` `.malformed` when the `some` line is missing, a field is
     ///   missing or not a number, or a percentage is outside 0…100.
     public static func parse(_ text: String, path: String) throws(CgroupError) -> PressureStall {

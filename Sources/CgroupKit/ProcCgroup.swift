@@ -13,6 +13,11 @@ public struct CgroupMembership: Sendable, Hashable {
     public var isUnified: Bool { hierarchyID == 0 && controllers.isEmpty }
 
     /// Creates a membership.
+    ///
+    /// - Parameters:
+    ///   - hierarchyID: the hierarchy ID; `0` for cgroup2.
+    ///   - controllers: the controllers bound to the hierarchy; empty for cgroup2.
+    ///   - path: the cgroup's path relative to the cgroup-namespace root.
     public init(hierarchyID: Int, controllers: [String], path: String) {
         self.hierarchyID = hierarchyID
         self.controllers = controllers
@@ -21,6 +26,10 @@ public struct CgroupMembership: Sendable, Hashable {
 
     /// Parses `/proc/PID/cgroup`: `ID:controllers:path` lines. A path may itself hold `:`.
     ///
+    /// - Parameters:
+    ///   - text: the content of `/proc/PID/cgroup`.
+    ///   - path: the file's path, for error messages.
+    /// - Returns: one membership a line, in the file's order.
     /// - Throws: ``CgroupError`` `.malformed` for a line with too few fields, a bad ID or a
     ///   path that is not absolute, and for a file with no lines.
     public static func parse(_ text: String, path: String) throws(CgroupError) -> [CgroupMembership] {

@@ -10,6 +10,10 @@ public struct SystemMemory: Sendable, Hashable, Codable {
     public var usedBytes: UInt64 { totalBytes - min(availableBytes, totalBytes) }
 
     /// Creates a reading.
+    ///
+    /// - Parameters:
+    ///   - totalBytes: `MemTotal`, in bytes.
+    ///   - availableBytes: `MemAvailable`, in bytes.
     public init(totalBytes: UInt64, availableBytes: UInt64) {
         self.totalBytes = totalBytes
         self.availableBytes = availableBytes
@@ -18,6 +22,10 @@ public struct SystemMemory: Sendable, Hashable, Codable {
     /// Parses `/proc/meminfo` (`Name:   value kB` lines); only `MemTotal` and `MemAvailable`
     /// are required.
     ///
+    /// - Parameters:
+    ///   - text: the content of `/proc/meminfo`.
+    ///   - path: the file's path, for error messages.
+    /// - Returns: the reading, in bytes.
     /// - Throws: ``CgroupError`` `.malformed` when either is missing or not a number.
     public static func parse(_ text: String, path: String) throws(CgroupError) -> SystemMemory {
         var total: UInt64?

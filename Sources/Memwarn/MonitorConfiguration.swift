@@ -1,4 +1,5 @@
 public import CgroupKit
+import Foundation
 
 /// What a ``PressureMonitor`` watches and how.
 public struct MonitorConfiguration: Sendable {
@@ -13,8 +14,9 @@ public struct MonitorConfiguration: Sendable {
     public var environment: [String: String]
     /// Where kernel files are read (the host; tests may point elsewhere).
     public var files: KernelFiles = .host
-    /// The control endpoint `memwarn trigger` talks to: on unless the environment says
-    /// `MEMWARN_CONTROL=off` (or `0`).
+    /// The control endpoint `memwarn trigger` talks to: off unless asked for
+    /// (`servesControlEndpoint`) or the environment says `MEMWARN_CONTROL=on`; see
+    /// ``ControlConfiguration``.
     public var control: ControlConfiguration
 
     /// A configuration.
@@ -22,11 +24,18 @@ public struct MonitorConfiguration: Sendable {
     /// - Parameters:
     ///   - policy: the policy; load one with ``PressurePolicy/load(file:environment:)``.
     ///   - cgroupPath: the cgroup to watch, or `nil` for this process's own.
-    ///   - environment: the process environment (for systemd's variables and `MEMWARN_CONTROL`).
-    public init(policy: PressurePolicy = PressurePolicy(), cgroupPath: String? = nil, environment: [String: String] = [:]) {
+    ///   - environment: the environment read for systemd's `MEMORY_PRESSURE_WATCH` and
+    ///     `MEMORY_PRESSURE_WRITE` and for `MEMWARN_CONTROL`; `nil` (the default) reads this
+    ///     process's, so a service manager's settings reach the monitor; pass `[:]` to ignore
+    ///     them (tests).
+    ///   - servesControlEndpoint: whether the application asks for the control endpoint that
+    ///     `memwarn trigger` talks to (`MEMWARN_CONTROL` in `environment` decides last).
+    public init(policy: PressurePolicy = PressurePolicy(), cgroupPath: String? = nil,
+                environment: [String: String]? = nil, servesControlEndpoint: Bool = false) {
+        let environment = environment ?? ProcessInfo.processInfo.environment
         self.policy = policy
         self.cgroupPath = cgroupPath
         self.environment = environment
-        self.control = ControlConfiguration(environment: environment)
+        self.control = ControlConfiguration(isRequested: servesControlEndpoint, environment: environment)
     }
 }

@@ -91,6 +91,8 @@ public final class PressureMonitor: Service, Sendable {
     ///
     /// Each call makes an independent stream; a slow consumer sees every event in order
     /// (the stream buffers them).
+    ///
+    /// - Returns: a new stream of level events.
     public func events() -> AsyncStream<LevelEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: LevelEvent.self)
         let id = state.withLock { state in
@@ -108,6 +110,7 @@ public final class PressureMonitor: Service, Sendable {
 
     /// Calls `observer` with every level event, on the monitor's thread: return quickly.
     ///
+    /// - Parameter observer: called with each level event.
     /// - Returns: a token for ``removeObserver(_:)``.
     @discardableResult
     public func addObserver(_ observer: @escaping @Sendable (LevelEvent) -> Void) -> ObserverToken {
@@ -120,6 +123,9 @@ public final class PressureMonitor: Service, Sendable {
 
     /// Stops calling an observer, or detaches a coordinator (the token of
     /// ``ReleaseCoordinator/attach(to:)``).
+    ///
+    /// - Parameter token: what ``addObserver(_:)``, ``addExhaustionObserver(_:)`` or
+    ///   ``ReleaseCoordinator/attach(to:)`` returned.
     public func removeObserver(_ token: ObserverToken) {
         state.withLock { state in
             state.observers[token.id] = nil
@@ -169,6 +175,7 @@ public final class PressureMonitor: Service, Sendable {
     /// Calls `observer` when memory becomes exhausted and when it stops being so (on the
     /// monitor's release thread).
     ///
+    /// - Parameter observer: called with each change of exhaustion.
     /// - Returns: a token for ``removeObserver(_:)``.
     @discardableResult
     public func addExhaustionObserver(_ observer: @escaping @Sendable (MemoryExhaustion) -> Void) -> ObserverToken {
@@ -199,8 +206,8 @@ public final class PressureMonitor: Service, Sendable {
     /// without it.
     ///
     /// - Throws: ``MonitorError`` when already running; ``PolicyError`` for an inconsistent
-    ///   policy; ``CgroupError`` when the cgroup
-    ///   cannot be found or read, or is deleted while watched.
+    ///   policy; CgroupKit's `CgroupError` when the cgroup cannot be found or read, or is
+    ///   deleted while watched.
     public func run() async throws {
         try state.withLock { (state: inout State) throws(MonitorError) in
             guard !state.running else { throw MonitorError("the monitor is already running") }
@@ -378,6 +385,11 @@ public struct MonitorError: Error, Sendable, Hashable, CustomStringConvertible {
 extension PressureMonitor {
     /// The level one snapshot means on its own (no history: hysteresis starts from `.normal`),
     /// as `memwarn status` reports it.
+    ///
+    /// - Parameters:
+    ///   - snapshot: one reading.
+    ///   - policy: the marks.
+    /// - Returns: the level the reading alone reaches.
     public static func level(of snapshot: PressureSnapshot, policy: PressurePolicy) -> MemoryPressureLevel {
         LevelEvaluator.candidate(for: snapshot, current: .normal, hint: .normal, policy: policy)
     }

@@ -13,9 +13,11 @@ extension PressurePolicy {
     /// The file format is `key = value` lines, `#` comments and blank lines; durations take a
     /// unit (`250ms`, `2s`). `Config/memwarn.conf` documents every key. A file given
     /// explicitly must exist; an unknown key, a bad value or an inconsistent result is an error.
+    ///
     /// - Parameters:
     ///   - file: a policy file; `nil` uses `MEMWARN_CONFIG` when set, else no file.
     ///   - environment: the variables to read overrides from.
+    /// - Returns: the policy, validated.
     /// - Throws: ``PolicyError`` naming the file and line or the variable.
     public static func load(file: String? = nil, environment: [String: String]) throws(PolicyError) -> PressurePolicy {
         var policy = PressurePolicy()
@@ -48,6 +50,12 @@ extension PressurePolicy {
     }
 
     /// Applies the settings of a policy file's text.
+    ///
+    /// - Parameters:
+    ///   - fileText: the file's text, in the format ``load(file:environment:)`` reads.
+    ///   - path: the file's path, named in errors.
+    /// - Throws: ``PolicyError`` naming the path and line of a line that is not a setting, an
+    ///   unknown key or a bad value; the settings of the lines before it are applied.
     public mutating func apply(fileText: String, path: String) throws(PolicyError) {
         var lineNumber = 0
         for rawLine in fileText.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -106,6 +114,7 @@ extension PressurePolicy {
 
     /// Parses a duration as policy files write it: `250ms`, `2s`, `1.5s`, `1m`.
     ///
+    /// - Parameter text: the duration, with its unit.
     /// - Returns: the duration, or `nil` for anything else (a negative or absurdly large value included).
     public static func parseDuration(_ text: String) -> Duration? { duration(text) }
 

@@ -70,6 +70,8 @@ public struct PolicyError: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
 
     /// Creates an error.
+    ///
+    /// - Parameter message: what is wrong, naming the file, line and key.
     public init(_ message: String) { self.message = message }
 
     public var description: String { message }

@@ -19,6 +19,15 @@ public struct PressureSnapshot: Sendable, Hashable {
     public var pressureFile: String?
 
     /// Creates a snapshot.
+    ///
+    /// - Parameters:
+    ///   - time: when it was taken, since the Unix epoch.
+    ///   - cgroup: the memory cgroup measured, or `nil`.
+    ///   - usageBytes: usage in bytes.
+    ///   - limit: the effective limit, or `nil` when none is set.
+    ///   - system: the system's memory, or `nil` when a cgroup limit applies.
+    ///   - pressure: the pressure stalls read, or `nil` without PSI.
+    ///   - pressureFile: the PSI file `pressure` came from.
     public init(time: Duration, cgroup: CgroupLocation?, usageBytes: UInt64, limit: EffectiveLimit?, system: SystemMemory?, pressure: PressureStall?, pressureFile: String?) {
         self.time = time
         self.cgroup = cgroup
@@ -54,6 +63,13 @@ public struct LevelEvent: Sendable, Hashable {
     public var forecast: PressureForecast?
 
     /// Creates an event.
+    ///
+    /// - Parameters:
+    ///   - level: the new level.
+    ///   - previous: the level before; `nil` for the first reading.
+    ///   - source: the signal that produced it.
+    ///   - snapshot: what the monitor read.
+    ///   - forecast: the forecast, or `nil` when usage is not clearly growing.
     public init(level: MemoryPressureLevel, previous: MemoryPressureLevel?, source: PressureSignal, snapshot: PressureSnapshot,
                 forecast: PressureForecast? = nil) {
         self.level = level

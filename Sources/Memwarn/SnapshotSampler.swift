@@ -14,6 +14,10 @@ public struct SnapshotSampler: Sendable {
     public let pressureFile: String?
 
     /// A sampler for a layout.
+    ///
+    /// - Parameters:
+    ///   - layout: the cgroups to read, as CgroupKit's `CgroupDiscovery` finds them.
+    ///   - files: where the kernel's files are read; the real host by default.
     public init(layout: CgroupLayout, files: KernelFiles = .host) {
         self.layout = layout
         self.files = files
@@ -33,8 +37,9 @@ public struct SnapshotSampler: Sendable {
 
     /// Reads usage, the effective limit, PSI, and (when no limit applies) `/proc/meminfo`.
     ///
-    /// - Throws: ``CgroupError`` when a file is missing or malformed, including a cgroup that
-    ///   was deleted (`.notFound`).
+    /// - Returns: the snapshot, stamped with the current time.
+    /// - Throws: CgroupKit's `CgroupError` when a file is missing or malformed, including a
+    ///   cgroup that was deleted (`.notFound`).
     public func sample() throws(CgroupError) -> PressureSnapshot {
         var usage: UInt64 = 0
         var limit: EffectiveLimit?

@@ -8,13 +8,18 @@ struct MemwarnCommand: AsyncParsableCommand {
         abstract: "Memory warnings for Linux services, from cgroup and PSI signals.",
         discussion: """
             Examples:
-              memwarn status                          this process's memory cgroup
+              memwarn status                      # this process's memory cgroup
               memwarn status --json --cgroup /system.slice/app.service
+              memwarn status --all --cgroup /     # every memory cgroup, one row each
               memwarn watch --json --cgroup /sys/fs/cgroup/memory/app
               memwarn run --memory-max 256M -- ./my-service
               memwarn soak --duration 60s --plot soak.svg
-              memwarn trigger --pid 4242 --level critical   release memory in a running service now
+              memwarn trigger --pid 4242 --level critical   # release memory now
+              memwarn --version
+            Each subcommand's --help lists its exit status; bad arguments exit 64 with one \
+            line "Error: ...".
             """,
+        version: MemwarnVersion.current,
         subcommands: [StatusCommand.self, WatchCommand.self, RunCommand.self, TriggerCommand.self, SoakCommand.self])
 }
 

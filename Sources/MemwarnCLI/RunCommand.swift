@@ -1,4 +1,5 @@
 import ArgumentParser
+import CgroupKit
 import Foundation
 import Logging
 import Memwarn
@@ -17,10 +18,25 @@ struct RunCommand: AsyncParsableCommand {
             happen. At the end memwarn prints the exit status or signal, OOM kills, peak usage and \
             warnings, removes the cgroup (also on Ctrl-C or SIGTERM, which are passed to the \
             command; a second one kills it), and exits with the command's status (128 + signal \
-            if it was killed). Needs permission to create cgroups (root, or a delegated cgroup).
+            if it was killed). --json prints the report as one JSON line on stdout, after \
+            whatever the command printed there. Needs permission to create cgroups: root, or \
+            a cgroup delegated to your user (systemd-run --user --scope -p Delegate=yes).
+            Exit status:
+              N      the command's own exit status
+              128+N  the command was killed by signal N (137: SIGKILL, as an OOM kill)
+              64     bad arguments; nothing was started
+              125    memwarn failed before the command started: no permission to
+                     create the cgroup, no memory controller, a --config or --report
+                     file it cannot use
+              126    the command could not join the cgroup before exec
+              127    the command was not found, is not executable, or could not start
+              1      the command exited 0 but the --report file could not be written
             Examples:
               memwarn run --memory-max 256M -- ./my-service --port 8080
-              memwarn run --memory-max 64M --report run.json -- memwarn-hog 100M
+              memwarn run --memory-max 64M --json -- /bin/true > run.json
+              memwarn run --memory-max 64M --report run.json -- \\
+                  .build/debug/memwarn-hog --allocate 100M    # OOM-killed: exit 137
+            (memwarn-hog is memwarn's test hog: swift build --product memwarn-hog.)
             """)
 
     @Option(name: .long, help: ArgumentHelp("The hard limit: bytes or with a unit (64M, 1.5G).", valueName: "size"))
@@ -31,6 +47,9 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("Also write the report as JSON to this file.", valueName: "file"))
     var report: String?
+
+    @Flag(name: .long, help: "Print the report as one JSON line on stdout at the end (after the command's own output).")
+    var json = false
 
     @Option(name: .long, help: ArgumentHelp("A policy file (format of Config/memwarn.conf).", valueName: "file"))
     var config: String?
@@ -55,7 +74,13 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
-        let policy = try PressurePolicy.load(file: config, environment: environment)
+        let policy: PressurePolicy
+        do {
+            policy = try PressurePolicy.load(file: config, environment: environment)
+        } catch {
+            Output.errorLine("Error: \(error)")
+            throw ExitCode(125)
+        }
         var logger = Logger(label: "memwarn")
         logger.logLevel = .error
         let options = ConstrainedRun.Options(
@@ -73,6 +98,11 @@ struct RunCommand: AsyncParsableCommand {
         let run: ConstrainedRun
         do {
             run = try ConstrainedRun(options, logger: logger)
+        } catch let error as CgroupError where error.code == .permissionDenied {
+            // The message names the cgroup and says how to get permission (root, or a
+            // delegated cgroup); the path in front of it would only repeat the cgroup.
+            Output.errorLine("Error: \(error.message)")
+            throw ExitCode(125)
         } catch {
             Output.errorLine("Error: \(error)")
             throw ExitCode(error is ConstrainedRun.StartError ? 127 : 125)
@@ -92,6 +122,9 @@ struct RunCommand: AsyncParsableCommand {
         }
         forwarding.cancel()
         for line in Self.summary(result) { Output.errorLine("memwarn run: " + line) }
+        if json {
+            Output.line(try JSONLine.encode(result))
+        }
         if let report {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

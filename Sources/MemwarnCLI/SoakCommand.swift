@@ -16,7 +16,9 @@ struct SoakCommand: AsyncParsableCommand {
             without it (the baseline). A progress line shows elapsed time, usage against the \
             limit and the level. The report, side by side: survived or killed, OOM kills, \
             warnings, bytes released per tier, units terminated, peak usage, lost writes. \
-            Exits 0 when the memwarn run survived with 0 OOM kills and 0 lost writes.
+            Exit status: 0 when the memwarn run survived with 0 OOM kills and 0 lost writes; \
+            1 when it did not, or a run could not start (no permission to create cgroups, \
+            say), or the plot could not be written; 64 for bad arguments or no memwarn-demo.
             Examples:
               memwarn soak
               memwarn soak --memory-max 256M --duration 60s --plot soak.svg

@@ -10,9 +10,26 @@ struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Print one snapshot: usage, effective limit, PSI and the level it means.",
-        discussion: "Example: memwarn status --json --cgroup /system.slice/app.service")
+        discussion: """
+            With --all: every memory cgroup at and below the one named (default: this \
+            process's own; --cgroup / for the whole hierarchy), one row each, sorted by path: \
+            path, the cgroup's own usage, its effective limit, the ratio and the level (no \
+            growth is measured). --json prints them as one JSON array of the objects \
+            status --json prints. Cgroups that vanish meanwhile are left out, and so are \
+            cgroup2 groups without the memory controller (the cgroup2 root among them).
+            Exit status: 0 on success; 1 when the cgroup does not exist or a file or the \
+            policy cannot be read (with --all: when a cgroup that still exists could not be \
+            read; the others are printed); 64 for bad arguments.
+            Examples:
+              memwarn status --json --cgroup /system.slice/app.service
+              memwarn status --all --cgroup /
+              memwarn status --all --json --cgroup /system.slice
+            """)
 
     @OptionGroup var target: TargetOptions
+
+    @Flag(name: .long, help: "Every memory cgroup at and below --cgroup (default: this process's own), one row each.")
+    var all = false
 
     @Option(name: .customLong("growth-sample"), help: ArgumentHelp(
         "How long to read usage to measure growth (11 readings over this time; 0s for none).", valueName: "DURATION"))
@@ -35,6 +52,16 @@ struct StatusCommand: AsyncParsableCommand {
             for leftover in ConstrainedRun.removeLeftovers(in: own, logger: logger) {
                 Output.errorLine("memwarn status: \(leftover)")
             }
+        }
+        if all {
+            guard let root = layout.memory else {
+                throw CgroupError(.noMemoryController, "no memory controller is mounted (mode \(layout.mode.rawValue))")
+            }
+            let tree = StatusTree(root: root, policy: policy, discovery: discovery)
+            print(target.json ? try JSONLine.encode(tree.reports) : tree.text())
+            for failure in tree.failures { Output.errorLine("Error: \(failure)") }
+            if !tree.failures.isEmpty { throw ExitCode(1) }
+            return
         }
         let sampler = SnapshotSampler(layout: layout)
         let span = PressurePolicy.parseDuration(growthSample) ?? .zero

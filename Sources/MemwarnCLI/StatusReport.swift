@@ -20,6 +20,10 @@ struct StatusReport: Encodable {
     /// `cgroup` when usage is measured against a cgroup limit, `system` when no limit applies.
     var measure: String
     var usageBytes: UInt64
+    /// The memory cgroup's own charge (`memory.usage_in_bytes`, `memory.current`): the same
+    /// as `usageBytes` when measured against a limit, and still the cgroup's when the
+    /// system is measured; `nil` without a readable memory cgroup.
+    var cgroupUsageBytes: UInt64?
     var limitBytes: UInt64?
     var limitFile: String?
     var limitCgroup: String?
@@ -38,6 +42,7 @@ struct StatusReport: Encodable {
         cgroupDirectory = snapshot.cgroup?.directory
         measure = snapshot.limit == nil ? "system" : "cgroup"
         usageBytes = snapshot.usageBytes
+        cgroupUsageBytes = snapshot.limit != nil ? snapshot.usageBytes : layout.memory.flatMap { try? CgroupMemoryReader(location: $0).usage() }
         limitBytes = snapshot.limit?.bytes
         limitFile = snapshot.limit?.file
         limitCgroup = snapshot.limit?.cgroupPath
@@ -59,7 +64,7 @@ struct StatusReport: Encodable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case mode, cgroupPath, cgroupDirectory, measure, usageBytes, limitBytes, limitFile, limitCgroup
+        case mode, cgroupPath, cgroupDirectory, measure, usageBytes, cgroupUsageBytes, limitBytes, limitFile, limitCgroup
         case systemTotalBytes, ratio, level, psi, growthBytesPerSecond, secondsToCritical, secondsToLimit, notes
     }
 
@@ -75,6 +80,7 @@ struct StatusReport: Encodable {
         try container.encode(cgroupDirectory, forKey: .cgroupDirectory)
         try container.encode(measure, forKey: .measure)
         try container.encode(usageBytes, forKey: .usageBytes)
+        try container.encode(cgroupUsageBytes, forKey: .cgroupUsageBytes)
         try container.encode(limitBytes, forKey: .limitBytes)
         try container.encode(limitFile, forKey: .limitFile)
         try container.encode(limitCgroup, forKey: .limitCgroup)

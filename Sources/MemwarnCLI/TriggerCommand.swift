@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Memwarn
+import MemwarnSoak
 
 /// `memwarn trigger`: ask running processes to release memory now, through their control endpoints.
 struct TriggerCommand: ParsableCommand {
@@ -17,7 +18,13 @@ struct TriggerCommand: ParsableCommand {
             The report lists the consumers in the order they were asked: the documented tier \
             order, the largest first within a tier. --json prints each process's reply as one \
             JSON line.
-            Example: memwarn trigger --all --level critical --json
+            Exit status: 0 when every process asked released (even nothing); 1 when any could \
+            not be asked or refused (unknown pid, no endpoint, a directory or endpoint not \
+            trusted, a timeout): one line "Error: ..." after the reports of the others; 64 for \
+            bad arguments.
+            Examples:
+              memwarn trigger --all --level critical --json
+              memwarn trigger --pid 4242 --target-bytes 64M   # stop once 64 MiB are freed
             """)
 
     /// The levels a trigger can ask for.
@@ -37,8 +44,9 @@ struct TriggerCommand: ParsableCommand {
     @Flag(name: .customLong("terminate-suspended"), help: "Only terminate suspended units (a critical release of that tier).")
     var terminateSuspended = false
 
-    @Option(name: .customLong("target-bytes"), help: ArgumentHelp("Stop once this many bytes are freed. Default: everything the level allows.", valueName: "bytes"))
-    var targetBytes: Int?
+    @Option(name: .customLong("target-bytes"), help: ArgumentHelp(
+        "Stop once this much is freed: bytes or with a unit (67108864, 64M, 1.5G). Default: everything the level allows.", valueName: "size"))
+    var targetBytes: String?
 
     @Flag(name: .long, help: "Print each process's reply as one JSON line.")
     var json = false
@@ -46,14 +54,21 @@ struct TriggerCommand: ParsableCommand {
     func validate() throws {
         guard (pid != nil) != all else { throw ValidationError("give either --pid PID or --all") }
         if let pid, pid <= 0 { throw ValidationError("--pid takes a positive process ID; got \(pid)") }
-        if let targetBytes, targetBytes < 0 { throw ValidationError("--target-bytes takes 0 or more; got \(targetBytes)") }
+        if let targetBytes, Self.bytes(targetBytes) == nil {
+            throw ValidationError("--target-bytes: \"\(targetBytes)\" is not a size (examples: 0, 67108864, 64M, 1.5G)")
+        }
         if terminateSuspended && level == .warning {
             throw ValidationError("--terminate-suspended always releases at critical; drop --level warning")
         }
     }
 
+    /// A `--target-bytes` value in bytes: any size from 0 (more than `Int.max` is everything).
+    static func bytes(_ text: String) -> Int? {
+        ByteSize.parse(text, allowingZero: true).map { Int(clamping: $0) }
+    }
+
     var request: ControlRequest {
-        let target = targetBytes ?? .max
+        let target = targetBytes.flatMap(Self.bytes) ?? .max
         if terminateSuspended { return .terminateSuspended(targetBytes: target) }
         return .warn(level: level == .critical ? .critical : .warning, targetBytes: target)
     }

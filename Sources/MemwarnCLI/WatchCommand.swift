@@ -15,6 +15,9 @@ struct WatchCommand: AsyncParsableCommand {
             the critical mark within forecast_horizon. JSON lines carry time, level, previous, \
             usageBytes, limitBytes, ratio, source, growthBytesPerSecond, secondsToCritical and \
             secondsToLimit (null when usage is not clearly growing).
+            Exit status: 0 when interrupted (Ctrl-C, SIGTERM); 1 when the cgroup does not \
+            exist, a file or the policy cannot be read, or the monitor stops (its cgroup \
+            removed, say); 64 for bad arguments.
             Example: memwarn watch --json --cgroup /system.slice/app.service
             """)
 
@@ -25,8 +28,9 @@ struct WatchCommand: AsyncParsableCommand {
         let policy = try PressurePolicy.load(file: target.config, environment: environment)
         var logger = Logger(label: "memwarn")
         logger.logLevel = .critical
-        let monitor = PressureMonitor(
-            configuration: MonitorConfiguration(policy: policy, cgroupPath: target.cgroup, environment: environment), logger: logger)
+        var configuration = MonitorConfiguration(policy: policy, cgroupPath: target.cgroup, environment: environment)
+        configuration.control.isEnabled = false  // it watches, it holds nothing to release
+        let monitor = PressureMonitor(configuration: configuration, logger: logger)
         let printer = Task { [json = target.json] in
             for await event in monitor.events() {
                 Output.line(json ? try WatchLine(event).json() : WatchLine(event).text())

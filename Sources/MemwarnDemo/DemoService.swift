@@ -19,7 +19,7 @@ final class DemoService {
     let dataDirectory: String
     let log = EventLog()
     let logger: Logger
-    let app: Application
+    let app: LifeCycleApplication
     let renders = DiscardableCache<Int, [UInt8]>()
     let media = MediaStore(name: "posters")
     let connections: ResourcePool<FileHandle>
@@ -48,7 +48,7 @@ final class DemoService {
         }
         dataDirectory = directory
         try FileManager.default.createDirectory(atPath: directory + "/sessions", withIntermediateDirectories: true)
-        app = Application(configuration: LifeCycleConfiguration(suspensionDelay: .milliseconds(200)), logger: logger) { unit in
+        app = LifeCycleApplication(configuration: LifeCycleConfiguration(suspensionDelay: .milliseconds(200)), logger: logger) { unit in
             UserSession(id: unit.id, directory: directory + "/sessions")
         }
         renders.name = "renders"
@@ -92,7 +92,7 @@ final class DemoService {
     private func startMemwarn() throws {
         // The default policy (and MEMWARN_* overrides, as for any service): nothing tuned here.
         let policy = try PressurePolicy.load(environment: ProcessInfo.processInfo.environment)
-        let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy, environment: ProcessInfo.processInfo.environment), logger: logger)
+        let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy, servesControlEndpoint: true), logger: logger)
         self.monitor = monitor
         // The application attached: warnings reach the sessions' delegates, then the shared
         // coordinator (the application's) releases.

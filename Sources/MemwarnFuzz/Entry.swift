@@ -41,7 +41,7 @@ func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePo
                      _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
 
 /// SwiftPM links an executable's `main` to `<module>_main`: here that hands over to libFuzzer.
-@_cdecl("MemwarnFuzz_main")
+@_cdecl("memwarn_fuzz_main")
 public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
     var count = argc
     var arguments = argv

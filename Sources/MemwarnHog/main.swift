@@ -1,18 +1,22 @@
 // memwarn-hog: a child process that holds exactly as much anonymous memory as it is told.
 // Tests and benchmarks start it, place it in a cgroup, then drive it over stdin:
 //
-//   hold <bytes>   grow or shrink to <bytes> of touched memory; replies
+//   hold <size>    grow or shrink to <size> of touched memory; replies
 //                  "held <bytes> <start ns> <end ns>" (CLOCK_MONOTONIC around the change)
 //   exit           exit 0 (end of input does the same)
 //
-// Or, for `memwarn run` and its tests: `memwarn-hog --allocate <bytes>` touches that much
+// Or, for `memwarn run` and its tests: `memwarn-hog --allocate <size>` touches that much
 // memory, then exits 0 (if the cgroup lets it live that long).
+//
+// A size is bytes or has a binary unit, as memwarn's own options take it (ByteSize):
+// `104857600`, `100M`, `64MiB`, `1.5G`; `0` holds nothing.
 //
 // Memory is mapped anonymously and every page is written, so the cgroup is charged at once;
 // shrinking unmaps, so the charge is returned at once too.
 #if canImport(Glibc)
 import Glibc
 #endif
+import MemwarnSoak
 
 struct Holder {
     let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
@@ -59,18 +63,24 @@ func reply(_ text: String) {
     _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
 }
 
+/// A byte count as the hog takes it: bytes, or a size with a unit (`100M`, `64MiB`, `1.5G`).
+func byteCount(_ text: some StringProtocol) -> Int? {
+    ByteSize.parse(String(text), allowingZero: true).flatMap { Int(exactly: $0) }
+}
+
 var holder = Holder()
-if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--allocate", let bytes = Int(CommandLine.arguments[2]), bytes >= 0 {
+if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--allocate", let bytes = byteCount(CommandLine.arguments[2]) {
     exit(holder.hold(bytes) ? 0 : 1)
 } else if CommandLine.arguments.count > 1 {
-    reply("usage: memwarn-hog [--allocate <bytes>]   (without arguments: commands on stdin)")
+    let message = "usage: memwarn-hog [--allocate <size>]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)\n"
+    _ = Array(message.utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     exit(2)
 }
 while let line = readLine() {
     let words = line.split(separator: " ")
     if words.first == "exit" { exit(0) }
-    guard words.count == 2, words[0] == "hold", let bytes = Int(words[1]), bytes >= 0 else {
-        reply("error: expected \"hold <bytes>\" or \"exit\", got \"\(line)\"")
+    guard words.count == 2, words[0] == "hold", let bytes = byteCount(words[1]) else {
+        reply("error: expected \"hold <size>\" (bytes, or 100M, 64MiB, 1.5G) or \"exit\", got \"\(line)\"")
         continue
     }
     let start = monotonicNanoseconds()

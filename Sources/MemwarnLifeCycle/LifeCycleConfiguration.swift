@@ -18,7 +18,16 @@ public struct LifeCycleConfiguration: Sendable, Hashable {
     /// growth — does not wait longer.
     public var memoryWarningDeadline: Duration
 
-    /// The defaults: 5 s, 5 s, 1 s, 30 s and 100 ms.
+    /// A configuration; each parameter sets the property of the same name. The defaults:
+    /// 5 s, 5 s, 1 s, 30 s and 100 ms.
+    ///
+    /// - Parameters:
+    ///   - backgroundHandlerDeadline: how long `didEnterBackground` may run.
+    ///   - terminationDeadline: how long `willTerminate` handlers may run, together.
+    ///   - suspensionDelay: how long a saved, idle unit stays in the background before it is
+    ///     suspended.
+    ///   - backgroundTaskTime: the background execution time a unit's background tasks get.
+    ///   - memoryWarningDeadline: how long each delegate's `didReceiveMemoryWarning` may run.
     public init(backgroundHandlerDeadline: Duration = .seconds(5), terminationDeadline: Duration = .seconds(5),
                 suspensionDelay: Duration = .seconds(1), backgroundTaskTime: Duration = .seconds(30),
                 memoryWarningDeadline: Duration = .milliseconds(100)) {

@@ -1,13 +1,13 @@
 public import Memwarn
 
-/// Told of an ``Application``'s or a ``LifeCycleUnit``'s life-cycle events, as `UIApplicationDelegate`
+/// Told of a ``LifeCycleApplication``'s or a ``LifeCycleUnit``'s life-cycle events, as `UIApplicationDelegate`
 /// and `UISceneDelegate` are. Every method has an empty default.
 ///
 /// Callbacks for one subject never overlap and arrive in the documented order (see
 /// ``LifeCycleTransition``). A callback may not request a transition of its own subject (it
 /// would wait for itself): that is refused with ``LifeCycleError/reentrantTransition(subject:)``.
 public protocol LifeCycleDelegate<Subject>: AnyObject, Sendable {
-    /// ``Application`` or ``LifeCycleUnit``.
+    /// ``LifeCycleApplication`` or ``LifeCycleUnit``.
     associatedtype Subject: AnyObject & Sendable
 
     /// The launch has begun. The subject is already in the state it launches into —
@@ -15,10 +15,21 @@ public protocol LifeCycleDelegate<Subject>: AnyObject, Sendable {
     /// background — as UIKit's app is. A unit relaunched after it was discarded gets
     /// `restoring: true`: load the state saved in ``didEnterBackground(_:)`` here. Throwing
     /// abandons the launch (the subject goes back to not running).
+    ///
+    /// - Parameters:
+    ///   - subject: the application or the unit.
+    ///   - restoring: whether the subject ran before (a unit relaunched after it was
+    ///     terminated): load its saved state.
+    /// - Throws: anything, to abandon the launch; the request that launched it fails with
+    ///   ``LifeCycleError/launchFailed(subject:reason:)``.
     func willFinishLaunching(_ subject: Subject, restoring: Bool) async throws
     /// The launch is done (the subject is inactive, or in the background).
+    ///
+    /// - Parameter subject: the application or the unit.
     func didFinishLaunching(_ subject: Subject) async
     /// The subject is about to leave ``LifeCycleState/active``.
+    ///
+    /// - Parameter subject: the application or the unit.
     func willResignActive(_ subject: Subject) async
     /// The subject is now in the background — it left the foreground, was launched into the
     /// background, or was resumed from suspension to handle an event there — : save everything
@@ -27,13 +38,24 @@ public protocol LifeCycleDelegate<Subject>: AnyObject, Sendable {
     /// terminated under pressure) only once this returns without throwing and within the
     /// deadline. A suspended unit resumed on its way to the foreground is not told (it gets
     /// ``willEnterForeground(_:)``).
+    ///
+    /// - Parameter subject: the application or the unit.
+    /// - Throws: anything, when the state could not be saved: the unit stays in the
+    ///   background, unsaved, and is not suspended (a ``LifeCycleNotification/Event/handler(_:_:)``
+    ///   notification reports it).
     func didEnterBackground(_ subject: Subject) async throws
     /// The subject is about to leave the background for the foreground.
+    ///
+    /// - Parameter subject: the application or the unit.
     func willEnterForeground(_ subject: Subject) async
     /// The subject is now ``LifeCycleState/active``.
+    ///
+    /// - Parameter subject: the application or the unit.
     func didBecomeActive(_ subject: Subject) async
     /// The subject is about to stop running, within the configuration's
     /// ``LifeCycleConfiguration/terminationDeadline``. Suspended units are not told.
+    ///
+    /// - Parameter subject: the application or the unit.
     func willTerminate(_ subject: Subject) async
     /// Memory is tight (`level` is `.warning` or `.critical`): drop what can be rebuilt —
     /// UIKit's `applicationDidReceiveMemoryWarning(_:)`. The application's delegate hears it
@@ -41,7 +63,11 @@ public protocol LifeCycleDelegate<Subject>: AnyObject, Sendable {
     /// suspended and not-running ones are not told. It comes before memwarn's own release of
     /// the same warning, which waits for it at most
     /// ``LifeCycleConfiguration/memoryWarningDeadline`` and then reads usage afresh: what is
-    /// dropped here counts toward the release's target. See ``Application/attach(to:)``.
+    /// dropped here counts toward the release's target. See ``LifeCycleApplication/attach(to:)``.
+    ///
+    /// - Parameters:
+    ///   - subject: the application or the unit.
+    ///   - level: the level that raised the warning, `.warning` or `.critical`.
     func didReceiveMemoryWarning(_ subject: Subject, level: MemoryPressureLevel) async
 }
 

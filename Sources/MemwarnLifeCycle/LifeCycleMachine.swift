@@ -1,6 +1,6 @@
 import Memwarn
 
-/// The state of one ``Application`` or ``LifeCycleUnit`` and the running of its transitions: one at a
+/// The state of one ``LifeCycleApplication`` or ``LifeCycleUnit`` and the running of its transitions: one at a
 /// time, in the order asked, each checked against ``LifeCycleTransition/all`` and delivering
 /// its callbacks in order.
 final class LifeCycleMachine: Sendable {

@@ -1,6 +1,6 @@
 public import Memwarn
 
-/// One life-cycle event, as ``Application/notifications()`` delivers them.
+/// One life-cycle event, as ``LifeCycleApplication/notifications()`` delivers them.
 public struct LifeCycleNotification: Sendable, Hashable, CustomStringConvertible {
     /// What happened.
     public enum Event: Sendable, Hashable {
@@ -17,7 +17,9 @@ public struct LifeCycleNotification: Sendable, Hashable, CustomStringConvertible
         case discarded(freedBytes: Int)
         /// Idle shared-resource handles were closed on entering the background.
         case closedIdleHandles(count: Int, failures: Int)
+        /// A background task began (``LifeCycleUnit/beginBackgroundTask(name:expirationHandler:)``).
         case backgroundTaskBegan(BackgroundTaskIdentifier, name: String)
+        /// A background task ended: ended by its unit, or for it after it expired.
         case backgroundTaskEnded(BackgroundTaskIdentifier, name: String)
         /// The background time ran out: the task's expiration handler runs now, with the task
         /// still held (it may end it, as Apple's sample does); a task it leaves running is then
@@ -34,8 +36,14 @@ public struct LifeCycleNotification: Sendable, Hashable, CustomStringConvertible
 
     /// Whose event.
     public var subject: LifeCycleSubject
+    /// What happened.
     public var event: Event
 
+    /// A notification of an event.
+    ///
+    /// - Parameters:
+    ///   - subject: whose event.
+    ///   - event: what happened.
     public init(subject: LifeCycleSubject, event: Event) {
         self.subject = subject
         self.event = event

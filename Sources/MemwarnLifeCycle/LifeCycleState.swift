@@ -1,4 +1,4 @@
-/// Where an ``Application`` or a ``LifeCycleUnit`` is in its life cycle: the five states Apple
+/// Where a ``LifeCycleApplication`` or a ``LifeCycleUnit`` is in its life cycle: the five states Apple
 /// documents for apps and scenes.
 public enum LifeCycleState: String, Sendable, CaseIterable, CustomStringConvertible {
     /// Not launched yet, or terminated (by request, or discarded while suspended).

@@ -19,7 +19,9 @@
 /// The launch callbacks run in the state launched into; the other `will…` callbacks in the
 /// state being left, the `did…` ones in the state entered (``LifeCycleCallback/runsBeforeTheStateChanges``).
 public struct LifeCycleTransition: Sendable, Hashable, CustomStringConvertible {
+    /// The state left.
     public let from: LifeCycleState
+    /// The state entered.
     public let to: LifeCycleState
     /// The callbacks delivered, in order.
     public let callbacks: [LifeCycleCallback]
@@ -45,11 +47,19 @@ public struct LifeCycleTransition: Sendable, Hashable, CustomStringConvertible {
     /// (it gets `willEnterForeground` next); resumed to stay in the background, it is, as the
     /// seeds' background sequence has it ("The system resumes the app. UIKit calls the app
     /// delegate's `applicationDidEnterBackground(_:)` method").
+    ///
+    /// - Parameter destination: the state the whole request moves to.
+    /// - Returns: the callbacks, in order; possibly none.
     public func callbacks(onTheWayTo destination: LifeCycleState) -> [LifeCycleCallback] {
         from == .suspended && to == .background && destination != .background ? [] : callbacks
     }
 
     /// The legal transition between two states, or `nil`.
+    ///
+    /// - Parameters:
+    ///   - from: the state left.
+    ///   - to: the state entered.
+    /// - Returns: the transition, or `nil` when it is not legal.
     public static func between(_ from: LifeCycleState, _ to: LifeCycleState) -> LifeCycleTransition? {
         all.first { $0.from == from && $0.to == to }
     }
@@ -57,6 +67,12 @@ public struct LifeCycleTransition: Sendable, Hashable, CustomStringConvertible {
     /// The states to pass through, in order, to get from `from` to `to` by legal transitions
     /// (empty when they are equal). Only a path *to* ``LifeCycleState/notRunning`` goes
     /// through it: reaching another state never terminates on the way.
+    ///
+    /// - Parameters:
+    ///   - from: the state to start from.
+    ///   - to: the state to reach.
+    /// - Returns: the states after `from`, ending with `to`; empty when `to` is `from` or
+    ///   cannot be reached.
     public static func path(from: LifeCycleState, to: LifeCycleState) -> [LifeCycleState] {
         var previous: [LifeCycleState: LifeCycleState] = [:]
         var queue = [from], seen: Set = [from]

@@ -2,7 +2,7 @@ import Memwarn
 
 extension LifeCycleUnit {
     /// Wakes the unit in the background if it does not run, holds a background task, and runs
-    /// `event` (see ``Application/deliverBackgroundEvent(to:name:_:)``).
+    /// `event` (see ``LifeCycleApplication/deliverBackgroundEvent(to:name:_:)``).
     func handleBackgroundEvent<Result: Sendable>(name: String,
                                                  _ event: @escaping @Sendable (LifeCycleUnit) async throws -> Result) async throws -> Result {
         let work = Locked<Task<Result, any Error>?>(nil)

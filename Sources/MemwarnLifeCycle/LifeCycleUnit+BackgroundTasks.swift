@@ -5,6 +5,9 @@ extension LifeCycleUnit {
     /// out, with the task still held: end it there (as Apple's sample does); one left running
     /// is ended for it when the handler returns.
     ///
+    /// - Parameters:
+    ///   - name: the task's name in notifications and the log; `task <n>` by default.
+    ///   - expirationHandler: runs when the background time runs out while the task runs.
     /// - Returns: the task's identifier, or ``BackgroundTaskIdentifier/invalid`` when the unit
     ///   is not running or its background time is used up.
     public func beginBackgroundTask(name: String? = nil, expirationHandler: (@Sendable () -> Void)? = nil) -> BackgroundTaskIdentifier {
@@ -38,6 +41,7 @@ extension LifeCycleUnit {
     /// reported (a ``LifeCycleNotification/Event/misuse(_:)`` notification and a warning in the
     /// log) and changes nothing.
     ///
+    /// - Parameter identifier: what ``beginBackgroundTask(name:expirationHandler:)`` returned.
     /// - Returns: whether a running task was ended.
     @discardableResult
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) -> Bool {

@@ -2,16 +2,17 @@ public import Memwarn
 import Logging
 
 /// One unit of a service with its own life cycle, as a scene is one of an app's: a tenant, a
-/// client session, an open document. Units are made and found through ``Application``.
+/// client session, an open document. Units are made and found through ``LifeCycleApplication``.
 ///
 /// A unit in the background saves its state (``LifeCycleDelegate/didEnterBackground(_:)``,
 /// under a deadline), closes its idle shared-resource handles, and — once the save completed
 /// and no background task runs — is suspended after ``LifeCycleConfiguration/suspensionDelay``.
 /// A suspended unit runs no code: its consumers leave the release tiers and the unit itself
-/// joins tier ``ReleaseTier/suspendedUnits``, where at `.critical` the coordinator terminates
-/// suspended units largest first (no `willTerminate`, as on iOS). Asking for a terminated
-/// unit again relaunches it with `restoring: true`, to load what it saved.
+/// joins Memwarn's release tier `suspendedUnits`, where at `.critical` the coordinator
+/// terminates suspended units largest first (no `willTerminate`, as on iOS). Asking for a
+/// terminated unit again relaunches it with `restoring: true`, to load what it saved.
 public final class LifeCycleUnit: MemoryConsumer, Sendable {
+    /// Identifies a unit in its application: a tenant's, a session's or a document's name.
     public typealias ID = String
     /// Makes a unit's delegate at each launch.
     public typealias DelegateFactory = @Sendable (LifeCycleUnit) async throws -> any LifeCycleDelegate<LifeCycleUnit>
@@ -76,12 +77,14 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     public var delegate: (any LifeCycleDelegate<LifeCycleUnit>)? { storage.withLock { $0.delegate } }
 
     /// Makes a consumer part of the unit: released and unregistered when the unit terminates,
-    /// out of the release tiers while it is suspended, and — for an ``IdleHandleCloser`` such
-    /// as ``ResourcePool`` — its idle handles closed when the unit enters the background.
+    /// out of the release tiers while it is suspended, and — for an `IdleHandleCloser` such
+    /// as a `ResourcePool` — its idle handles closed when the unit enters the background.
     /// The unit holds it strongly until it terminates. Call from the delegate, typically in
     /// `willFinishLaunching`. The tiers are the application's coordinator's: a store made with
     /// another coordinator (memwarn's stores join `.shared` by default) stays in that one's
     /// tiers while the unit is suspended.
+    ///
+    /// - Parameter consumer: a cache, store or pool the unit owns.
     public func adopt(_ consumer: any MemoryConsumer) {
         storage.withLock { storage in
             storage.consumers[ObjectIdentifier(consumer)] = consumer
@@ -101,6 +104,7 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     /// to be legal). From suspended to the background it resumes the unit to run there: it is
     /// told `didEnterBackground`, and suspended again once idle.
     ///
+    /// - Parameter target: the state to move to, one legal transition away.
     /// - Throws: ``LifeCycleError`` when the transition is illegal or refused.
     public func transition(to target: LifeCycleState) async throws {
         try await machine.serially { [self] in try await step(to: target) }
@@ -109,6 +113,10 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     /// Moves to `target` through the legal transitions, as one request: launching (from the
     /// saved state) when not running, resuming when suspended (a unit resumed on its way to
     /// the foreground is not told `didEnterBackground`). It never terminates on the way.
+    ///
+    /// - Parameter target: the state to reach.
+    /// - Throws: ``LifeCycleError`` when a step is illegal or refused: the launch failed, the
+    ///   unit cannot be suspended yet, or a callback of the unit asked for it (re-entrant).
     public func advance(to target: LifeCycleState) async throws {
         try await machine.serially { [self] in
             while machine.current != target {

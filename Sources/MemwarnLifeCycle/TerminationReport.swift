@@ -1,4 +1,4 @@
-/// What ``Application/terminate()`` did, subject by subject.
+/// What ``LifeCycleApplication/terminate()`` did, subject by subject.
 public struct TerminationReport: Sendable, CustomStringConvertible {
     /// One subject's part.
     public enum Outcome: Sendable, Hashable, CustomStringConvertible {

@@ -20,7 +20,7 @@
 //                               "socket": the control endpoint's socket}
 //   ballast <bytes>             hold memory no consumer can release
 //   status                      every unit's state and footprint: {"<id>": "<state> <bytes>"}
-//   serve                       run the Application in a ServiceGroup (SIGTERM/SIGINT shut it
+//   serve                       run the LifeCycleApplication in a ServiceGroup (SIGTERM/SIGINT shut it
 //                               down); print each callback; exit 0 after a clean shutdown
 //   exit
 //
@@ -85,7 +85,7 @@ let logger: Logger = {
 let configuration = LifeCycleConfiguration(
     terminationDeadline: .milliseconds(option("--termination-deadline-ms", default: 5_000)),
     suspensionDelay: .milliseconds(option("--suspension-delay-ms", default: 50)))
-let app = Application(configuration: configuration, logger: logger) { unit in
+let app = LifeCycleApplication(configuration: configuration, logger: logger) { unit in
     guard let plan = plans.withLock({ $0[unit.id] }) else { throw ProbeFailure(error: "no plan for \(unit.id)") }
     let session = SessionDelegate(id: unit.id, workingSetBytes: plan.workingSetBytes, scratchBytes: plan.scratchBytes,
                                   directory: directory, overrunsTermination: plan.overrunsTermination)
@@ -112,7 +112,7 @@ func waitUntil(_ id: String, is target: LifeCycleState, after action: () async t
 }
 
 @MainActor func startWatching(applicationAttached: Bool) async throws {
-    let running = PressureMonitor(configuration: MonitorConfiguration(environment: [:]), logger: logger)
+    let running = PressureMonitor(configuration: MonitorConfiguration(environment: [:], servesControlEndpoint: true), logger: logger)
     ReleaseCoordinator.shared.addReportObserver { report in reply(report) }
     if applicationAttached { app.attach(to: running) } else { ReleaseCoordinator.shared.attach(to: running) }
     monitor = running

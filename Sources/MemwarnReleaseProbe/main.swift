@@ -7,7 +7,9 @@
 //   load                        fill the stores; reply {"footprints": {name: bytes}}
 //   release <level> <bytes>     ReleaseCoordinator.shared.release; reply: the report
 //   watch                       start a PressureMonitor on this process's cgroup with the
-//                               coordinator attached; each automatic release prints its report
+//                               coordinator attached; reply {"watching": level, "sources": […],
+//                               "pid": pid, "socket": its control socket or null};
+//                               each automatic release prints its report
 //   ballast <bytes>             hold that much memory no consumer can release
 //   exit
 import Foundation
@@ -98,14 +100,17 @@ let directory = try PrivateDirectory.makeTemporary(prefix: "memwarn-probe")  // 
 @MainActor func startWatching() async throws {
     var logger = Logger(label: "memwarn-release-probe")
     logger.logLevel = .critical
-    let running = PressureMonitor(configuration: MonitorConfiguration(environment: [:]), logger: logger)
+    // As the README makes one: the process environment (systemd's MEMORY_PRESSURE_WATCH and
+    // MEMORY_PRESSURE_WRITE, MEMWARN_CONTROL) reaches the monitor.
+    let running = PressureMonitor(configuration: MonitorConfiguration(servesControlEndpoint: true), logger: logger)
     ReleaseCoordinator.shared.addReportObserver { report in reply(report) }
     ReleaseCoordinator.shared.attach(to: running)
     monitor = running
     var events = running.events().makeAsyncIterator()
     Task { try await running.run() }
     guard let first = await events.next() else { throw Failure(error: "the monitor ended at once") }
-    reply(["watching": first.level.rawValue])
+    struct Watching: Encodable { var watching: String; var sources: [String]; var pid: Int32; var socket: String? }
+    reply(Watching(watching: first.level.rawValue, sources: running.watchedSources, pid: getpid(), socket: running.controlSocketPath))
 }
 
 while let line = readLine() {

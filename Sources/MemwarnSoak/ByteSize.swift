@@ -3,14 +3,23 @@ import Foundation
 /// A size given on a command line: bytes, or with a binary unit — `64M`, `1.5G`, `512KiB`,
 /// `256m` (K, M, G and T are powers of 1024, as in systemd and cgroup tools).
 public enum ByteSize {
-    /// The bytes `text` names, or `nil` when it is not a size.
+    /// The bytes `text` names, or `nil` when it is not a size (`0` is not one: see
+    /// ``parse(_:allowingZero:)``).
     public static func parse(_ text: String) -> UInt64? {
+        parse(text, allowingZero: false)
+    }
+
+    /// The bytes `text` names, or `nil` when it is not a size.
+    ///
+    /// - Parameter allowingZero: whether `0` (in any unit) is a size: a byte count such as
+    ///   `memwarn trigger --target-bytes 0` or `memwarn-hog --allocate 0`, not a limit.
+    public static func parse(_ text: String, allowingZero: Bool) -> UInt64? {
         let trimmed = text.trimmingPrefix(while: \.isWhitespace)
         let digits = trimmed.prefix { $0.isNumber || $0 == "." }
         let unit = trimmed.dropFirst(digits.count).lowercased()
         guard !digits.isEmpty, let number = Double(digits), number.isFinite, let scale = units[unit] else { return nil }
         let bytes = (number * scale).rounded()
-        guard bytes >= 1, bytes < 1.8e19 else { return nil }
+        guard bytes >= 1 || (allowingZero && number == 0), bytes < 1.8e19 else { return nil }
         return UInt64(bytes)
     }
 

@@ -30,6 +30,8 @@ public final class ConstrainedRun: Sendable {
         public var namePrefix: String
 
         /// - Parameter environment: the command's environment; `nil` passes this process's.
+        ///   `MEMWARN_CONTROL=on` is added unless it sets `MEMWARN_CONTROL`: a memwarn monitor
+        ///   in the command serves the control endpoint `memwarn trigger` talks to.
         public init(command: [String], memoryMaxBytes: UInt64, memoryHighBytes: UInt64? = nil,
                     environment: [String: String]? = nil, policy: PressurePolicy = PressurePolicy(),
                     sampleInterval: Duration? = nil, standardOutput: Int32? = nil, namePrefix: String = "memwarn-run") {
@@ -37,6 +39,9 @@ public final class ConstrainedRun: Sendable {
             self.memoryMaxBytes = memoryMaxBytes
             self.memoryHighBytes = memoryHighBytes
             self.environment = environment ?? ProcessInfo.processInfo.environment
+            if self.environment[ControlConfiguration.environmentVariable] == nil {
+                self.environment[ControlConfiguration.environmentVariable] = "on"
+            }
             self.policy = policy
             self.sampleInterval = sampleInterval
             self.standardOutput = standardOutput
@@ -77,6 +82,11 @@ public final class ConstrainedRun: Sendable {
             throw CgroupError(.noMemoryController, "this host has no memory controller to limit the command with (mode \(layout.mode.rawValue))")
         }
         leftoversRemoved = Self.removeLeftovers(in: own, logger: logger)
+        // cgroup v2: the children of our cgroup need the memory controller; alone in it, we move
+        // to a leaf (`<prefix>-<pid>-0`, removed as a leftover once we are gone) to allow that.
+        if let leaf = try ChildMemoryControl.enable(below: own, leafName: "\(options.namePrefix)-\(getpid())-0") {
+            logger.notice("moved into a leaf cgroup so that the run's cgroup can have a memory limit", metadata: ["leaf": "\(leaf.path)"])
+        }
         let cgroup = try Self.makeCgroup(in: own, options: options)
         do {
             child = try WaitedChild { Self.spawn(executable: executable, options: options, into: cgroup) }
@@ -184,6 +194,7 @@ public final class ConstrainedRun: Sendable {
         }
 
         let exit = await child.exit()
+        ControlClient.removeSocket(ofEnded: child.pid)  // a command killed before its monitor stopped leaves one
         let duration = Self.seconds(since: start)
         sampling?.cancel()
         monitoring.cancel()

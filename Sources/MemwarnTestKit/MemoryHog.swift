@@ -43,6 +43,10 @@ public final class MemoryHog: Sendable {
         self.input = input
         self.output = output
         Self.started.withLock { _ = $0.insert(pid) }
+        // Wait until the hog has started and answered once (holding nothing): what it touches
+        // while loading its libraries is charged where it runs now, never to the cgroup it is
+        // moved into next.
+        try hold(0)
     }
 
     /// Grows or shrinks to `bytes` of touched memory and waits until done.

@@ -18,6 +18,8 @@ struct ProductPaths: Sendable {
     var memwarn: String { directory + "/memwarn" }
     /// `memwarn-hog`: holds as much memory as it is told.
     var hog: String { directory + "/memwarn-hog" }
+    /// This runner, for `--in-container`.
+    var scenarios: String { directory + "/memwarn-v2-scenarios" }
     /// `memwarn-lifecycle-probe`: client sessions as units, for terminate-suspended.
     var lifeCycleProbe: String { directory + "/memwarn-lifecycle-probe" }
 }

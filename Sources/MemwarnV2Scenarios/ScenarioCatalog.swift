@@ -10,5 +10,6 @@ enum ScenarioCatalog {
         RunCommandScenario.scenario,
         TerminateSuspendedScenario.scenario,
         SoakScenario.scenario,
+        ContainerScenario.scenario,
     ]
 }

@@ -2,6 +2,7 @@
 // Scripts/v2-vm-test (on real cgroup v2 memory; the host binds memory to cgroup v1).
 //
 //   memwarn-v2-scenarios [--only NAME[,NAME...]] [--repeat N] [--list]
+//   memwarn-v2-scenarios --in-container PROGRAM [ARGS...]   (see ContainerEntry)
 //
 // --repeat runs the selection N times (to look for flaky timing).
 // One line per scenario, PASS or FAIL with details; the exit status is the number of failed
@@ -14,6 +15,7 @@ import Glibc
 #endif
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--in-container" { ContainerEntry.run(Array(arguments.dropFirst())) }
 if arguments == ["--list"] {
     for scenario in ScenarioCatalog.all { print(scenario.name) }
     exit(0)

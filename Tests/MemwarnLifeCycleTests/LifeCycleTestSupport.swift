@@ -70,8 +70,8 @@ final class Recorder<Subject: AnyObject & Sendable>: LifeCycleDelegate, Sendable
 
 /// An application whose units are recorded, each with its own recorder.
 final class RecordedApplication: Sendable {
-    let app: Application
-    let appRecorder = Recorder<Application> { $0.state }
+    let app: LifeCycleApplication
+    let appRecorder = Recorder<LifeCycleApplication> { $0.state }
     private let recorders = Locked<[String: [Recorder<LifeCycleUnit>]]>([:])
     private let behaviours = Locked<[LifeCycleCallback: Recorder<LifeCycleUnit>.Behaviour]>([:])
 
@@ -85,7 +85,7 @@ final class RecordedApplication: Sendable {
         let recorders = self.recorders
         let behaviours = self.behaviours
         let appRecorder = self.appRecorder
-        app = Application(configuration: configuration, coordinator: coordinator, logger: logger, delegate: appRecorder) { unit in
+        app = LifeCycleApplication(configuration: configuration, coordinator: coordinator, logger: logger, delegate: appRecorder) { unit in
             let recorder = Recorder<LifeCycleUnit>(behaviours: behaviours.withLock { $0 }) { $0.state }
             recorders.withLock { $0[unit.id, default: []].append(recorder) }
             return recorder
@@ -119,7 +119,7 @@ final class NotificationLog: Sendable {
 
     private let state = Locked(State())
 
-    init(_ app: Application) {
+    init(_ app: LifeCycleApplication) {
         app.addObserver { [state] notification in
             let resumed = state.withLock { state in
                 state.seen.append(notification)

@@ -42,14 +42,14 @@ struct TerminateSuspendedTests {
         let disk = Locked<[String: [Int]]>([:])
         let sizes: [String: Int]
         let sessions = Locked<[String: [WeakSession]]>([:])
-        let app: Application
+        let app: LifeCycleApplication
 
         struct WeakSession: @unchecked Sendable { weak var session: Session? }
 
         init(sizes: [String: Int]) {
             self.sizes = sizes
             let coordinator = self.coordinator, disk = self.disk, sessions = self.sessions
-            app = Application(configuration: LifeCycleConfiguration(suspensionDelay: .seconds(3_600)), coordinator: coordinator) { unit in
+            app = LifeCycleApplication(configuration: LifeCycleConfiguration(suspensionDelay: .seconds(3_600)), coordinator: coordinator) { unit in
                 let session = Session(bytes: sizes[unit.id] ?? 0, coordinator: coordinator, disk: disk)
                 sessions.withLock { $0[unit.id, default: []].append(WeakSession(session: session)) }
                 return session

@@ -179,13 +179,19 @@ struct ControlEndpointTests {
         }
     }
 
-    @Test func memwarnControlOffDisablesTheEndpoint() async throws {
-        for (value, enabled) in [("off", false), ("OFF", false), ("0", false), ("on", true), ("1", true)] {
-            #expect(MonitorConfiguration(environment: ["MEMWARN_CONTROL": value]).control.isEnabled == enabled, "\(value)")
+    @Test func theEndpointIsOptInAndMemwarnControlDecidesLast() async throws {
+        #expect(!MonitorConfiguration(environment: [:]).control.isEnabled, "off unless asked for")
+        #expect(MonitorConfiguration(environment: [:], servesControlEndpoint: true).control.isEnabled)
+        for (value, enabled) in [("off", false), ("OFF", false), ("0", false), ("no", false), ("on", true), ("1", true), ("TRUE", true)] {
+            for requested in [false, true] {
+                let configuration = MonitorConfiguration(environment: ["MEMWARN_CONTROL": value], servesControlEndpoint: requested)
+                #expect(configuration.control.isEnabled == enabled, "\(value), requested \(requested)")
+            }
         }
-        #expect(MonitorConfiguration().control.isEnabled)
+        #expect(MonitorConfiguration(environment: ["MEMWARN_CONTROL": "maybe"], servesControlEndpoint: true).control.isEnabled,
+                "an unknown value leaves the application's choice")
         try await Self.withControlDirectory { directory in
-            var configuration = MonitorConfiguration(environment: ["MEMWARN_CONTROL": "off"])
+            var configuration = MonitorConfiguration(environment: ["MEMWARN_CONTROL": "off"], servesControlEndpoint: true)
             configuration.control.directory = directory
             let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
             try await withRunningMonitor(monitor) { iterator in
@@ -338,7 +344,7 @@ struct ControlEndpointTests {
     }
 
     static func configuration(directory: String, coordinator: ReleaseCoordinator = ReleaseCoordinator(trimsHeap: false), cgroupPath: String? = nil) -> MonitorConfiguration {
-        var configuration = MonitorConfiguration(cgroupPath: cgroupPath)
+        var configuration = MonitorConfiguration(cgroupPath: cgroupPath, servesControlEndpoint: true)
         configuration.policy.holdTime = .milliseconds(300)
         configuration.watchesPressureStall = false
         configuration.control.directory = directory

@@ -12,6 +12,8 @@ extension DiscardableCache {
     /// `targetBytes` are freed (discardable values are asked to discard first, and stay if
     /// they are in use). The delegate is told of each removal, outside the lock.
     ///
+    /// - Parameter request: the level, the tier being walked and the bytes still wanted.
+    /// - Returns: the bytes freed.
     /// - Complexity: O(n) when everything goes; else O(n) plus O(log n) per entry examined.
     @inlinable
     public func release(_ request: ReleaseRequest) -> Int {

@@ -3,6 +3,10 @@ public protocol DiscardableCacheDelegate: AnyObject {
     /// Called once a value has left the cache (limit eviction, memory release, discarded
     /// content, `removeObject`, `removeAllObjects`). It runs outside the cache's lock, so it
     /// may call back into the cache.
+    ///
+    /// - Parameters:
+    ///   - cache: the ``DiscardableCache`` the value left.
+    ///   - object: the value.
     func cache(_ cache: AnyObject, willEvictObject object: Any)
 }
 
@@ -44,6 +48,9 @@ public final class DiscardableCache<Key: Hashable & Sendable, Value>: MemoryCons
 
     /// Creates an empty cache and registers it with `coordinator` (weakly: a deallocated
     /// cache leaves by itself).
+    ///
+    /// - Parameter coordinator: the coordinator whose releases the cache answers; `nil` for
+    ///   none (then only its limits evict).
     @inlinable
     public init(coordinator: ReleaseCoordinator? = .shared) {
         releaseEntries = { storage, request, keepingValues in
@@ -94,6 +101,8 @@ public final class DiscardableCache<Key: Hashable & Sendable, Value>: MemoryCons
     /// when its content was discarded and ``evictsObjectsWithDiscardedContent`` is set (the
     /// entry is then evicted and the delegate told).
     ///
+    /// - Parameter key: the entry's key.
+    /// - Returns: the value, or `nil`.
     /// - Complexity: O(1).
     @inlinable
     public func object(forKey key: Key) -> Value? {
@@ -115,6 +124,9 @@ public final class DiscardableCache<Key: Hashable & Sendable, Value>: MemoryCons
 
     /// Stores a value with cost 0.
     ///
+    /// - Parameters:
+    ///   - object: the value.
+    ///   - key: the entry's key; a value already stored for it is replaced.
     /// - Complexity: O(1) amortized.
     @inlinable
     public func setObject(_ object: Value, forKey key: Key) {
@@ -124,6 +136,10 @@ public final class DiscardableCache<Key: Hashable & Sendable, Value>: MemoryCons
     /// Stores a value with a cost (its size in bytes, for memory accounting), then evicts
     /// the least recently used entries while a limit is exceeded.
     ///
+    /// - Parameters:
+    ///   - object: the value.
+    ///   - key: the entry's key; a value already stored for it is replaced.
+    ///   - cost: the value's size in bytes (negative counts as 0).
     /// - Complexity: O(1) amortized, plus O(1) per evicted entry.
     @inlinable
     public func setObject(_ object: Value, forKey key: Key, cost: Int) {
@@ -141,6 +157,7 @@ public final class DiscardableCache<Key: Hashable & Sendable, Value>: MemoryCons
 
     /// Removes the value for a key (the delegate is told).
     ///
+    /// - Parameter key: the entry's key; no entry is no error.
     /// - Complexity: O(1).
     @inlinable
     public func removeObject(forKey key: Key) {

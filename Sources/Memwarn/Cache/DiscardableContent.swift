@@ -9,11 +9,15 @@
 public protocol DiscardableContent: AnyObject {
     /// Marks the content as in use. Returns `false` if it was already discarded (then it
     /// is not in use and must be rebuilt).
+    ///
+    /// - Returns: `true` when the content is there and now in use.
     func beginContentAccess() -> Bool
     /// Ends one use begun with ``beginContentAccess()``.
     func endContentAccess()
     /// Discards the content if no one is using it.
     func discardContentIfPossible()
     /// Whether the content has been discarded.
+    ///
+    /// - Returns: `true` once the content is gone.
     func isContentDiscarded() -> Bool
 }

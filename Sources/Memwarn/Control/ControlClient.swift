@@ -13,12 +13,12 @@ import Glibc
 ///     let reply = try ControlClient.send(.warn(level: .warning), to: path)
 /// }
 /// ```
-public enum ControlClient {
+package enum ControlClient {
     /// The longest reply read.
     static let maximumReplyBytes = 16 << 20
 
     /// The `<pid>.sock` sockets in `directory`, by increasing pid; empty when it does not exist.
-    public static func socketPaths(in directory: String) -> [String] {
+    package static func socketPaths(in directory: String) -> [String] {
         guard let stream = opendir(directory) else { return [] }
         defer { closedir(stream) }
         var found: [(pid: Int32, path: String)] = []
@@ -33,7 +33,7 @@ public enum ControlClient {
     }
 
     /// Whether a process with this pid exists (it may belong to another user).
-    public static func processExists(_ pid: Int32) -> Bool {
+    package static func processExists(_ pid: Int32) -> Bool {
         kill(pid, 0) == 0 || errno != ESRCH
     }
 
@@ -43,13 +43,27 @@ public enum ControlClient {
     ///
     /// - Returns: the paths removed.
     @discardableResult
-    public static func pruneStaleSockets(in directory: String) -> [String] {
+    package static func pruneStaleSockets(in directory: String) -> [String] {
         socketPaths(in: directory).filter { path in
             var status = stat()
             guard let pid = ControlDirectory.pid(ofSocket: path), lstat(path, &status) == 0, status.st_uid == geteuid() else { return false }
             guard !processExists(pid) || nothingListens(on: path) else { return false }
             return unlink(path) == 0
         }
+    }
+
+    /// Removes the socket a process that has ended left behind (killed before its monitor
+    /// could remove it), if it is this user's. `memwarn run` and `memwarn soak` call it for the
+    /// commands they waited for.
+    ///
+    /// - Returns: whether a socket was removed.
+    @discardableResult
+    package static func removeSocket(ofEnded pid: Int32, in directory: String = ControlDirectory.defaultPath) -> Bool {
+        let path = ControlDirectory.socketPath(for: pid, in: directory)
+        var status = stat()
+        guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == geteuid(),
+              !processExists(pid) else { return false }
+        return unlink(path) == 0
     }
 
     /// Whether connecting to a socket is refused (nobody listens on it).
@@ -65,7 +79,7 @@ public enum ControlClient {
     ///
     /// - Throws: ``ControlError`` when the exchange fails or the reply is unreadable; a
     ///   refusal or failure reported by the endpoint is a ``ControlReply/failure(_:)`` reply.
-    public static func send(_ request: ControlRequest, to socketPath: String, timeout: Duration = .seconds(10)) throws(ControlError) -> ControlReply {
+    package static func send(_ request: ControlRequest, to socketPath: String, timeout: Duration = .seconds(10)) throws(ControlError) -> ControlReply {
         try ControlReply(line: Array(exchange(request.line, with: socketPath, timeout: timeout).utf8))
     }
 
@@ -74,7 +88,7 @@ public enum ControlClient {
     /// - Parameter timeout: the bound on each step: connecting, sending, every read.
     /// - Throws: ``ControlError`` when nothing listens on the socket, the exchange times out,
     ///   or the endpoint closes without a reply.
-    public static func exchange(_ line: String, with socketPath: String, timeout: Duration = .seconds(10)) throws(ControlError) -> String {
+    package static func exchange(_ line: String, with socketPath: String, timeout: Duration = .seconds(10)) throws(ControlError) -> String {
         let address = try UnixSocketAddress(path: socketPath)
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw .system("socket for", socketPath) }

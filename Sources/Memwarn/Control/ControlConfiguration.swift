@@ -11,7 +11,9 @@
 /// writable…), the monitor logs an error with the reason and runs without it;
 /// ``PressureMonitor/controlSocketPath`` is then `nil`.
 public struct ControlConfiguration: Sendable {
-    /// Whether the monitor serves the endpoint.
+    /// Whether the monitor serves the endpoint. Off unless the application asks for it
+    /// (``init(isRequested:environment:directory:coordinator:)``) or the environment says
+    /// `MEMWARN_CONTROL=on`; `MEMWARN_CONTROL=off` turns it off even when the application asks.
     public var isEnabled: Bool
     /// The directory for the socket; `nil` uses ``ControlDirectory/defaultPath``.
     public var directory: String?
@@ -20,19 +22,39 @@ public struct ControlConfiguration: Sendable {
 
     /// A configuration.
     ///
+    /// The endpoint is opt-in: a library linked into many processes must not open a socket in
+    /// each of them unasked. The application asks with `isRequested`; the operator decides
+    /// last with `MEMWARN_CONTROL` (`on`/`1` serves the endpoint, `off`/`0` does not), which is
+    /// what `memwarn run` and `memwarn soak` set for the commands they start.
+    ///
     /// - Parameters:
-    ///   - environment: the process environment: `MEMWARN_CONTROL=off` (or `0`) disables the endpoint.
+    ///   - isRequested: whether the application asks for the endpoint.
+    ///   - environment: the process environment, for `MEMWARN_CONTROL`.
     ///   - directory: the directory for the socket, or `nil` for the default.
     ///   - coordinator: the coordinator release requests go to.
-    public init(environment: [String: String] = [:], directory: String? = nil, coordinator: ReleaseCoordinator = .shared) {
-        self.isEnabled = Self.isEnabled(environment: environment)
+    public init(isRequested: Bool = false, environment: [String: String] = [:], directory: String? = nil,
+                coordinator: ReleaseCoordinator = .shared) {
+        self.isEnabled = Self.isEnabled(requested: isRequested, environment: environment)
         self.directory = directory
         self.coordinator = coordinator
     }
 
-    /// Whether an environment leaves the endpoint enabled: anything but `MEMWARN_CONTROL=off` or `0`.
-    public static func isEnabled(environment: [String: String]) -> Bool {
-        guard let value = environment["MEMWARN_CONTROL"] else { return true }
-        return !["off", "0"].contains(value.lowercased())
+    /// The environment variable that serves (`on`, `1`, `yes`, `true`) or withholds (`off`, `0`,
+    /// `no`, `false`) the endpoint, whatever the application asked.
+    public static let environmentVariable = "MEMWARN_CONTROL"
+
+    /// Whether the endpoint is served: as `MEMWARN_CONTROL` says when it is set to a known
+    /// value, else as the application asked.
+    ///
+    /// - Parameters:
+    ///   - requested: whether the application asks for the endpoint.
+    ///   - environment: the process environment.
+    /// - Returns: whether to serve the endpoint.
+    public static func isEnabled(requested: Bool, environment: [String: String]) -> Bool {
+        switch environment[environmentVariable]?.lowercased() {
+        case "on", "1", "yes", "true": true
+        case "off", "0", "no", "false": false
+        default: requested
+        }
     }
 }

@@ -7,8 +7,9 @@ import Glibc
 ///
 /// The default is `$XDG_RUNTIME_DIR/memwarn` when `XDG_RUNTIME_DIR` is set, else
 /// `/run/user/<euid>/memwarn` when `/run/user/<euid>` exists, else for root `/run/memwarn`, else
-/// `/tmp/memwarn-<euid>`. A client (``check(_:)``) and an endpoint (``prepare(_:)``) both refuse a
-/// directory in a folder another user owns or may change (a sticky one, as `/tmp`, is fine).
+/// `/tmp/memwarn-<euid>`. A client (``check(_:)``) and an endpoint (when it prepares the
+/// directory) both refuse a directory in a folder another user owns or may change (a sticky
+/// one, as `/tmp`, is fine).
 /// An endpoint creates the directory with mode 0700 and refuses one that is a symbolic link,
 /// is owned by another user or is writable by others (there is no fallback: the error says why).
 public enum ControlDirectory {
@@ -30,25 +31,31 @@ public enum ControlDirectory {
     }
 
     /// The socket of process `pid` in `directory`.
+    ///
+    /// - Parameters:
+    ///   - pid: the process that serves the socket.
+    ///   - directory: the control directory, such as ``defaultPath``.
+    /// - Returns: the socket's path, `<directory>/<pid>.sock`.
     public static func socketPath(for pid: Int32, in directory: String) -> String {
         directory + "/\(pid).sock"
     }
 
     /// The pid a socket path names (`…/1234.sock` is 1234), or `nil` for another name.
+    ///
+    /// - Parameter path: a socket's path, as ``socketPath(for:in:)`` makes it.
+    /// - Returns: the pid, or `nil` when the name is not a positive pid followed by `.sock`.
     public static func pid(ofSocket path: String) -> Int32? {
         let name = path.split(separator: "/").last ?? ""
         guard name.hasSuffix(".sock") else { return nil }
         return Int32(name.dropLast(".sock".count)).flatMap { $0 > 0 ? $0 : nil }
     }
 
-    /// Creates the directory with mode 0700, or checks the one that exists: it must be a
-    /// directory, not a symbolic link, owned by the effective uid, and not writable by others.
+    /// Checks, for a client, that the directory and every folder above it can be trusted (as
+    /// an endpoint does when it prepares the directory): a directory another user made or can
+    /// change could hold their sockets. A directory that does not exist is no error (there is
+    /// nothing in it to trust).
     ///
-    /// - Throws: ``ControlError`` naming the directory and what is wrong with it.
-    /// Checks, for a client, that the directory and every folder above it can be trusted (see
-    /// ``prepare(_:)``): a directory another user made or can change could hold their sockets.
-    /// A directory that does not exist is no error (there is nothing in it to trust).
-    ///
+    /// - Parameter directory: the control directory, such as ``defaultPath``.
     /// - Throws: ``ControlError`` naming what is wrong.
     public static func check(_ directory: String) throws(ControlError) {
         var status = stat()
@@ -60,6 +67,10 @@ public enum ControlDirectory {
         }
     }
 
+    /// Creates the directory with mode 0700, or checks the one that exists: it must be a
+    /// directory, not a symbolic link, owned by the effective uid, and not writable by others.
+    ///
+    /// - Throws: ``ControlError`` naming the directory and what is wrong with it.
     static func prepare(_ directory: String) throws(ControlError) {
         do {
             try PrivateDirectory.prepare(directory, purpose: "the control directory")

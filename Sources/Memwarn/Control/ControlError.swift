@@ -8,6 +8,8 @@ public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
 
     /// Creates an error with its message.
+    ///
+    /// - Parameter message: what went wrong, in one line.
     public init(_ message: String) {
         self.message = message
     }

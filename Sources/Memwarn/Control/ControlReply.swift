@@ -40,6 +40,7 @@ public enum ControlReply: Sendable, Hashable {
 
     /// Reads a reply line.
     ///
+    /// - Parameter line: the reply's JSON object, with or without its newline.
     /// - Throws: ``ControlError`` when the line is not a reply.
     public init(line: some Collection<UInt8>) throws(ControlError) {
         do {

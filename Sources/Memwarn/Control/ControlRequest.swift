@@ -51,6 +51,7 @@ public enum ControlRequest: Sendable, Hashable {
 
     /// Reads a request line (without its newline).
     ///
+    /// - Parameter line: the request's JSON object.
     /// - Throws: ``ControlError`` for malformed JSON, a missing or mistyped member, an unknown
     ///   request, a bad level or a negative target.
     public init(line: some Collection<UInt8>) throws(ControlError) {

@@ -29,6 +29,9 @@ public struct ControlStatus: Sendable, Hashable, Codable {
     }
 
     /// Every key is present: unknown values are `null`.
+    ///
+    /// - Parameter encoder: the encoder to write to.
+    /// - Throws: what the encoder throws.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(pid, forKey: .pid)

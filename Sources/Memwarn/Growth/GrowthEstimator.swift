@@ -102,6 +102,12 @@ public struct GrowthEstimate: Sendable, Hashable {
     public var confidence: Double
 
     /// Creates an estimate.
+    ///
+    /// - Parameters:
+    ///   - bytesPerSecond: the fitted slope, in bytes a second.
+    ///   - samples: the number of readings fitted.
+    ///   - spanSeconds: the time the readings span, in seconds.
+    ///   - confidence: the slope over its standard error.
     public init(bytesPerSecond: Double, samples: Int, spanSeconds: Double, confidence: Double) {
         self.bytesPerSecond = bytesPerSecond
         self.samples = samples

@@ -13,6 +13,11 @@ public struct PressureForecast: Sendable, Hashable {
     public var secondsToLimit: Double
 
     /// Creates a forecast.
+    ///
+    /// - Parameters:
+    ///   - growth: the measured growth.
+    ///   - secondsToCritical: seconds until usage reaches the critical mark.
+    ///   - secondsToLimit: seconds until usage reaches the effective limit.
     public init(growth: GrowthEstimate, secondsToCritical: Double, secondsToLimit: Double) {
         self.growth = growth
         self.secondsToCritical = secondsToCritical
@@ -65,7 +70,7 @@ extension PressureForecast {
     ///   - interval: the time between them.
     ///   - policy: the marks.
     /// - Returns: the last snapshot and its forecast (`nil` when usage is not clearly growing).
-    /// - Throws: ``CgroupError`` from a read; `CancellationError` when cancelled.
+    /// - Throws: CgroupKit's `CgroupError` from a read; `CancellationError` when cancelled.
     public static func measure(sampler: SnapshotSampler, readings: Int, interval: Duration, policy: PressurePolicy) async throws
         -> (snapshot: PressureSnapshot, forecast: PressureForecast?)
     {

@@ -4,7 +4,7 @@ import Synchronization
 /// source file on next access: the "images and media read from files" that iOS asks apps to
 /// discard on a memory warning.
 ///
-/// The asset decodes its PPM or PGM file (see ``PortablePixmap``) on first access, or when
+/// The asset decodes its PPM or PGM file (binary PPM or PGM, `P6`/`P5`) on first access, or when
 /// ``load()`` is called, and records a checksum (FNV-1a, 64-bit) of the decoded pixels.
 /// ``releaseBuffer()`` — usually called by a ``MediaStore`` on a warning — drops the pixels
 /// unless the asset is in use; the next ``withPixels(_:)`` decodes the file again and checks
@@ -30,6 +30,8 @@ public final class MediaAsset: Sendable {
     private let decoding = Mutex(())
 
     /// Creates an asset for a file; nothing is read until the first access or ``load()``.
+    ///
+    /// - Parameter path: the PPM or PGM file.
     public init(path: String) {
         self.path = path
     }

@@ -41,6 +41,12 @@ public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible {
     public var errno: Int32?
 
     /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - code: the kind of failure.
+    ///   - message: what went wrong, in words.
+    ///   - path: the file concerned.
+    ///   - errno: the `errno` behind the failure, when a system call failed.
     public init(_ code: Code, _ message: String, path: String, errno: Int32? = nil) {
         self.code = code
         self.message = message

@@ -22,6 +22,10 @@ public final class MediaStore: MemoryConsumer, Sendable {
 
     /// Creates an empty store and registers it with `coordinator` (weakly: a deallocated
     /// store leaves by itself).
+    ///
+    /// - Parameters:
+    ///   - name: the store's name in reports.
+    ///   - coordinator: the coordinator whose releases the store answers; `nil` for none.
     public init(name: String = "media", coordinator: ReleaseCoordinator? = .shared) {
         self.name = name
         coordinator?.register(self)
@@ -46,9 +50,15 @@ public final class MediaStore: MemoryConsumer, Sendable {
     }
 
     /// The asset under a key.
+    ///
+    /// - Parameter key: the asset's name in the store.
+    /// - Returns: the asset, or `nil` when none is under `key`.
     public subscript(key: String) -> MediaAsset? { assets.withLock { $0[key] } }
 
     /// Removes the asset under a key (its buffer goes when the last reference does).
+    ///
+    /// - Parameter key: the asset's name in the store.
+    /// - Returns: the asset removed, or `nil` when none was under `key`.
     @discardableResult
     public func remove(_ key: String) -> MediaAsset? {
         assets.withLock { $0.removeValue(forKey: key) }
@@ -67,6 +77,7 @@ public final class MediaStore: MemoryConsumer, Sendable {
     /// Drops the buffers of assets not in use, largest first, until `targetBytes` are freed
     /// (media holds no discarded content: a ``ReleaseTier/discarded`` request frees nothing).
     ///
+    /// - Parameter request: the tier being walked and the bytes still wanted.
     /// - Returns: the bytes freed.
     /// - Complexity: O(n log n) in the assets.
     public func release(_ request: ReleaseRequest) -> Int {

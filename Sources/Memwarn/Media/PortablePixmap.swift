@@ -6,18 +6,18 @@
 /// whitespace byte and the raster. Samples are scaled from `0...maxval` to `0...255`.
 /// Maxvals above 255 (two-byte samples) are refused; bytes after the raster (a further
 /// image of a multi-image file) are ignored.
-public enum PortablePixmap {
+package enum PortablePixmap {
     /// A decoded image: 4 bytes per pixel (red, green, blue, alpha), rows top to bottom.
-    public struct Image: Sendable, Hashable {
+    package struct Image: Sendable, Hashable {
         /// The width in pixels.
-        public var width: Int
+        package var width: Int
         /// The height in pixels.
-        public var height: Int
+        package var height: Int
         /// `width × height × 4` bytes, RGBA8; alpha is always 255.
-        public var rgba: [UInt8]
+        package var rgba: [UInt8]
 
         /// Creates an image.
-        public init(width: Int, height: Int, rgba: [UInt8]) {
+        package init(width: Int, height: Int, rgba: [UInt8]) {
             self.width = width
             self.height = height
             self.rgba = rgba
@@ -25,14 +25,14 @@ public enum PortablePixmap {
     }
 
     /// The largest width or height accepted, a guard against absurd headers.
-    public static let maximumDimension = 1 << 20
+    package static let maximumDimension = 1 << 20
 
     /// Reads and decodes a PPM or PGM file.
     ///
     /// - Complexity: O(n) in the file's size.
     /// - Throws: ``MediaError`` naming the file: `.unreadable`, `.badMagic`,
     ///   `.malformedHeader`, `.unsupportedMaxval` or `.truncated`.
-    public static func decode(file path: String) throws(MediaError) -> Image {
+    package static func decode(file path: String) throws(MediaError) -> Image {
         try decode(MediaFile.read(path), path: path)
     }
 
@@ -44,7 +44,7 @@ public enum PortablePixmap {
     /// - Complexity: O(n) in the pixels.
     /// - Throws: ``MediaError`` `.badMagic`, `.malformedHeader`, `.unsupportedMaxval` or
     ///   `.truncated`, naming `path`.
-    public static func decode(_ bytes: [UInt8], path: String) throws(MediaError) -> Image {
+    package static func decode(_ bytes: [UInt8], path: String) throws(MediaError) -> Image {
         var parser = HeaderParser(bytes: bytes, path: path)
         let channels = try parser.magic()
         let width = try parser.field("width")
@@ -109,7 +109,7 @@ public enum PortablePixmap {
     ///   - pixel: the color of the pixel at `(x, y)`, called row by row.
     /// - Complexity: O(width × height).
     /// - Throws: ``MediaError`` `.unwritable`.
-    public static func write(width: Int, height: Int, comment: String? = nil,
+    package static func write(width: Int, height: Int, comment: String? = nil,
                              pixel: (_ x: Int, _ y: Int) -> (red: UInt8, green: UInt8, blue: UInt8),
                              to path: String) throws(MediaError) {
         var bytes = header("P6", width: width, height: height, comment: comment)
@@ -132,7 +132,7 @@ public enum PortablePixmap {
     ///   - gray: the gray level of the pixel at `(x, y)`, called row by row.
     /// - Complexity: O(width × height).
     /// - Throws: ``MediaError`` `.unwritable`.
-    public static func write(width: Int, height: Int, comment: String? = nil,
+    package static func write(width: Int, height: Int, comment: String? = nil,
                              gray: (_ x: Int, _ y: Int) -> UInt8,
                              to path: String) throws(MediaError) {
         var bytes = header("P5", width: width, height: height, comment: comment)

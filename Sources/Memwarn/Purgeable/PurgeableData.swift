@@ -28,6 +28,8 @@ public final class PurgeableData: DiscardableContent, Sendable {
     private let count: Int
 
     /// Copies `bytes`; the new object is in use.
+    ///
+    /// - Parameter bytes: the bytes to copy into the arena.
     public convenience init(bytes: some Collection<UInt8>) {
         self.init(count: bytes.count) { buffer in
             _ = buffer.initializeMemory(as: UInt8.self, from: bytes)
@@ -35,12 +37,21 @@ public final class PurgeableData: DiscardableContent, Sendable {
     }
 
     /// `count` copies of `byte`; the new object is in use.
+    ///
+    /// - Parameters:
+    ///   - byte: the value of every byte.
+    ///   - count: the length in bytes.
     public convenience init(repeating byte: UInt8, count: Int) {
         self.init(count: count) { $0.initializeMemory(as: UInt8.self, repeating: byte) }
     }
 
     /// `count` bytes written by `initialize`, which must set every byte of the buffer it is
     /// given; the new object is in use. If `initialize` throws, nothing is kept.
+    ///
+    /// - Parameters:
+    ///   - count: the length in bytes, 0 or more.
+    ///   - initialize: writes the bytes into the buffer it is given.
+    /// - Throws: what `initialize` throws.
     public init(count: Int, initializingWith initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
         precondition(count >= 0, "a negative byte count: \(count)")
         guard count > 0 else {
@@ -70,6 +81,10 @@ public final class PurgeableData: DiscardableContent, Sendable {
     /// Runs `body` with the bytes, or returns `nil` when they were discarded. The bytes stay
     /// for the duration of `body` (it holds an access of its own); do not let the buffer
     /// escape.
+    ///
+    /// - Parameter body: reads the bytes.
+    /// - Returns: what `body` returned, or `nil` when the bytes were discarded.
+    /// - Throws: what `body` throws.
     public func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
         guard beginContentAccess() else { return nil }
         defer { endContentAccess() }

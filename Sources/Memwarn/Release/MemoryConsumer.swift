@@ -40,6 +40,11 @@ public struct ReleaseRequest: Sendable, Hashable {
     public var targetBytes: Int
 
     /// Creates a request.
+    ///
+    /// - Parameters:
+    ///   - level: the pressure level behind the release.
+    ///   - tier: the tier being walked.
+    ///   - targetBytes: the bytes still wanted; `Int.max` for "all you can".
     public init(level: MemoryPressureLevel, tier: ReleaseTier, targetBytes: Int) {
         self.level = level
         self.tier = tier

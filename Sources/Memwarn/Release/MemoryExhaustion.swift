@@ -28,6 +28,16 @@ public struct MemoryExhaustion: Sendable, Hashable {
     public var time: Duration
 
     /// Creates a state change.
+    ///
+    /// - Parameters:
+    ///   - isExhausted: whether memory is exhausted from now on.
+    ///   - floorBytes: usage right after the release that found nothing more to give.
+    ///   - releasableBytes: bytes the last release could still have freed.
+    ///   - heldInUseBytes: bytes registered consumers hold in use.
+    ///   - usageBytes: usage when the state changed.
+    ///   - capacityBytes: the effective limit, or the machine's memory.
+    ///   - growthBytesPerSecond: the measured growth in bytes a second.
+    ///   - time: when the state changed, since the Unix epoch.
     public init(isExhausted: Bool, floorBytes: UInt64, releasableBytes: Int, heldInUseBytes: Int, usageBytes: UInt64,
                 capacityBytes: UInt64?, growthBytesPerSecond: Double, time: Duration) {
         self.isExhausted = isExhausted

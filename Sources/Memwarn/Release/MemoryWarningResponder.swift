@@ -6,7 +6,7 @@
 /// `warn` request reaches the control endpoint, each responder is told first, in the order
 /// registered, on a thread of memwarn's own; the release waits for it at most
 /// ``memoryWarningDeadline``, then reads usage afresh, so what a responder dropped counts
-/// toward the release's target. `MemwarnLifeCycle`'s `Application` is one: it passes the
+/// toward the release's target. `MemwarnLifeCycle`'s `LifeCycleApplication` is one: it passes the
 /// warning on to its delegate and its running units' delegates.
 public protocol MemoryWarningResponder: AnyObject, Sendable {
     /// How long a release waits for ``didReceiveMemoryWarning(level:)`` to return before it
@@ -14,6 +14,8 @@ public protocol MemoryWarningResponder: AnyObject, Sendable {
     var memoryWarningDeadline: Duration { get }
 
     /// Drop what can be rebuilt. Runs off the monitor's thread, before the release.
+    ///
+    /// - Parameter level: the level that raised the warning, `.warning` or `.critical`.
     func didReceiveMemoryWarning(level: MemoryPressureLevel) async
 }
 

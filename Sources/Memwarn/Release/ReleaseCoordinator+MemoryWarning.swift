@@ -19,6 +19,9 @@ extension ReleaseCoordinator {
     /// Registers a responder, weakly: it is told of each memory warning before the release
     /// it starts (see ``MemoryWarningResponder``). Registering the same one twice returns the
     /// first token.
+    ///
+    /// - Parameter responder: told of each warning, until it is deallocated or removed.
+    /// - Returns: a token for ``removeWarningResponder(_:)``.
     @discardableResult
     public func addWarningResponder(_ responder: any MemoryWarningResponder) -> WarningResponderToken {
         warningResponders.withLock { registry in
@@ -33,6 +36,8 @@ extension ReleaseCoordinator {
     }
 
     /// Stops telling a responder.
+    ///
+    /// - Parameter token: what ``addWarningResponder(_:)`` returned.
     public func removeWarningResponder(_ token: WarningResponderToken) {
         warningResponders.withLock { $0.entries.removeAll { $0.id == token.id } }
     }

@@ -37,6 +37,9 @@ public final class ReleaseCoordinator: Sendable {
     public let trimsHeap: Bool
 
     /// Creates a coordinator (most programs use ``shared``).
+    ///
+    /// - Parameter trimsHeap: whether a release that freed anything ends by returning freed
+    ///   memory to the kernel (``returnFreedMemory()``).
     public init(trimsHeap: Bool = true) {
         self.trimsHeap = trimsHeap
     }
@@ -52,11 +55,15 @@ public final class ReleaseCoordinator: Sendable {
     }
 
     /// Registers a consumer, weakly. Registering twice is harmless.
+    ///
+    /// - Parameter consumer: asked to release in its tier.
     public func register(_ consumer: any MemoryConsumer) {
         state.withLock { $0.consumers[ObjectIdentifier(consumer)] = WeakConsumer(consumer) }
     }
 
     /// Removes a consumer.
+    ///
+    /// - Parameter consumer: a registered consumer; one that is not is no error.
     public func unregister(_ consumer: any MemoryConsumer) {
         _ = state.withLock { $0.consumers.removeValue(forKey: ObjectIdentifier(consumer)) }
     }
@@ -73,6 +80,11 @@ public final class ReleaseCoordinator: Sendable {
     /// already is (then only discarded content is dropped). No headroom for growth: see
     /// ``ReleaseTarget/make(for:policy:growthBytesPerSecond:leadTime:)`` for the target the
     /// monitor's automatic releases use.
+    ///
+    /// - Parameters:
+    ///   - snapshot: the current reading.
+    ///   - policy: the marks; the target is measured from the recovery mark.
+    /// - Returns: the bytes to free, 0 or more.
     public static func target(for snapshot: PressureSnapshot, policy: PressurePolicy) -> Int {
         ReleaseTarget.make(for: snapshot, policy: policy, growthBytesPerSecond: 0, leadTime: .zero).bytes
     }
@@ -147,6 +159,7 @@ public final class ReleaseCoordinator: Sendable {
     /// Before a release for a rise, the coordinator's ``MemoryWarningResponder``s are told (see
     /// ``addWarningResponder(_:)``). Attaching the same coordinator twice attaches it once.
     ///
+    /// - Parameter monitor: the monitor whose levels start releases.
     /// - Returns: a token; pass it to ``PressureMonitor/removeObserver(_:)`` to detach.
     @discardableResult
     public func attach(to monitor: PressureMonitor) -> PressureMonitor.ObserverToken {
@@ -154,6 +167,8 @@ public final class ReleaseCoordinator: Sendable {
     }
 
     /// Calls `observer` with every report (on the releasing thread).
+    ///
+    /// - Parameter observer: called with each release's report; it cannot be removed.
     public func addReportObserver(_ observer: @escaping @Sendable (ReleaseReport) -> Void) {
         state.withLock { state in
             state.nextID += 1

@@ -4,6 +4,9 @@ extension ReleaseReport: Encodable {
     }
 
     /// Encodes as `memwarn trigger --json` prints it; durations in microseconds.
+    ///
+    /// - Parameter encoder: the encoder to write to.
+    /// - Throws: what the encoder throws.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(level, forKey: .level)

@@ -7,8 +7,9 @@ public struct ReleaseReport: Sendable, Hashable {
         /// The tier it was asked in (a consumer with discarded content is asked twice:
         /// once in ``ReleaseTier/discarded``, once in its own tier).
         public var tier: ReleaseTier
-        /// Its footprint before and after.
+        /// Its footprint before it was asked.
         public var bytesBefore: Int
+        /// Its footprint after it answered.
         public var bytesAfter: Int
         /// What it said it freed.
         public var bytesFreed: Int

@@ -18,11 +18,19 @@ public struct ReleaseTarget: Sendable, Hashable {
     public var leadTime: Duration
 
     /// A target of exactly `bytes`, with no headroom.
+    ///
+    /// - Parameter bytes: the bytes wanted.
     public init(bytes: Int) {
         self.init(bytes: bytes, headroomBytes: 0, growthBytesPerSecond: 0, leadTime: .zero)
     }
 
     /// Creates a target.
+    ///
+    /// - Parameters:
+    ///   - bytes: the bytes wanted, headroom included.
+    ///   - headroomBytes: the part of `bytes` that is headroom for growth.
+    ///   - growthBytesPerSecond: the growth rate the headroom was sized with.
+    ///   - leadTime: the time the headroom covers.
     public init(bytes: Int, headroomBytes: Int, growthBytesPerSecond: Double, leadTime: Duration) {
         self.bytes = bytes
         self.headroomBytes = headroomBytes
@@ -37,6 +45,7 @@ public struct ReleaseTarget: Sendable, Hashable {
     ///   - policy: the recovery mark.
     ///   - growthBytesPerSecond: the measured growth (negative counts as 0).
     ///   - leadTime: how long until the next release can act.
+    /// - Returns: the target; 0 bytes when usage is already below the mark less the headroom.
     public static func make(for snapshot: PressureSnapshot, policy: PressurePolicy, growthBytesPerSecond: Double, leadTime: Duration) -> ReleaseTarget {
         guard let capacity = snapshot.capacityBytes else { return ReleaseTarget(bytes: 0) }
         let recovery = Double(capacity) * policy.recoveryRatio

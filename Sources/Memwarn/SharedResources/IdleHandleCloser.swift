@@ -2,6 +2,8 @@
 /// calls when it goes to the background (``ResourcePool`` conforms).
 public protocol IdleHandleCloser: AnyObject, Sendable {
     /// Closes every idle handle; handles in use stay open.
+    ///
+    /// - Returns: what was closed and what failed.
     @discardableResult
     func closeIdle() -> ResourceCloseResult
 }

@@ -10,6 +10,10 @@ public struct ResourceCloseError: Error, Sendable, CustomStringConvertible {
     public var error: any Error
 
     /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - pool: the pool's name.
+    ///   - error: what `close` threw.
     public init(pool: String, error: any Error) {
         self.pool = pool
         self.error = error
@@ -30,6 +34,12 @@ public struct ResourceCloseResult: Sendable, CustomStringConvertible {
     public var failures: [ResourceCloseError]
 
     /// Creates a result.
+    ///
+    /// - Parameters:
+    ///   - closed: the idle handles closed, failed closes included.
+    ///   - bytesFreed: the bytes those handles accounted for.
+    ///   - inUse: the handles left open because they were in use.
+    ///   - failures: the closes that failed, in the order tried.
     public init(closed: Int, bytesFreed: Int, inUse: Int, failures: [ResourceCloseError]) {
         self.closed = closed
         self.bytesFreed = bytesFreed

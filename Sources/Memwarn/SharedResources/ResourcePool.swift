@@ -165,6 +165,8 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
 
     /// The close failures of ``release(_:)`` not yet reported (kept only when there is no
     /// `onCloseError`); taking them empties the list.
+    ///
+    /// - Returns: the failures, oldest first.
     public func takeCloseErrors() -> [ResourceCloseError] {
         state.withLock { state in
             defer { state.unreportedCloseErrors = [] }
@@ -182,6 +184,7 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
     /// Handles in use stay open. Failed closes count as freed (the handle is dropped) and
     /// are reported to `onCloseError`, or kept for ``takeCloseErrors()``.
     ///
+    /// - Parameter request: the tier being walked and the bytes still wanted.
     /// - Returns: the bytes freed.
     /// - Complexity: O(n) in the idle handles, plus their `close`.
     public func release(_ request: ReleaseRequest) -> Int {

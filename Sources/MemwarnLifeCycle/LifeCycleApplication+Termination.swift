@@ -1,4 +1,4 @@
-extension Application {
+extension LifeCycleApplication {
     /// Terminates the process's life cycle, as iOS does before an app exits: every running
     /// unit (inactive, active or background) gets `willTerminate`, all at once, each cut off
     /// at ``LifeCycleConfiguration/terminationDeadline``; suspended units are not told (they

@@ -1,18 +1,20 @@
 public import Memwarn
 
-extension Application: MemoryWarningResponder {
+extension LifeCycleApplication: MemoryWarningResponder {
     /// Attaches the application to a monitor: its coordinator releases on the monitor's
-    /// warnings (``ReleaseCoordinator/attach(to:)``), and before each release the application
+    /// warnings (Memwarn's `ReleaseCoordinator.attach(to:)`), and before each release the application
     /// passes the warning on to the delegates (``LifeCycleDelegate/didReceiveMemoryWarning(_:level:)``)
     /// — one call, in place of attaching the coordinator yourself. A `warn` request to the
     /// control endpoint of the same coordinator (`memwarn trigger warn`) reaches them too.
     ///
     /// ```swift
-    /// let app = Application { unit in Session() }
+    /// let app = LifeCycleApplication { unit in Session() }
     /// app.attach(to: monitor)
     /// ```
     ///
-    /// - Returns: the coordinator's token; pass it to ``PressureMonitor/removeObserver(_:)`` to
+    /// - Parameter monitor: the monitor whose warnings the application and its coordinator
+    ///   answer.
+    /// - Returns: the coordinator's token; pass it to the monitor's `removeObserver(_:)` to
     ///   stop releasing for the monitor.
     @discardableResult
     public func attach(to monitor: PressureMonitor) -> PressureMonitor.ObserverToken {
@@ -28,6 +30,8 @@ extension Application: MemoryWarningResponder {
     /// serial order (never during one of its transitions) and cut off at
     /// ``LifeCycleConfiguration/memoryWarningDeadline``; then the ``LifeCycleNotification/Event/memoryWarning(level:)``
     /// notification. Suspended and not-running subjects are not told: they run no code.
+    ///
+    /// - Parameter level: the level that raised the warning, `.warning` or `.critical`.
     public func didReceiveMemoryWarning(level: MemoryPressureLevel) async {
         guard !registry(markingTerminated: false) else { return }
         _ = try? await machine.serially { [self] in

@@ -1,4 +1,4 @@
-extension Application {
+extension LifeCycleApplication {
     /// Delivers an event to a unit in the background, waking it if it does not run, as iOS
     /// does for a background event (the seeds: "The system launches the app … UIKit calls the
     /// app delegate's `applicationDidEnterBackground(_:)` method. UIKit delivers the event that
@@ -20,6 +20,10 @@ extension Application {
     /// }
     /// ```
     ///
+    /// - Parameters:
+    ///   - id: the unit's identifier; a unit never asked for is made.
+    ///   - name: the background task's name, in notifications and the log.
+    ///   - event: the work, run with the unit once it runs in the background (or foreground).
     /// - Returns: what `event` returned.
     /// - Throws: what `event` threw, or a ``LifeCycleError`` when the unit could not be woken
     ///   (its launch failed, the application terminated).

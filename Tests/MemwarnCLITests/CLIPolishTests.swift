@@ -1,0 +1,67 @@
+import Foundation
+import MemwarnTestKit
+import Testing
+
+/// Issue 13's CLI items that need no cgroup: `--version`, the exit status in every `--help`,
+/// and sizes for `memwarn-hog`.
+@Suite
+struct CLIPolishTests {
+    static let memwarn = ProductsDirectory.path + "/memwarn"
+    static let hog = ProductsDirectory.path + "/memwarn-hog"
+
+    @Test func versionPrintsTheVersionTheChangelogNames() throws {
+        let result = try ChildProcess.run([Self.memwarn, "--version"])
+        #expect(result.status == 0)
+        let version = result.standardOutput.trimmingCharacters(in: .newlines)
+        #expect(version.split(separator: ".").count == 3 && version.split(separator: ".").allSatisfy { Int($0) != nil }, "\(version)")
+        let changelog = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../CHANGELOG.md")
+        let headings = try String(contentsOf: changelog, encoding: .utf8).split(separator: "\n").filter { $0.hasPrefix("## ") }
+        #expect(headings.first?.hasPrefix("## \(version)") == true, "the newest CHANGELOG heading: \(headings.first ?? "none")")
+    }
+
+    @Test(arguments: [
+        ("status", ["0", "1", "64"]), ("watch", ["0", "1", "64"]), ("trigger", ["0", "1", "64"]), ("soak", ["0", "1", "64"]),
+        ("run", ["N", "128+N", "64", "125", "126", "127", "1"]),
+    ])
+    func everySubcommandsHelpListsItsExitStatus(subcommand: String, codes: [String]) throws {
+        let result = try ChildProcess.run([Self.memwarn, subcommand, "--help"])
+        #expect(result.status == 0)
+        let help = result.standardOutput
+        let section = try #require(help.range(of: "Exit status:").map { String(help[$0.upperBound...]) }, "\(subcommand) --help has no exit status")
+        for code in codes {
+            #expect(section.range(of: "(^|[^0-9+])\(NSRegularExpression.escapedPattern(for: code))([^0-9+]|$)", options: .regularExpression) != nil,
+                    "\(subcommand) --help names exit status \(code)")
+        }
+    }
+
+    @Test(arguments: [("10M", 10 << 20), ("6MiB", 6 << 20), ("1.5M", 3 << 19), ("512k", 512 << 10), ("8388608", 8 << 20), ("0", 0)])
+    func theHogHoldsASizeGivenWithAUnit(size: String, bytes: Int) throws {
+        let reply = try Self.hogReply(to: "hold \(size)").split(separator: " ")
+        #expect(reply.first == "held" && reply.dropFirst().first == "\(bytes)", "\(reply)")
+    }
+
+    /// Starts a hog, sends it `command` then `exit`, and returns its one reply; expects it to exit 0.
+    static func hogReply(to command: String) throws -> String {
+        let (pid, input, output) = try ChildProcess.spawn([hog])
+        defer {
+            close(input)
+            close(output)
+        }
+        let bytes = Array("\(command)\nexit\n".utf8)
+        #expect(bytes.withUnsafeBytes { write(input, $0.baseAddress, $0.count) } == bytes.count)
+        let reply = try ChildProcess.readLine(output)
+        #expect(ChildProcess.wait(pid) == 0)
+        return reply
+    }
+
+    @Test func theHogAllocatesASizeAndRefusesWhatIsNone() throws {
+        let allocated = try ChildProcess.run([Self.hog, "--allocate", "2.5M"])
+        #expect(allocated.status == 0, "\(allocated.standardError)")
+        for bad in ["lots", "64X", "-5M", ""] {
+            let refused = try ChildProcess.run([Self.hog, "--allocate", bad])
+            #expect(refused.status == 2, "\(bad)")
+            #expect(refused.standardError.hasPrefix("usage: memwarn-hog [--allocate <size>]"), "\(bad): \(refused.standardError)")
+        }
+        #expect(try Self.hogReply(to: "hold 64X").hasPrefix("error: expected \"hold <size>\""))
+    }
+}

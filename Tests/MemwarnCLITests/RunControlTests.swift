@@ -1,0 +1,43 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import MemwarnTestKit
+import Testing
+
+extension RunCommandTests {
+    /// `memwarn run` and the control endpoint (issue 13): the command gets `MEMWARN_CONTROL=on`
+    /// unless its environment says otherwise, and a command killed before its monitor could
+    /// remove its socket leaves none behind. Nested in the serialized `memwarn run` suite.
+    @Suite(.serialized)
+    struct RunControlTests {
+        static let memwarn = ProductsDirectory.path + "/memwarn"
+        static let probe = ProductsDirectory.path + "/memwarn-release-probe"
+
+        /// The `MEMWARN_CONTROL=` lines `env` prints under `memwarn run`, run with `environment`.
+        static func controlSetting(_ environment: [String: String]) async throws -> [String] {
+            let base = ProcessInfo.processInfo.environment.filter { $0.key != "MEMWARN_CONTROL" }.merging(environment) { $1 }
+            let run = try await ChildProcess.runOffThePool([memwarn, "run", "--memory-max", "32M", "--", "/usr/bin/env"],
+                                                          environment: base.map { "\($0.key)=\($0.value)" })
+            #expect(run.status == 0, "\(run.standardError)")
+            return run.standardOutput.split(separator: "\n").map(String.init).filter { $0.hasPrefix("MEMWARN_CONTROL=") }
+        }
+
+        @Test func theCommandGetsMemwarnControlOnUnlessItsEnvironmentSetsIt() async throws {
+            #expect(try await Self.controlSetting([:]) == ["MEMWARN_CONTROL=on"])
+            #expect(try await Self.controlSetting(["MEMWARN_CONTROL": "off"]) == ["MEMWARN_CONTROL=off"], "the operator's word stands")
+        }
+
+        @Test func aCommandKilledWithItsEndpointOpenLeavesNoSocketBehind() throws {
+            let run = try JSONLineChild([Self.memwarn, "run", "--memory-max", "256M", "--", Self.probe])
+            defer { _ = run.stop() }
+            let watching = try run.send("watch")
+            let socket = try #require(watching["socket"] as? String, "the probe serves an endpoint: \(watching)")
+            let probePID = try #require((watching["pid"] as? Int).map(Int32.init))
+            #expect(FileManager.default.fileExists(atPath: socket))
+            kill(probePID, SIGKILL)  // started by us, through memwarn run: its monitor cannot remove the socket
+            #expect(ChildProcess.wait(run.pid) == 137)
+            #expect(!FileManager.default.fileExists(atPath: socket), "memwarn run removed \(socket) of its killed command")
+        }
+    }
+}
