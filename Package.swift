@@ -1,23 +1,29 @@
 // swift-tools-version:6.2
-// The manifest is the architecture, bottom to top:
-//   CLibcgroup      the C side: libcgroup (Debian's libcgroup-dev) as a system library, plus the
-//                   Linux calls Swift's Glibc module does not export (epoll, eventfd, inotify)
-//   CgroupKit       the kernel side: discovery, file readers and parsers, libcgroup calls
-//   Memwarn         the library services link: event sources, policy, the pressure monitor,
-//                   the release order and its stores (caches, media, shared resources)
+// The manifest is the architecture, bottom to top (each target uses only those above it here):
+//   CLibcgroup      libcgroup alone (Debian's libcgroup-dev), as a system library
+//   CLinuxCalls     the Linux calls Swift's Glibc module does not export: epoll, eventfd, inotify,
+//                   prctl, accept4, SO_PEERCRED, pipe2, unshare, malloc_trim, a fork-and-exec into a cgroup
+//   MemwarnSystem   the system layer: owned descriptors, one syscall wrapper (EINTR, SystemError),
+//                   the epoll EventLoop (registration ids, loop-thread assertions), sockets, pipes,
+//                   inotify, threads, spawning into a cgroup, line streams, sizes
+//   CgroupKit       the kernel side: discovery, file readers and strict parsers, libcgroup calls
+//   Memwarn         the library services link: readings, policy, growth, event sources, the release
+//                   order, the pressure monitor, the stores (caches, purgeable data, media, shared
+//                   resources), and the control service
 //   MemwarnLifeCycle  UIKit's life cycle for a service and its units: states, background tasks,
 //                   will-terminate, and terminate-suspended through the release order
-//   MemwarnTestKit  real test cgroups and memory-hungry child processes, for tests and benchmarks
 //   MemwarnSoak     commands under constrained cgroups (memwarn run), the soak and its report and plot
 //   memwarn         the operator's command-line tool
 //   memwarn-demo    a memory-hungry demo service using every part of the library (the soak's subject)
-//   memwarn-v2-scenarios  the cgroup v2 scenarios, run as a static executable inside a VM (Scripts/v2-vm-test)
-//   memwarn-hog     a child process that holds as much memory as it is told (tests, benchmarks)
+// Test support:
+//   MemwarnTestKit  real test cgroups (v1, and made with mkdir for the v2 VM), memwarn-hog, children
+//                   spoken to by lines and JSON lines, sibling products: for tests, benchmarks, the VM
+//   MemwarnTestTraits  Swift Testing tags and conditions: a run that cannot make cgroups skips with the reason
+//   memwarn-hog     a child process that holds as much memory as it is told
 //   memwarn-release-probe  a child process holding caches, media and handles to release (tests)
-//   memwarn-lifecycle-probe  a child process whose sessions are units: told of memory warnings, suspended, terminated,
-//                   relaunched, and shut down by SIGTERM (tests)
-//   memwarn-growth-probe  a service written as the README teaches that keeps growing (tests,
-//                   the growth benchmark)
+//   memwarn-lifecycle-probe  a child process whose sessions are units (tests)
+//   memwarn-growth-probe  a service written as the README teaches that keeps growing (tests, benchmark)
+//   memwarn-v2-scenarios  the cgroup v2 scenarios, run as a static executable inside a VM (Scripts/v2-vm-test)
 //   memwarn-fuzz    every parser under libFuzzer (Scripts/fuzz), or a replay of inputs (tests)
 import PackageDescription
 
@@ -36,10 +42,13 @@ let package = Package(
         .library(name: "CgroupKit", targets: ["CgroupKit"]),
         .executable(name: "memwarn", targets: ["MemwarnCLI"]),
         .executable(name: "memwarn-demo", targets: ["MemwarnDemo"]),
-        // The test kit, the hog, the probes, the v2 scenarios and the fuzzer are test support:
-        // not products, so a package that depends on memwarn never sees them. SwiftPM makes a
-        // product of each executable target of the root package, named as the target: in this
-        // package they build as usual (`swift build --product memwarn-hog`).
+        // Test support, labelled as such: test cgroups, the hog and line-speaking children, for
+        // those who test against real cgroups (the benchmarks' package uses it).
+        .library(name: "MemwarnTestKit", targets: ["MemwarnTestKit"]),
+        // The hog, the probes, the v2 scenarios and the fuzzer are not products: a package that
+        // depends on memwarn never sees them. SwiftPM makes a product of each executable target
+        // of the root package, named as the target: here they build as usual
+        // (`swift build --product memwarn-hog`).
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -56,15 +65,24 @@ let package = Package(
             providers: [.apt(["libcgroup-dev"])]
         ),
         .target(
+            name: "CLinuxCalls"
+        ),
+        .target(
+            name: "MemwarnSystem",
+            dependencies: ["CLinuxCalls"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "CgroupKit",
-            dependencies: ["CLibcgroup"],
+            dependencies: ["CLibcgroup", "MemwarnSystem"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "Memwarn",
             dependencies: [
                 "CgroupKit",
-                "CLibcgroup",
+                "MemwarnSystem",
+                "CLinuxCalls",
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -83,7 +101,12 @@ let package = Package(
         ),
         .target(
             name: "MemwarnTestKit",
-            dependencies: ["CgroupKit"],
+            dependencies: ["CgroupKit", "MemwarnSystem"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "MemwarnTestTraits",
+            dependencies: ["MemwarnTestKit"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -91,13 +114,14 @@ let package = Package(
             dependencies: [
                 "Memwarn",
                 "CgroupKit",
+                "MemwarnSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "memwarn-fuzz",
-            dependencies: ["CgroupKit", "Memwarn", "MemwarnSoak"],
+            dependencies: ["CgroupKit", "Memwarn", "MemwarnSoak", "MemwarnSystem"],
             path: "Sources/MemwarnFuzz",
             swiftSettings: strictSettings
         ),
@@ -117,6 +141,7 @@ let package = Package(
                 "Memwarn",
                 "MemwarnSoak",
                 "CgroupKit",
+                "MemwarnSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -128,7 +153,8 @@ let package = Package(
             dependencies: [
                 "Memwarn",
                 "MemwarnLifeCycle",
-                "MemwarnSoak",
+                "MemwarnTestKit",
+                "MemwarnSystem",
                 "CgroupKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -137,13 +163,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "memwarn-hog",
-            dependencies: ["MemwarnSoak"],
+            dependencies: ["MemwarnSystem"],
             path: "Sources/MemwarnHog",
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "memwarn-release-probe",
-            dependencies: ["Memwarn", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Memwarn", "MemwarnSystem", .product(name: "Logging", package: "swift-log")],
             path: "Sources/MemwarnReleaseProbe",
             swiftSettings: strictSettings
         ),
@@ -176,10 +202,17 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "MemwarnSystemTests",
+            dependencies: ["MemwarnSystem"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "MemwarnTests",
             dependencies: [
                 "Memwarn",
+                "MemwarnSystem",
                 "MemwarnTestKit",
+                "MemwarnTestTraits",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
@@ -192,6 +225,7 @@ let package = Package(
                 "Memwarn",
                 "MemwarnLifeCycle",
                 "MemwarnTestKit",
+                "MemwarnTestTraits",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
@@ -200,7 +234,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MemwarnCLITests",
-            dependencies: ["MemwarnTestKit", "CgroupKit", "MemwarnSoak"],
+            dependencies: ["MemwarnTestKit", "MemwarnTestTraits", "CgroupKit", "MemwarnSoak", "MemwarnSystem"],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,3 +1,4 @@
+import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -60,23 +61,17 @@ public struct KernelFiles: Sendable, Hashable {
     ///   cannot be read, `.malformed` when it is larger than ``maximumFileSize`` or not UTF-8.
     public func read(_ hostPath: String) throws(CgroupError) -> String {
         let realPath = path(hostPath)
-        let fd = open(realPath, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Self.openError(errno, realPath, writing: false) }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 8192)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let code: CgroupError.Code = (errno == ENODEV || errno == ENOENT) ? .notFound : .unreadable
-                throw CgroupError(code, "read failed: \(String(cString: strerror(errno)))", path: realPath, errno: errno)
-            }
-            if count == 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
-            if bytes.count > Self.maximumFileSize {
-                throw CgroupError(.malformed, "larger than \(Self.maximumFileSize) bytes; not a kernel file memwarn knows", path: realPath)
-            }
+        let bytes: [UInt8]
+        do throws(SystemError) {
+            let file = try FileDescriptor.open(realPath, O_RDONLY)
+            bytes = try file.readToEnd(limit: Self.maximumFileSize)
+        } catch where error.call == "open" {
+            throw Self.openError(error.errno, realPath, writing: false)
+        } catch where error.errno == EFBIG {
+            throw CgroupError(.malformed, "larger than \(Self.maximumFileSize) bytes; not a kernel file memwarn knows", path: realPath)
+        } catch {
+            let code: CgroupError.Code = (error.errno == ENODEV || error.errno == ENOENT) ? .notFound : .unreadable
+            throw CgroupError(code, "read failed: \(error.reason)", path: realPath, errno: error.errno)
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw CgroupError(.malformed, "not UTF-8 text", path: realPath)
@@ -94,16 +89,13 @@ public struct KernelFiles: Sendable, Hashable {
     /// - Throws: ``CgroupError`` `.notFound`, `.permissionDenied` or `.unwritable`.
     public func write(_ text: String, to hostPath: String) throws(CgroupError) {
         let realPath = path(hostPath)
-        let fd = open(realPath, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Self.openError(errno, realPath, writing: true) }
-        defer { close(fd) }
-        let bytes = Array(text.utf8)
-        while true {
-            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written == bytes.count { return }
-            if written < 0 && errno == EINTR { continue }
-            let error = written < 0 ? errno : EIO
-            throw CgroupError(.unwritable, "writing \"\(text)\" failed: \(String(cString: strerror(error)))", path: realPath, errno: error)
+        do throws(SystemError) {
+            let file = try FileDescriptor.open(realPath, O_WRONLY)
+            try file.writeWhole(Array(text.utf8))
+        } catch where error.call == "open" {
+            throw Self.openError(error.errno, realPath, writing: true)
+        } catch {
+            throw CgroupError(.unwritable, "writing \"\(text)\" failed: \(error.reason)", path: realPath, errno: error.errno)
         }
     }
 

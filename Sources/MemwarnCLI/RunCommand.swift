@@ -3,6 +3,7 @@ import CgroupKit
 import Foundation
 import Logging
 import Memwarn
+import MemwarnSystem
 import MemwarnSoak
 import UnixSignals
 

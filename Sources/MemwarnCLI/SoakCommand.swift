@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Memwarn
+import MemwarnSystem
 import MemwarnSoak
 
 /// `memwarn soak`: the demo service with and without memwarn, under the same limit.
@@ -81,9 +82,8 @@ struct SoakCommand: AsyncParsableCommand {
     /// `memwarn-demo` beside this executable, or `$MEMWARN_DEMO`.
     static func demoPath() throws -> String {
         if let path = ProcessInfo.processInfo.environment["MEMWARN_DEMO"] { return path }
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let path = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("memwarn-demo").path
-        guard FileManager.default.isExecutableFile(atPath: path) else {
+        let path = ExecutablePath.sibling("memwarn-demo")
+        guard ExecutablePath.isExecutableFile(path) else {
             throw ValidationError("memwarn-demo is not built beside memwarn (\(path)); build it with: swift build --product memwarn-demo, or set MEMWARN_DEMO")
         }
         return path

@@ -4,7 +4,7 @@ import Glibc
 import CgroupKit
 import Foundation
 import Memwarn
-import MemwarnSoak
+import MemwarnSystem
 
 /// The JSON and text forms of a snapshot, shared by `status` and `watch`.
 struct StatusReport: Encodable {

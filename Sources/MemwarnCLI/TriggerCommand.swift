@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
 import Memwarn
-import MemwarnSoak
+import MemwarnSystem
+
 
 /// `memwarn trigger`: ask running processes to release memory now, through their control endpoints.
 struct TriggerCommand: ParsableCommand {
@@ -9,7 +10,7 @@ struct TriggerCommand: ParsableCommand {
         commandName: "trigger",
         abstract: "Ask running processes to release memory now, as a memory warning would.",
         discussion: """
-            Talks to the control endpoint of each process that runs a memwarn monitor: \
+            Talks to the control endpoint of each process that runs a memwarn ControlService: \
             <pid>.sock in $XDG_RUNTIME_DIR/memwarn, else /run/user/<uid>/memwarn, else for \
             root /run/memwarn, else /tmp/memwarn-<uid>; a directory another user owns or may \
             change is refused, and so is an endpoint run by another user than you or root. \
@@ -110,13 +111,13 @@ struct TriggerCommand: ParsableCommand {
     private func socketPaths(in directory: String) throws -> [String] {
         guard let pid else {
             let all = ControlClient.socketPaths(in: directory)
-            guard !all.isEmpty else { throw ControlError("no control endpoints in \(directory): no process of this user runs a memwarn monitor") }
+            guard !all.isEmpty else { throw ControlError("no control endpoints in \(directory): no process of this user runs a memwarn ControlService") }
             return all
         }
         guard ControlClient.processExists(pid) else { throw ControlError("no process with pid \(pid)") }
         let path = ControlDirectory.socketPath(for: pid, in: directory)
         guard FileManager.default.fileExists(atPath: path) else {
-            throw ControlError("process \(pid) has no control endpoint in \(directory) (it runs no memwarn monitor, has MEMWARN_CONTROL=off, or belongs to another user)")
+            throw ControlError("process \(pid) has no control endpoint in \(directory) (it runs no memwarn ControlService, has MEMWARN_CONTROL=off, or belongs to another user)")
         }
         return [path]
     }

@@ -28,8 +28,7 @@ struct WatchCommand: AsyncParsableCommand {
         let policy = try PressurePolicy.load(file: target.config, environment: environment)
         var logger = Logger(label: "memwarn")
         logger.logLevel = .critical
-        var configuration = MonitorConfiguration(policy: policy, cgroupPath: target.cgroup, environment: environment)
-        configuration.control.isEnabled = false  // it watches, it holds nothing to release
+        let configuration = MonitorConfiguration(policy: policy, cgroupPath: target.cgroup, environment: environment)
         let monitor = PressureMonitor(configuration: configuration, logger: logger)
         let printer = Task { [json = target.json] in
             for await event in monitor.events() {

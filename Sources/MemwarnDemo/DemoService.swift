@@ -92,8 +92,10 @@ final class DemoService {
     private func startMemwarn() throws {
         // The default policy (and MEMWARN_* overrides, as for any service): nothing tuned here.
         let policy = try PressurePolicy.load(environment: ProcessInfo.processInfo.environment)
-        let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy, servesControlEndpoint: true), logger: logger)
+        let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy), logger: logger)
         self.monitor = monitor
+        // `memwarn trigger` may ask the demo to release (MEMWARN_CONTROL=off withholds it).
+        let control = ControlService(monitor: monitor, coordinator: app.coordinator, logger: logger)
         // The application attached: warnings reach the sessions' delegates, then the shared
         // coordinator (the application's) releases.
         app.attach(to: monitor)
@@ -120,6 +122,7 @@ final class DemoService {
         Task { [logger] in
             do { try await monitor.run() } catch { logger.error("the monitor stopped", metadata: ["error": "\(error)"]) }
         }
+        Task { await control.run() }
     }
 
     private func step(_ tick: Int) async throws {

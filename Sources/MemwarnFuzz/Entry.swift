@@ -3,14 +3,14 @@
 // them), or, in a
 // normal build, a replay tool: `memwarn-fuzz <target> FILE...` runs files through a target
 // (the regression test replays the fixtures of past findings this way); `memwarn-fuzz --list`.
+import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A line on standard error.
 func complain(_ message: String) {
-    let bytes = Array((message + "\n").utf8)
-    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    StandardStream.error.writeLine(message)
 }
 
 #if FUZZING
@@ -19,7 +19,7 @@ private let fuzzed: FuzzTarget = {
     let name = getenv("MEMWARN_FUZZ_TARGET").map { String(cString: $0) } ?? ""
     if name == "list" {  // the names and seeds, for Scripts/fuzz; _exit: libFuzzer treats exit() as a finding
         let list = FuzzTarget.all.map { $0.name + "\t" + $0.seeds.joined(separator: " ") + "\n" }.joined()
-        _ = Array(list.utf8).withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+        StandardStream.output.write(Array(list.utf8))
         _exit(0)
     }
     guard let target = FuzzTarget.named(name) else {

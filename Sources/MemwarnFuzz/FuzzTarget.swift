@@ -1,6 +1,7 @@
 import CgroupKit
 import Memwarn
 import MemwarnSoak
+import MemwarnSystem
 
 /// One parser under the fuzzer: it gets arbitrary bytes and may throw any of its documented
 /// errors. A crash, a trap, a hang or a runaway allocation is the finding.

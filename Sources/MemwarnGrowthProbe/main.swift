@@ -143,8 +143,7 @@ do {
     var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
     var monitor: PressureMonitor?
     if options.releaser != "poller" && options.releaser != "none" {
-        var configuration = MonitorConfiguration(policy: policy, environment: environment)
-        configuration.control.isEnabled = false
+        let configuration = MonitorConfiguration(policy: policy, environment: environment)
         let running = PressureMonitor(configuration: configuration, logger: logger)
         running.addObserver { event in
             emit("level", ["level": event.level.rawValue, "source": event.source.name, "usage": Int(event.snapshot.usageBytes),

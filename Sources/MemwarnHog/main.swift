@@ -16,7 +16,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import MemwarnSoak
+import MemwarnSystem
 
 struct Holder {
     let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
@@ -59,8 +59,7 @@ func monotonicNanoseconds() -> UInt64 {
 }
 
 func reply(_ text: String) {
-    let bytes = Array((text + "\n").utf8)
-    _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+    StandardStream.output.writeLine(text)
 }
 
 /// A byte count as the hog takes it: bytes, or a size with a unit (`100M`, `64MiB`, `1.5G`).
@@ -72,8 +71,7 @@ var holder = Holder()
 if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--allocate", let bytes = byteCount(CommandLine.arguments[2]) {
     exit(holder.hold(bytes) ? 0 : 1)
 } else if CommandLine.arguments.count > 1 {
-    let message = "usage: memwarn-hog [--allocate <size>]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)\n"
-    _ = Array(message.utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    StandardStream.error.writeLine("usage: memwarn-hog [--allocate <size>]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)")
     exit(2)
 }
 while let line = readLine() {

@@ -27,7 +27,7 @@ public final class LifeCycleApplication: Sendable {
     public let coordinator: ReleaseCoordinator
     let logger: Logger
     let machine: LifeCycleMachine
-    let broadcaster = NotificationBroadcaster()
+    let broadcaster = Broadcaster<LifeCycleNotification>()
     let delegate: (any LifeCycleDelegate<LifeCycleApplication>)?
     private let makeUnitDelegate: LifeCycleUnit.DelegateFactory
     private let registry = Locked(Registry())

@@ -28,10 +28,10 @@ final class LifeCycleMachine: Sendable {
     @TaskLocal private static var running: ObjectIdentifier?
 
     let subject: LifeCycleSubject
-    private let broadcaster: NotificationBroadcaster
+    private let broadcaster: Broadcaster<LifeCycleNotification>
     private let state = Locked(State())
 
-    init(subject: LifeCycleSubject, broadcaster: NotificationBroadcaster) {
+    init(subject: LifeCycleSubject, broadcaster: Broadcaster<LifeCycleNotification>) {
         self.subject = subject
         self.broadcaster = broadcaster
     }

@@ -21,6 +21,9 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
         var delegate: (any LifeCycleDelegate<LifeCycleUnit>)?
         /// Strong: the unit keeps its consumers until it terminates.
         var consumers: [ObjectIdentifier: any MemoryConsumer] = [:]
+        /// The stores that stand behind a consumer of `consumers` (a cache behind its
+        /// `memoryConsumer`), kept as strongly.
+        var owners: [ObjectIdentifier: AnyObject] = [:]
         var idleClosers: [ObjectIdentifier: any IdleHandleCloser] = [:]
         /// `didEnterBackground` completed since the unit last left the foreground.
         var saved = false
@@ -45,7 +48,7 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     let makeDelegate: DelegateFactory
     let storage = Locked(Storage())
 
-    init(id: ID, broadcaster: NotificationBroadcaster, configuration: LifeCycleConfiguration, coordinator: ReleaseCoordinator,
+    init(id: ID, broadcaster: Broadcaster<LifeCycleNotification>, configuration: LifeCycleConfiguration, coordinator: ReleaseCoordinator,
          logger: Logger, makeDelegate: @escaping DelegateFactory) {
         self.id = id
         machine = LifeCycleMachine(subject: .unit(id), broadcaster: broadcaster)
@@ -84,13 +87,24 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     /// another coordinator (memwarn's stores join `.shared` by default) stays in that one's
     /// tiers while the unit is suspended.
     ///
-    /// - Parameter consumer: a cache, store or pool the unit owns.
+    /// - Parameter consumer: a store or pool the unit owns.
     public func adopt(_ consumer: any MemoryConsumer) {
         storage.withLock { storage in
             storage.consumers[ObjectIdentifier(consumer)] = consumer
             if let closer = consumer as? any IdleHandleCloser { storage.idleClosers[ObjectIdentifier(consumer)] = closer }
         }
         if machine.current != .suspended { coordinator.register(consumer) }
+    }
+
+    /// Makes a cache part of the unit, as ``adopt(_:)-(MemoryConsumer)`` does for other
+    /// stores: its `memoryConsumer` joins the unit, and the unit holds the
+    /// cache itself strongly until it terminates.
+    ///
+    /// - Parameter cache: a cache the unit owns.
+    public func adopt<Key: Hashable & Sendable, Value>(_ cache: DiscardableCache<Key, Value>) {
+        let consumer = cache.memoryConsumer
+        storage.withLock { $0.owners[ObjectIdentifier(consumer)] = cache }
+        adopt(consumer)
     }
 
     /// The unit's consumers, as adopted.
@@ -265,6 +279,7 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
         let (consumers, delegate) = storage.withLock { storage in
             defer {
                 storage.consumers = [:]
+                storage.owners = [:]
                 storage.idleClosers = [:]
                 storage.delegate = nil
                 storage.tasks = [:]

@@ -112,14 +112,16 @@ func waitUntil(_ id: String, is target: LifeCycleState, after action: () async t
 }
 
 @MainActor func startWatching(applicationAttached: Bool) async throws {
-    let running = PressureMonitor(configuration: MonitorConfiguration(environment: [:], servesControlEndpoint: true), logger: logger)
+    let running = PressureMonitor(configuration: MonitorConfiguration(environment: [:]), logger: logger)
+    let control = ControlService(monitor: running, environment: [:], logger: logger)
     ReleaseCoordinator.shared.addReportObserver { report in reply(report) }
     if applicationAttached { app.attach(to: running) } else { ReleaseCoordinator.shared.attach(to: running) }
     monitor = running
     var events = running.events().makeAsyncIterator()
     Task { try await running.run() }
+    Task { await control.run() }
     guard let first = await events.next() else { throw ProbeFailure(error: "the monitor ended at once") }
-    reply(["watching": first.level.rawValue, "socket": running.controlSocketPath ?? ""])
+    reply(["watching": first.level.rawValue, "socket": await control.started() ?? ""])
 }
 
 func serve() async throws {

@@ -15,6 +15,7 @@
 import Foundation
 import Logging
 import Memwarn
+import MemwarnSystem
 
 let megabyte = 1 << 20
 let output = FileHandle.standardOutput
@@ -30,12 +31,24 @@ struct Failure: Encodable { var error: String }
 
 /// A connection stand-in: a descriptor plus the buffers a client library would keep.
 final class Connection {
-    let descriptor: Int32
+    private var file: FileDescriptor?
     let buffer: [UInt8]
     init() throws {
-        descriptor = open("/dev/null", O_RDWR | O_CLOEXEC)
-        guard descriptor >= 0 else { throw Failure(error: "open /dev/null failed") }
+        do {
+            file = try FileDescriptor.open("/dev/null", O_RDWR)
+        } catch {
+            throw Failure(error: "\(error)")
+        }
         buffer = [UInt8](repeating: 7, count: 2 * megabyte)
+    }
+
+    func close() throws {
+        guard let file = file.take() else { return }
+        do {
+            try file.close()
+        } catch {
+            throw Failure(error: "\(error)")
+        }
     }
 }
 extension Failure: Error {}
@@ -53,7 +66,7 @@ func purgeable(key: Int, count: Int) -> PurgeableData {
     return data
 }
 
-var caches: [any MemoryConsumer] = []
+var caches: [AnyObject] = []
 var media: MediaStore?
 var pool: ResourcePool<Connection>?
 var monitor: PressureMonitor?
@@ -81,9 +94,7 @@ let directory = try PrivateDirectory.makeTemporary(prefix: "memwarn-probe")  // 
     }
     media = store
     let connections = ResourcePool<Connection>(name: "connections", bytesPerHandle: 2 * megabyte, maximumCount: 4,
-                                               open: { try Connection() }, close: { connection in
-        guard close(connection.descriptor) == 0 else { throw Failure(error: "close failed: errno \(errno)") }
-    })
+                                               open: { try Connection() }, close: { try $0.close() })
     // Open four handles at once, then return them: four idle connections.
     try await withThrowingTaskGroup(of: Void.self) { group in
         for _ in 0..<4 {
@@ -101,16 +112,20 @@ let directory = try PrivateDirectory.makeTemporary(prefix: "memwarn-probe")  // 
     var logger = Logger(label: "memwarn-release-probe")
     logger.logLevel = .critical
     // As the README makes one: the process environment (systemd's MEMORY_PRESSURE_WATCH and
-    // MEMORY_PRESSURE_WRITE, MEMWARN_CONTROL) reaches the monitor.
-    let running = PressureMonitor(configuration: MonitorConfiguration(servesControlEndpoint: true), logger: logger)
+    // MEMORY_PRESSURE_WRITE) reaches the monitor, and a control service (MEMWARN_CONTROL=off
+    // withholds it) serves `memwarn trigger`.
+    let running = PressureMonitor(configuration: MonitorConfiguration(), logger: logger)
+    let control = ControlService(monitor: running, logger: logger)
     ReleaseCoordinator.shared.addReportObserver { report in reply(report) }
     ReleaseCoordinator.shared.attach(to: running)
     monitor = running
     var events = running.events().makeAsyncIterator()
     Task { try await running.run() }
+    Task { await control.run() }
     guard let first = await events.next() else { throw Failure(error: "the monitor ended at once") }
+    let socket = await control.started()
     struct Watching: Encodable { var watching: String; var sources: [String]; var pid: Int32; var socket: String? }
-    reply(Watching(watching: first.level.rawValue, sources: running.watchedSources, pid: getpid(), socket: running.controlSocketPath))
+    reply(Watching(watching: first.level.rawValue, sources: running.watchedSources, pid: getpid(), socket: socket))
 }
 
 while let line = readLine() {

@@ -1,6 +1,6 @@
 public import CgroupKit
-import CLibcgroup
 import Foundation
+import MemwarnSystem
 public import Logging
 public import Memwarn
 
@@ -30,8 +30,6 @@ public final class ConstrainedRun: Sendable {
         public var namePrefix: String
 
         /// - Parameter environment: the command's environment; `nil` passes this process's.
-        ///   `MEMWARN_CONTROL=on` is added unless it sets `MEMWARN_CONTROL`: a memwarn monitor
-        ///   in the command serves the control endpoint `memwarn trigger` talks to.
         public init(command: [String], memoryMaxBytes: UInt64, memoryHighBytes: UInt64? = nil,
                     environment: [String: String]? = nil, policy: PressurePolicy = PressurePolicy(),
                     sampleInterval: Duration? = nil, standardOutput: Int32? = nil, namePrefix: String = "memwarn-run") {
@@ -39,9 +37,6 @@ public final class ConstrainedRun: Sendable {
             self.memoryMaxBytes = memoryMaxBytes
             self.memoryHighBytes = memoryHighBytes
             self.environment = environment ?? ProcessInfo.processInfo.environment
-            if self.environment[ControlConfiguration.environmentVariable] == nil {
-                self.environment[ControlConfiguration.environmentVariable] = "on"
-            }
             self.policy = policy
             self.sampleInterval = sampleInterval
             self.standardOutput = standardOutput
@@ -89,10 +84,15 @@ public final class ConstrainedRun: Sendable {
         }
         let cgroup = try Self.makeCgroup(in: own, options: options)
         do {
-            child = try WaitedChild { Self.spawn(executable: executable, options: options, into: cgroup) }
+            var spawn = ChildSpawn([executable] + options.command.dropFirst(), environment: options.environment.map { "\($0.key)=\($0.value)" })
+            spawn.arguments[0] = name
+            spawn.cgroupProcsFile = cgroup.location.file("cgroup.procs")
+            spawn.standardOutput = options.standardOutput
+            spawn.parentDeathSignal = SIGKILL  // the command dies with this process, whatever kills it
+            child = try WaitedChild(spawn)
         } catch {
             try? cgroup.remove()
-            throw error
+            throw StartError(description: "\(name): \(error)")
         }
         self.cgroup = cgroup
         self.options = options
@@ -117,26 +117,6 @@ public final class ConstrainedRun: Sendable {
         }
     }
 
-    /// Forks the command into the cgroup (on the waiting thread); it is killed if this process
-    /// dies. Returns the pid, or -errno.
-    private static func spawn(executable: String, options: Options, into cgroup: MemoryCgroup) -> Int32 {
-        let procs = open(cgroup.location.file("cgroup.procs"), O_WRONLY | O_CLOEXEC)
-        guard procs >= 0 else { return -errno }
-        defer { close(procs) }
-        let arguments = options.command.map { strdup($0) } + [nil]
-        let environment = options.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in arguments { free(pointer) }
-            for pointer in environment { free(pointer) }
-        }
-        let pid = arguments.withUnsafeBufferPointer { argv in
-            environment.withUnsafeBufferPointer { envp in
-                memwarn_spawn_in_cgroup(procs, executable, argv.baseAddress, envp.baseAddress, options.standardOutput ?? -1, SIGKILL)
-            }
-        }
-        return pid
-    }
-
     /// Sends a signal on to the command (Ctrl-C or SIGTERM of `memwarn run`); the second
     /// request kills it (SIGKILL), for a command that ignores the first.
     public func forward(signal: Int32) {
@@ -144,7 +124,7 @@ public final class ConstrainedRun: Sendable {
             count += 1
             return count
         }
-        kill(pid, count == 1 ? signal : SIGKILL)
+        child.signal(count == 1 ? signal : SIGKILL)
     }
 
     /// Watches the command until it ends, then collects the figures, removes the cgroup, and
@@ -157,7 +137,6 @@ public final class ConstrainedRun: Sendable {
                      onSample: @escaping @Sendable (SoakSample) -> Void = { _ in }) async -> ConstrainedRunReport {
         var configuration = MonitorConfiguration(policy: options.policy, cgroupPath: cgroup.location.path)
         configuration.watchesPressureStall = false  // usage against the limit: the cgroup's own signal
-        configuration.control.isEnabled = false  // this monitor watches another process; `memwarn trigger` should not find it
         let monitor = PressureMonitor(configuration: configuration, logger: logger)
         let changes = Locked<[ConstrainedRunReport.LevelChange]>([])
         let start = self.start

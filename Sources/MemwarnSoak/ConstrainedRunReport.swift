@@ -1,3 +1,5 @@
+public import MemwarnSystem
+
 /// What `memwarn run` reports when its command has ended.
 public struct ConstrainedRunReport: Sendable, Codable {
     /// One level change the monitor saw, seconds after the start.

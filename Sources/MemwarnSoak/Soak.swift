@@ -1,4 +1,5 @@
 import Foundation
+import MemwarnSystem
 public import Logging
 public import Memwarn
 
@@ -53,55 +54,27 @@ public struct Soak: Sendable {
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
         var command = [demoPath, "--duration", String(seconds), "--data-dir", dataDirectory]
         if !memwarnEnabled { command.append("--no-memwarn") }
-        var descriptors: [Int32] = [-1, -1]
-        guard pipe(&descriptors) == 0 else { throw ConstrainedRun.StartError(description: "pipe failed: errno \(errno)") }
-        for descriptor in descriptors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-        let (readEnd, writeEnd) = (descriptors[0], descriptors[1])
-        let run: ConstrainedRun
+        let output: PipeEnds
         do {
-            run = try ConstrainedRun(.init(command: command, memoryMaxBytes: memoryMaxBytes, policy: policy, sampleInterval: sampleInterval,
-                                           standardOutput: writeEnd, namePrefix: "memwarn-soak"), logger: logger)
+            output = try PipeEnds()
         } catch {
-            close(readEnd)
-            close(writeEnd)
-            throw error
+            throw ConstrainedRun.StartError(description: "the demo's output: \(error)")
         }
-        close(writeEnd)  // the demo holds it now: end of file when it exits
-        let lines = LineReader(descriptor: readEnd)
+        let run = try ConstrainedRun(.init(command: command, memoryMaxBytes: memoryMaxBytes, policy: policy, sampleInterval: sampleInterval,
+                                           standardOutput: output.writeEnd.rawValue, namePrefix: "memwarn-soak"), logger: logger)
+        // Closed here once the demo holds its copy: end of file when the demo exits.
+        let lines: LineStream
+        do {
+            lines = try LineStream(reading: output.keepingReadEnd(), name: "memwarn-soak-out")
+        } catch {
+            throw ConstrainedRun.StartError(description: "the demo's output: \(error)")
+        }
         let level = Locked(MemoryPressureLevel.normal)
         let report = await run.wait(
             onLevel: { event in level.withLock { $0 = event.level } },
             onSample: { sample in progress(Progress(label: label, seconds: sample.seconds, usageBytes: sample.usageBytes, level: level.withLock { $0 })) })
         var demo = DemoRecord()
-        for line in await lines.all() { demo.read(line) }
+        for line in await lines.remainingLines() { demo.read(line) }
         return SoakRun(label: label, memwarnEnabled: memwarnEnabled, run: report, demo: demo)
-    }
-}
-
-/// Reads a descriptor's lines to its end on a thread of its own, then closes it.
-final class LineReader: Sendable {
-    private let lines = Locked<[String]?>(nil)
-    private let done = Locked<[CheckedContinuation<[String], Never>]>([])
-
-    init(descriptor: Int32) {
-        Thread.detachNewThread { [self] in
-            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-            let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-            let all = text.split(separator: "\n").map(String.init)
-            lines.withLock { $0 = all }
-            for waiter in done.withLock({ waiters in defer { waiters = [] }; return waiters }) { waiter.resume(returning: all) }
-        }
-    }
-
-    /// Every line, once the writer has closed.
-    func all() async -> [String] {
-        await withCheckedContinuation { continuation in
-            let ready = lines.withLock { lines -> [String]? in
-                if let lines { return lines }
-                done.withLock { $0.append(continuation) }
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MemwarnSystem
 
 /// The soak as an SVG: memory usage against the limit over time, one panel per run, with the
 /// warning, critical, terminate and OOM-kill moments marked.

@@ -1,4 +1,5 @@
 import Foundation
+import MemwarnSystem
 
 /// The soak's result: both runs side by side.
 public struct SoakReport: Sendable, Codable {

@@ -1,3 +1,5 @@
+import MemwarnSystem
+
 /// One run of the demo service under the soak's limit.
 public struct SoakRun: Sendable, Codable {
     /// `memwarn` or `baseline`.

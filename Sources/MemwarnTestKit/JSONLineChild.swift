@@ -1,31 +1,24 @@
-import CgroupKit
 import Foundation
 
 /// A child process that takes one command a line on stdin and answers with one JSON object a
-/// line on stdout (the test probes: `memwarn-release-probe`, `memwarn-lifecycle-probe`).
-public final class JSONLineChild {
-    /// A reply whose `error` member is set.
+/// line on stdout (the test probes: `memwarn-release-probe`, `memwarn-lifecycle-probe`), on top
+/// of ``LineChild``.
+public final class JSONLineChild: Sendable {
+    /// A reply whose `error` member is set, or a line that is not a JSON object.
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
     }
 
-    public let pid: Int32
-    private let input: Int32
-    private let output: Int32
-    private var stopped = false
+    /// The process.
+    public let child: LineChild
+    /// The child's pid.
+    public var pid: Int32 { child.pid }
 
-    /// Spawns `arguments` and, when a cgroup is given, moves the child into it.
+    /// Spawns `arguments`, in `cgroup` when one is given (it joins between `fork` and `exec`).
     ///
     /// - Parameter environment: the child's environment as `NAME=value` entries; `nil` passes this process's.
     public init(_ arguments: [String], in cgroup: TestCgroup? = nil, environment: [String]? = nil) throws {
-        (pid, input, output) = try ChildProcess.spawn(arguments, environment: environment)
-        do {
-            try cgroup?.add(pid: pid)
-        } catch {
-            kill(pid, SIGKILL)
-            _ = ChildProcess.wait(pid)
-            throw error
-        }
+        child = try LineChild(arguments, in: cgroup, environment: environment)
     }
 
     /// Sends a command and reads the next reply.
@@ -38,22 +31,41 @@ public final class JSONLineChild {
     /// that also prints lines of its own at any time (a probe's release reports).
     @discardableResult
     public func send(_ command: String, skipping skip: ([String: Any]) -> Bool, timeout: Duration = .seconds(60)) throws -> [String: Any] {
-        let bytes = Array((command + "\n").utf8)
-        _ = bytes.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+        try child.send(command)
         return try receive(until: { !skip($0) }, timeout: timeout).match
+    }
+
+    /// Sends a command and awaits the next reply that `skip` does not match.
+    @discardableResult
+    public func send(_ command: String, skipping skip: ([String: Any]) -> Bool = { _ in false }, within limit: Duration) async throws -> [String: Any] {
+        try child.send(command)
+        while true {
+            let reply = try await receive(within: limit)
+            if !skip(reply) { return reply }
+        }
     }
 
     /// Reads the next reply (for lines the child prints on its own).
     ///
     /// - Throws: ``Failure`` for an `error` reply or a line that is not a JSON object;
-    ///   ``CgroupError`` when the child exited or said nothing within `timeout`.
+    ///   ``ChildProcessError`` when the child exited or said nothing within `timeout`.
     public func receive(timeout: Duration = .seconds(60)) throws -> [String: Any] {
-        let line = try ChildProcess.readLine(output, timeout: timeout)
-        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
-            throw Failure(description: "the child printed a line that is not a JSON object: \(line)")
+        try Self.reply(try child.nextLine(timeout: timeout))
+    }
+
+    /// Awaits the next reply.
+    ///
+    /// - Throws: as ``receive(timeout:)``.
+    public func receive(within limit: Duration) async throws -> [String: Any] {
+        try Self.reply(try await child.nextLine(within: limit))
+    }
+
+    /// Awaits replies until one satisfies `matches` (at most `limit` for each).
+    public func receive(until matches: ([String: Any]) -> Bool, within limit: Duration) async throws -> [String: Any] {
+        while true {
+            let reply = try await receive(within: limit)
+            if matches(reply) { return reply }
         }
-        if let error = object["error"] { throw Failure(description: "the child failed: \(error)") }
-        return object
     }
 
     /// Reads replies until one satisfies `matches`; returns it and the ones read before it.
@@ -66,16 +78,20 @@ public final class JSONLineChild {
         }
     }
 
+    private static func reply(_ line: String) throws -> [String: Any] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            throw Failure(description: "the child printed a line that is not a JSON object: \(line)")
+        }
+        if let error = object["error"] { throw Failure(description: "the child failed: \(error)") }
+        return object
+    }
+
     /// Closes its stdin (the probes then exit), waits for it, and returns its exit status
-    /// (128 + signal when killed). A second call returns -1.
+    /// (128 + signal when killed; it is killed after a minute). A second call returns the same.
     @discardableResult
     public func stop() -> Int32 {
-        guard !stopped else { return -1 }
-        stopped = true
-        close(input)
-        let status = ChildProcess.wait(pid)
-        close(output)
-        return status
+        child.closeInput()
+        return (try? child.waitForExit(timeout: .seconds(60))) ?? child.exitIfEnded?.code ?? -1
     }
 
     deinit { stop() }

@@ -1,4 +1,5 @@
-import CLibcgroup
+import CLinuxCalls
+import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,8 +29,7 @@ enum ContainerEntry {
 
     private static func fail(_ step: String) -> Never {
         let reason = errno == 0 ? "" : ": " + String(cString: strerror(errno))
-        let line = Array("memwarn-v2-scenarios --in-container: \(step)\(reason)\n".utf8)
-        _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        StandardStream.error.writeLine("memwarn-v2-scenarios --in-container: \(step)\(reason)")
         exit(127)
     }
 }

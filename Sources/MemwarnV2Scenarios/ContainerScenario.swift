@@ -1,5 +1,6 @@
 import CgroupKit
 import Foundation
+import MemwarnTestKit
 
 /// memwarn inside a container, as Kubernetes runs one on cgroup v2: the pod's cgroup with its
 /// `memory.max`, a cgroup namespace rooted there, cgroup2 mounted afresh (``ContainerEntry``).
@@ -24,11 +25,11 @@ enum ContainerScenario {
         context.note("status inside: cgroup /, limit 128 MiB from memory.max, level \(reading["level"] as? String ?? "?")")
 
         let watch = try LineChild([context.products.scenarios, "--in-container", context.products.memwarn, "watch", "--json"], in: pod,
-                                  environment: ["MEMWARN_POLL_INTERVAL": "250ms", "MEMWARN_RECHECK_INTERVAL": "250ms"])
+environment: ScenarioContext.environment(adding: ["MEMWARN_POLL_INTERVAL": "250ms", "MEMWARN_RECHECK_INTERVAL": "250ms"]))
         defer { watch.killIfRunning() }
         let first = try JSONObject.parse(try await watch.nextLine(within: .seconds(20)))
         try expect(first["level"] as? String == "normal" && first["limitBytes"] as? Int == podLimit, "watch's first line: \(first)")
-        let hog = try await HogChild(context.products, in: pod)
+        let hog = try MemoryHog(in: pod, binary: context.products.hog)
         try await hog.hold(0.85, of: podLimit)
         let change = try JSONObject.parse(try await watch.nextLine(within: .seconds(20)))
         try expect(change["level"] as? String == "warning", "a hog at 85 % of the pod's limit: \(change)")
@@ -57,7 +58,7 @@ enum ContainerScenario {
     }
 
     /// Runs `arguments` in the container (the pod's cgroup, new namespaces) to its end.
-    private static func inContainer(_ context: ScenarioContext, _ pod: ScenarioCgroup, _ arguments: [String]) async throws -> CommandRun {
+    private static func inContainer(_ context: ScenarioContext, _ pod: TestCgroup, _ arguments: [String]) async throws -> CommandRun {
         let child = try LineChild([context.products.scenarios, "--in-container"] + arguments, in: pod)
         defer { child.killIfRunning() }
         child.closeInput()

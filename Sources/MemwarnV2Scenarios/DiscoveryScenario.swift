@@ -1,4 +1,5 @@
 import CgroupKit
+import MemwarnTestKit
 
 /// Discovery and the effective limit on real cgroup v2 files, through `CgroupDiscovery` and
 /// `CgroupMemoryReader`: the mode, a cgroup named both ways, a process's own cgroup from
@@ -11,7 +12,7 @@ enum DiscoveryScenario {
         let discovery = CgroupDiscovery()
         let mode = try discovery.mode(mounts: try discovery.mounts())
         try expect(mode == .v2, "the VM's cgroup mode is \(mode.rawValue), not v2")
-        let rootControllers = try KernelFiles.host.read(ScenarioCgroup.root.file("cgroup.subtree_control"))
+        let rootControllers = try KernelFiles.host.read(ScenarioContext.cgroupRoot.file("cgroup.subtree_control"))
         try expect(rootControllers.split(separator: " ").contains { $0.hasPrefix("memory") }, "+memory is not on at the root: \(rootControllers)")
 
         let outer = try context.makeCgroup(memoryMax: 256 * mebibyte)
@@ -36,8 +37,8 @@ enum DiscoveryScenario {
         try expect(none == nil, "every level reads max, yet the effective limit is \(String(describing: none))")
         context.note("effective limit: 128 MiB (memory.high of \(middle.location.path)), 64 MiB (own memory.max), 256 MiB (outer memory.max), none when all read max")
 
-        let hog = try await HogChild(context.products, in: leaf)
-        try await hog.hold(8 * mebibyte)
+        let hog = try MemoryHog(in: leaf, binary: context.products.hog)
+        try await hog.hold(8 * mebibyte, within: .seconds(120))
         let own = try discovery.layout(pid: hog.pid)
         try expect(own.memory == leaf.location && own.unified == leaf.location,
                    "a process in \(leaf.location.path) was placed in \(String(describing: own.memory?.path)) from /proc/\(hog.pid)/cgroup")
@@ -57,7 +58,7 @@ enum DiscoveryScenario {
         await hog.stop()
     }
 
-    private static func expectLimit(_ reader: CgroupMemoryReader, _ bytes: Int, _ file: String, _ cgroup: ScenarioCgroup, _ what: String) throws {
+    private static func expectLimit(_ reader: CgroupMemoryReader, _ bytes: Int, _ file: String, _ cgroup: TestCgroup, _ what: String) throws {
         let limit = try reader.effectiveLimit()
         let expected = EffectiveLimit(bytes: UInt64(bytes), file: file, cgroupPath: cgroup.location.path)
         try expect(limit == expected, "expected \(what): \(expected), read \(String(describing: limit))")

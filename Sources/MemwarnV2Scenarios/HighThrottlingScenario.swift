@@ -1,4 +1,5 @@
 import Memwarn
+import MemwarnTestKit
 
 /// `memory.high` throttling reported as pressure, from event-driven sources only: a hog in a
 /// child with `memory.high` = 32 MiB, a monitor on the parent (`memory.max` 256 MiB, so usage
@@ -16,7 +17,7 @@ enum HighThrottlingScenario {
     static func run(_ context: ScenarioContext) async throws {
         let parent = try context.makeCgroup(memoryMax: 256 * mebibyte)
         let throttled = try parent.child("throttled", settings: [("memory.high", "\(high)")])
-        let hog = try await HogChild(context.products, in: throttled)
+        let hog = try MemoryHog(in: throttled, binary: context.products.hog)
         // The hold time stays above the PSI window: a trigger fires at most once a window, so a
         // shorter hold could step down between two firings of an ongoing stall.
         let policy = PressurePolicy.scenario(pollInterval: .seconds(60), holdTime: .seconds(2))
@@ -33,7 +34,7 @@ enum HighThrottlingScenario {
         try await Task.sleep(for: .seconds(1))
         try expect(recording.count == 1 && own.count == 1, "below memory.high the level changed: \((recording.events + own.events).map(\.summary))")
 
-        let throttledFor = try await hog.hold(high + 2 * mebibyte - hog.baselineBytes)
+        let throttledFor = try await hog.hold(high + 2 * mebibyte - hog.baselineBytes, within: .seconds(120)).duration
         context.note("the hog's step 2 MiB past memory.high took \(throttledFor.wholeMilliseconds) ms (throttled)")
         let raise = try await recording.event(number: 1, within: .seconds(15))
         try await Task.sleep(for: .seconds(1))
@@ -55,7 +56,7 @@ enum HighThrottlingScenario {
                    "memory.events: throttled \(counters), parent \(parentCounters)")
         context.note("memory.events high: \(counters.high) in the child, \(parentCounters.high) in the parent; no OOM kill")
 
-        try await hog.hold(0)
+        try await hog.hold(0, within: .seconds(120))
         let normal = try await recording.latestEvent(at: .normal, within: .seconds(90))
         context.note("after release: \(normal.summary)")
         try expect(normal.source == .recheck, "the way down should be found by the re-check, was \(normal.source)")

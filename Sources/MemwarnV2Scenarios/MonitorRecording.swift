@@ -1,4 +1,5 @@
 import Memwarn
+import MemwarnTestKit
 
 /// A ``PressureMonitor`` running on a cgroup for the length of a scenario, every level event
 /// it emits recorded with the time it came, so the scenario can wait for changes and assert
@@ -17,7 +18,7 @@ final class MonitorRecording: Sendable {
     private let failure = Locked<(any Error)?>(nil)
 
     /// A monitor of `cgroup` with `policy`, stopped when the scenario ends; ``start(within:)`` runs it.
-    init(_ context: ScenarioContext, watching cgroup: ScenarioCgroup, policy: PressurePolicy, watchesPressureStall: Bool = true) {
+    init(_ context: ScenarioContext, watching cgroup: TestCgroup, policy: PressurePolicy, watchesPressureStall: Bool = true) {
         var configuration = MonitorConfiguration(policy: policy, cgroupPath: cgroup.location.path)
         configuration.watchesPressureStall = watchesPressureStall
         monitor = PressureMonitor(configuration: configuration, logger: context.logger)

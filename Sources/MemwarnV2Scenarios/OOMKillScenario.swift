@@ -7,7 +7,7 @@ enum OOMKillScenario {
     static let scenario = Scenario(name: "oom-kill-critical", timeLimit: .seconds(180), body: run)
 
     static func run(_ context: ScenarioContext) async throws {
-        let (cgroup, hog) = try await context.cgroupWithHog(memoryMax: hogCgroupLimit)
+        let (cgroup, hog) = try context.cgroupWithHog(memoryMax: hogCgroupLimit)
         var policy = PressurePolicy.scenario(pollInterval: .seconds(60), holdTime: .seconds(30))
         policy.recoveryRatio = 0.98
         policy.warningRatio = 0.99

@@ -1,5 +1,6 @@
 import CgroupKit
 import Foundation
+import MemwarnTestKit
 
 /// `memwarn run --memory-max 64M -- memwarn-hog --allocate 100MiB` on v2: the command is
 /// OOM-killed, `memwarn run` exits 137, reports exactly one OOM kill, and removes its cgroup
@@ -22,8 +23,8 @@ enum RunCommandScenario {
                    && report["memoryMaxBytes"] as? Int == 64 * mebibyte && report["cgroupRemoved"] as? Bool == true,
                    "the report: \(report)")
         try expect(cgroupPath.hasPrefix("/memwarn-run-"), "the run's cgroup \(cgroupPath) is not below the root")
-        try expect(!KernelFiles.host.exists(ScenarioCgroup.root.directory + cgroupPath), "\(cgroupPath) still exists")
-        let left = try KernelFiles.host.list(ScenarioCgroup.root.directory).filter { $0.hasPrefix("memwarn-run-") }
+        try expect(!KernelFiles.host.exists(ScenarioContext.cgroupRoot.directory + cgroupPath), "\(cgroupPath) still exists")
+        let left = try KernelFiles.host.list(ScenarioContext.cgroupRoot.directory).filter { $0.hasPrefix("memwarn-run-") }
         try expect(left.isEmpty, "cgroups left behind: \(left)")
         context.note("exit 137, oomKills 1, cgroup \(cgroupPath) removed, levels entered \(report["warnings"].map { "\($0)" } ?? "?"), peak \(describe(bytes: report["peakUsageBytes"] as? Int ?? 0))")
     }

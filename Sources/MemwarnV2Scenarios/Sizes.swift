@@ -1,4 +1,4 @@
-import MemwarnSoak
+import MemwarnSystem
 
 /// One mebibyte in bytes.
 let mebibyte = 1 << 20

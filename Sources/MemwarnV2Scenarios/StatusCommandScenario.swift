@@ -1,4 +1,5 @@
 import Foundation
+import MemwarnTestKit
 
 /// `memwarn status --json` (the static CLI) against v2 cgroups: the mode, the cgroup named
 /// both ways, usage against `memory.current`, the effective limit (the cgroup's own
@@ -10,7 +11,7 @@ enum StatusCommandScenario {
     static func run(_ context: ScenarioContext) async throws {
         let outer = try context.makeCgroup()
         let inner = try outer.child("inner", settings: [("memory.max", "\(hogCgroupLimit)")])
-        let hog = try await HogChild(context.products, in: inner)
+        let hog = try MemoryHog(in: inner, binary: context.products.hog)
         try await hog.hold(0.85, of: hogCgroupLimit)
 
         for path in [inner.location.path, inner.location.directory] {
@@ -46,7 +47,7 @@ enum StatusCommandScenario {
     }
 
     /// What holds for every reading of the cgroup: v2, its paths, usage, PSI file.
-    private static func expectCommon(_ status: [String: Any], _ cgroup: ScenarioCgroup) throws {
+    private static func expectCommon(_ status: [String: Any], _ cgroup: TestCgroup) throws {
         try expect(status["mode"] as? String == "v2" && status["measure"] as? String == "cgroup"
                    && status["cgroupPath"] as? String == cgroup.location.path && status["cgroupDirectory"] as? String == cgroup.location.directory,
                    "mode, measure or cgroup: \(status)")

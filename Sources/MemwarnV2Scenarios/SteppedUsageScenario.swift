@@ -10,7 +10,7 @@ enum SteppedUsageScenario {
     static let scenario = Scenario(name: "stepped-usage-max-polled", timeLimit: .seconds(180), body: run)
 
     static func run(_ context: ScenarioContext) async throws {
-        let (cgroup, hog) = try await context.cgroupWithHog(memoryMax: hogCgroupLimit)
+        let (cgroup, hog) = try context.cgroupWithHog(memoryMax: hogCgroupLimit)
         let policy = PressurePolicy.scenario(pollInterval: .milliseconds(250), holdTime: .milliseconds(500))
         let recording = MonitorRecording(context, watching: cgroup, policy: policy)
         let initial = try await recording.start()

@@ -1,4 +1,5 @@
 import Foundation
+import MemwarnTestKit
 
 /// Terminate-suspended on v2: `memwarn-lifecycle-probe` in a 256 MiB v2 cgroup holds three
 /// suspended sessions (48, 32, 16 MiB) and two active ones (40, 24 MiB); unreleasable ballast
@@ -15,20 +16,20 @@ enum TerminateSuspendedScenario {
 
     static func run(_ context: ScenarioContext) async throws {
         let cgroup = try context.makeCgroup(memoryMax: limit)
-        let probe = try JSONLineProbe([context.products.lifeCycleProbe, "--suspension-delay-ms", "20"], in: cgroup)
+        let probe = try JSONLineChild([context.products.lifeCycleProbe, "--suspension-delay-ms", "20"], in: cgroup)
         for (id, mebibytes, writes) in suspended + active {
-            try expect(try await probe.send("unit \(id) \(mebibytes)")["state"] as? String == "active", "unit \(id) is not active")
-            try expect(try await probe.send("write \(id) \(writes)")["acknowledged"] as? Int == writes, "writes of \(id) not acknowledged")
+            try expect(try await probe.send("unit \(id) \(mebibytes)", within: .seconds(120))["state"] as? String == "active", "unit \(id) is not active")
+            try expect(try await probe.send("write \(id) \(writes)", within: .seconds(120))["acknowledged"] as? Int == writes, "writes of \(id) not acknowledged")
         }
         for (id, _, _) in suspended {
-            try expect(try await probe.send("suspend \(id)")["state"] as? String == "suspended", "unit \(id) is not suspended")
+            try expect(try await probe.send("suspend \(id)", within: .seconds(120))["state"] as? String == "suspended", "unit \(id) is not suspended")
         }
-        try expect(try await probe.send("watch")["watching"] as? String == "normal", "the probe's monitor does not start at normal")
+        try expect(try await probe.send("watch", within: .seconds(120))["watching"] as? String == "normal", "the probe's monitor does not start at normal")
 
         let ballast = Int(Double(limit) * 0.93) - Int(try cgroup.reader.usage())
         try expect(ballast > 0, "usage is already above 93% before the ballast")
         try probe.child.send("ballast \(ballast)")
-        let critical = try await probe.receive(until: { $0["level"] as? String == "critical" && $0["entries"] != nil })
+        let critical = try await probe.receive(until: { $0["level"] as? String == "critical" && $0["entries"] != nil }, within: .seconds(120))
         let entries = try require(critical["entries"] as? [[String: Any]], "the critical report has no entries")
         let terminated = entries.filter { $0["tier"] as? String == "suspended-units" }
         let consumers = terminated.map { $0["consumer"] as? String ?? "?" }
@@ -44,7 +45,7 @@ enum TerminateSuspendedScenario {
         // The monitor may release again on its own (another rise): its reports are skipped,
         // and so is the ballast's reply if the critical report came before it.
         let isReport: ([String: Any]) -> Bool = { $0["entries"] != nil || $0["ballast"] != nil }
-        let states = try await probe.send("status", skipping: isReport).mapValues { ($0 as? String)?.split(separator: " ").first.map(String.init) ?? "?" }
+        let states = try await probe.send("status", skipping: isReport, within: .seconds(120)).mapValues { ($0 as? String)?.split(separator: " ").first.map(String.init) ?? "?" }
         try expect(states == ["big": "not-running", "mid": "not-running", "small": "suspended", "hot": "active", "warm": "active"], "states \(states)")
         let usage = try cgroup.reader.usage()
         try expect(Double(usage) < Double(limit) * 0.8, "usage \(describe(bytes: usage)) did not fall below 80% after the release")
@@ -55,7 +56,7 @@ enum TerminateSuspendedScenario {
         // there first.
         var lost = 0
         for (id, _, writes) in suspended.reversed() {
-            let reply = try await probe.send("activate \(id)", skipping: isReport)
+            let reply = try await probe.send("activate \(id)", skipping: isReport, within: .seconds(120))
             try expect(reply["state"] as? String == "active" && reply["launches"] as? String == (id == "small" ? "1" : "2")
                        && reply["present"] as? String == "\(writes)" && reply["intact"] as? String == "true",
                        "activate \(id): \(reply)")

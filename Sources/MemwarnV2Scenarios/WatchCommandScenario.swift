@@ -1,4 +1,5 @@
 import Foundation
+import MemwarnTestKit
 
 /// `memwarn watch --json` (the static CLI) on a v2 cgroup with a 64 MiB `memory.max`, the policy
 /// from `MEMWARN_*` variables: the initial line, then one line per change as a hog steps to
@@ -9,10 +10,10 @@ enum WatchCommandScenario {
     static let keys: Set<String> = ["time", "level", "previous", "usageBytes", "limitBytes", "ratio", "source", "growthBytesPerSecond", "secondsToCritical", "secondsToLimit"]
 
     static func run(_ context: ScenarioContext) async throws {
-        let (cgroup, hog) = try await context.cgroupWithHog(memoryMax: hogCgroupLimit)
+        let (cgroup, hog) = try context.cgroupWithHog(memoryMax: hogCgroupLimit)
         let watch = try LineChild(
             [context.products.memwarn, "watch", "--json", "--cgroup", cgroup.location.path],
-            environment: ["MEMWARN_POLL_INTERVAL": "250ms", "MEMWARN_RECHECK_INTERVAL": "250ms", "MEMWARN_HOLD_TIME": "500ms"])
+            environment: ScenarioContext.environment(adding: ["MEMWARN_POLL_INTERVAL": "250ms", "MEMWARN_RECHECK_INTERVAL": "250ms", "MEMWARN_HOLD_TIME": "500ms"]))
         defer { watch.killIfRunning() }
 
         let first = try await line(watch)

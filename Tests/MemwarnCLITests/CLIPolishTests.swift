@@ -6,8 +6,8 @@ import Testing
 /// and sizes for `memwarn-hog`.
 @Suite
 struct CLIPolishTests {
-    static let memwarn = ProductsDirectory.path + "/memwarn"
-    static let hog = ProductsDirectory.path + "/memwarn-hog"
+    static let memwarn = ChildProcess.productsDirectory + "/memwarn"
+    static let hog = ChildProcess.productsDirectory + "/memwarn-hog"
 
     @Test func versionPrintsTheVersionTheChangelogNames() throws {
         let result = try ChildProcess.run([Self.memwarn, "--version"])
@@ -42,15 +42,11 @@ struct CLIPolishTests {
 
     /// Starts a hog, sends it `command` then `exit`, and returns its one reply; expects it to exit 0.
     static func hogReply(to command: String) throws -> String {
-        let (pid, input, output) = try ChildProcess.spawn([hog])
-        defer {
-            close(input)
-            close(output)
-        }
-        let bytes = Array("\(command)\nexit\n".utf8)
-        #expect(bytes.withUnsafeBytes { write(input, $0.baseAddress, $0.count) } == bytes.count)
-        let reply = try ChildProcess.readLine(output)
-        #expect(ChildProcess.wait(pid) == 0)
+        let hog = try LineChild([Self.hog])
+        try hog.send(command)
+        try hog.send("exit")
+        let reply = try hog.nextLine()
+        #expect(try hog.waitForExit() == 0)
         return reply
     }
 

@@ -1,12 +1,13 @@
 import CgroupKit
 import Foundation
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 
 /// The built `memwarn` binary, run as an operator would, against real cgroups.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct CLITests {
-    static let memwarn = ProductsDirectory.path + "/memwarn"
+    static let memwarn = ChildProcess.productsDirectory + "/memwarn"
     static let limit: UInt64 = 64 << 20
 
     static func object(_ line: String) throws -> [String: Any] {
@@ -54,20 +55,16 @@ struct CLITests {
             try cgroup.add(pid: hog.pid)
             let overhead = Int(try cgroup.usage())
             let environment = ProcessInfo.processInfo.environment.map { "\($0)=\($1)" } + ["MEMWARN_HOLD_TIME=300ms", "MEMWARN_PSI_SOME_WARNING_PERCENT=100", "MEMWARN_PSI_FULL_CRITICAL_PERCENT=100"]
-            let (pid, input, output) = try ChildProcess.spawn([Self.memwarn, "watch", "--json", "--cgroup", cgroup.location.path], environment: environment)
-            defer {
-                close(input)
-                close(output)
-            }
-            var lines: [[String: Any]] = [try Self.object(ChildProcess.readLine(output))]
+            let watch = try LineChild([Self.memwarn, "watch", "--json", "--cgroup", cgroup.location.path], environment: environment)
+            var lines: [[String: Any]] = [try Self.object(watch.nextLine())]
             for fraction in [0.60, 0.85, 0.95] {
                 try hog.hold(fraction, of: cgroup, besides: overhead)
-                if fraction > 0.6 { lines.append(try Self.object(ChildProcess.readLine(output))) }
+                if fraction > 0.6 { lines.append(try Self.object(watch.nextLine())) }
             }
             try hog.hold(0)
-            lines.append(try Self.object(ChildProcess.readLine(output)))
-            kill(pid, SIGINT)
-            let status = ChildProcess.wait(pid)
+            lines.append(try Self.object(watch.nextLine()))
+            watch.signal(SIGINT)
+            let status = try watch.waitForExit()
             #expect(status == 0, "memwarn watch should end cleanly on SIGINT")
             #expect(lines.map { $0["level"] as? String } == ["normal", "warning", "critical", "normal"])
             #expect(lines[0]["previous"] is NSNull)

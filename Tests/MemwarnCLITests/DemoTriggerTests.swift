@@ -1,13 +1,14 @@
 import CgroupKit
 import Foundation
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 
 /// `memwarn trigger` against the demo service itself (`memwarn-demo`, the soak's subject):
 /// its report follows the documented tiers, and the largest consumer of each tier goes first.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct DemoTriggerTests {
-    static let demo = ProductsDirectory.path + "/memwarn-demo"
+    static let demo = ChildProcess.productsDirectory + "/memwarn-demo"
     static let tierOrder = ["discarded", "caches", "media", "shared-resources", "suspended-units"]
 
     @Test func aCriticalTriggerReleasesTheDemoInTierOrderLargestFirstAndTerminatesOnlySuspendedSessions() async throws {
@@ -16,18 +17,16 @@ struct DemoTriggerTests {
         // Roomy: the demo's own monitor releases nothing on its own during the test.
         try await withTestCgroup(limit: 2 << 30) { cgroup in
             let dataDirectory = runtime.directory + "/demo-data"  // removed with the runtime directory
-            let (pid, input, output) = try ChildProcess.spawn([Self.demo, "--duration", "60", "--data-dir", dataDirectory], environment: runtime.environment)
+            let demo = try LineChild([Self.demo, "--duration", "60", "--data-dir", dataDirectory], in: cgroup, environment: runtime.environment)
             defer {
-                kill(pid, SIGKILL)  // the demo we started
-                _ = ChildProcess.wait(pid)
-                close(input)
-                close(output)
+                demo.killIfRunning()  // the demo we started
+                _ = try? demo.waitForExit()
             }
-            try cgroup.add(pid: pid)
+            let pid = demo.pid
             // Wait, on the demo's own progress events, until sessions have been suspended.
             var progress: [String: Any] = [:]
             while (progress["suspended"] as? Int ?? 0) < 3 {
-                progress = try #require(try JSONSerialization.jsonObject(with: Data(ChildProcess.readLine(output, timeout: .seconds(30)).utf8)) as? [String: Any])
+                progress = try #require(try JSONSerialization.jsonObject(with: Data(demo.nextLine(timeout: .seconds(30)).utf8)) as? [String: Any])
             }
             let result = try runtime.trigger(["--pid", "\(pid)", "--level", "critical", "--json"])
             #expect(result.status == 0, "\(result.standardError)")

@@ -6,7 +6,7 @@ import Testing
 /// fixture and every past finding under `Tests/Fixtures/fuzz/<target>/` goes through its parser
 /// and must come back (a crash or trap fails the replay).
 @Suite struct FuzzReplayTests {
-    static let fuzz = ProductsDirectory.path + "/memwarn-fuzz"
+    static let fuzz = ChildProcess.productsDirectory + "/memwarn-fuzz"
     static let repository: String = {
         var path = #filePath
         for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }

@@ -1,5 +1,6 @@
 import Foundation
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 
 extension RunCommandTests {
@@ -8,10 +9,10 @@ extension RunCommandTests {
 /// entries) run under `memwarn run --memory-max 128M`, as an operator would run it. Nested in
 /// the `memwarn run` suite, which is serialized: its check that no `memwarn-run-` cgroup is
 /// left must not see these runs' live ones.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct GrowthTests {
-    static let memwarn = ProductsDirectory.path + "/memwarn"
-    static let probe = ProductsDirectory.path + "/memwarn-growth-probe"
+    static let memwarn = ChildProcess.productsDirectory + "/memwarn"
+    static let probe = ChildProcess.productsDirectory + "/memwarn-growth-probe"
 
     struct Run {
         var status: Int32

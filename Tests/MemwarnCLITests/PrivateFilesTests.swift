@@ -1,15 +1,16 @@
 import Foundation
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 
 /// Issue 16, finding 2: `memwarn-demo` and `memwarn soak` wrote into predictable folders in
 /// `/tmp` that another user could prepare, through the symbolic links planted there. Now the
 /// default folders are fresh (`mkdtemp`, mode 0700), and a folder given with `--data-dir` must be
 /// this user's and writable by nobody else.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct PrivateFilesTests {
-    static let demo = ProductsDirectory.path + "/memwarn-demo"
-    static let memwarn = ProductsDirectory.path + "/memwarn"
+    static let demo = ChildProcess.productsDirectory + "/memwarn-demo"
+    static let memwarn = ChildProcess.productsDirectory + "/memwarn"
 
     /// A scratch folder of the test's, with a sentinel file an attacker wants overwritten.
     struct Scratch {

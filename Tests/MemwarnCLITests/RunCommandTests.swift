@@ -1,14 +1,15 @@
 import CgroupKit
 import Foundation
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 
 /// `memwarn run`, run as an operator would: a command under a new limited cgroup, its exit
 /// status passed through, the cgroup always removed.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct RunCommandTests {
-    static let memwarn = ProductsDirectory.path + "/memwarn"
-    static let hog = ProductsDirectory.path + "/memwarn-hog"
+    static let memwarn = ChildProcess.productsDirectory + "/memwarn"
+    static let hog = ChildProcess.productsDirectory + "/memwarn-hog"
 
     /// This process's memory cgroup directory, where `memwarn run` makes its cgroups.
     static func ownCgroupDirectory() throws -> String {
@@ -54,25 +55,21 @@ struct RunCommandTests {
     }
 
     /// `memwarn run --memory-max 64M -- memwarn-hog`, once the hog holds 8 MiB. The hog shares
-    /// memwarn run's stdin and stdout: its reply proves it runs in the cgroup. Close both
-    /// descriptors when done.
-    static func startRunWithHog() throws -> (pid: Int32, input: Int32, output: Int32) {
-        let (pid, input, output) = try ChildProcess.spawn([memwarn, "run", "--memory-max", "64M", "--", hog])
-        _ = Array("hold \(8 << 20)\n".utf8).withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
-        #expect(try ChildProcess.readLine(output).hasPrefix("held "))
-        return (pid, input, output)
+    /// memwarn run's stdin and stdout: its reply proves it runs in the cgroup.
+    static func startRunWithHog() throws -> LineChild {
+        let run = try LineChild([memwarn, "run", "--memory-max", "64M", "--", hog])
+        try run.send("hold \(8 << 20)")
+        #expect(try run.nextLine().hasPrefix("held "))
+        return run
     }
 
     @Test(arguments: [SIGTERM, SIGINT])
     func interruptingRunPassesTheSignalOnAndStillRemovesTheCgroup(signal: Int32) throws {
-        let (pid, input, output) = try Self.startRunWithHog()
-        defer {
-            close(input)
-            close(output)
-        }
+        let run = try Self.startRunWithHog()
+        let pid = run.pid
         #expect(try Self.runCgroups(of: pid).count == 1)
-        kill(pid, signal)
-        let status = ChildProcess.wait(pid)
+        run.signal(signal)
+        let status = try run.waitForExit()
         #expect(status == 128 + signal, "the command died of the forwarded signal; run exits as it did")
         #expect(try Self.runCgroups(of: pid).isEmpty, "the cgroup is gone")
     }

@@ -6,13 +6,14 @@ import MemwarnTestKit
 import Testing
 
 extension RunCommandTests {
-    /// `memwarn run` and the control endpoint (issue 13): the command gets `MEMWARN_CONTROL=on`
-    /// unless its environment says otherwise, and a command killed before its monitor could
-    /// remove its socket leaves none behind. Nested in the serialized `memwarn run` suite.
+    /// `memwarn run` and the control endpoint: the command's environment is passed as it is
+    /// (the endpoint is the application's `ControlService`, not something `run` turns on), and a
+    /// command killed before its service could remove its socket leaves none behind. Nested in
+    /// the serialized `memwarn run` suite.
     @Suite(.serialized)
     struct RunControlTests {
-        static let memwarn = ProductsDirectory.path + "/memwarn"
-        static let probe = ProductsDirectory.path + "/memwarn-release-probe"
+        static let memwarn = ChildProcess.productsDirectory + "/memwarn"
+        static let probe = ChildProcess.productsDirectory + "/memwarn-release-probe"
 
         /// The `MEMWARN_CONTROL=` lines `env` prints under `memwarn run`, run with `environment`.
         static func controlSetting(_ environment: [String: String]) async throws -> [String] {
@@ -23,9 +24,9 @@ extension RunCommandTests {
             return run.standardOutput.split(separator: "\n").map(String.init).filter { $0.hasPrefix("MEMWARN_CONTROL=") }
         }
 
-        @Test func theCommandGetsMemwarnControlOnUnlessItsEnvironmentSetsIt() async throws {
-            #expect(try await Self.controlSetting([:]) == ["MEMWARN_CONTROL=on"])
-            #expect(try await Self.controlSetting(["MEMWARN_CONTROL": "off"]) == ["MEMWARN_CONTROL=off"], "the operator's word stands")
+        @Test func theCommandGetsItsEnvironmentAsItIsWithNoControlSettingAdded() async throws {
+            #expect(try await Self.controlSetting([:]) == [], "run adds nothing")
+            #expect(try await Self.controlSetting(["MEMWARN_CONTROL": "off"]) == ["MEMWARN_CONTROL=off"], "the operator's word is passed on")
         }
 
         @Test func aCommandKilledWithItsEndpointOpenLeavesNoSocketBehind() throws {
@@ -36,7 +37,7 @@ extension RunCommandTests {
             let probePID = try #require((watching["pid"] as? Int).map(Int32.init))
             #expect(FileManager.default.fileExists(atPath: socket))
             kill(probePID, SIGKILL)  // started by us, through memwarn run: its monitor cannot remove the socket
-            #expect(ChildProcess.wait(run.pid) == 137)
+            #expect(try run.child.waitForExit() == 137)
             #expect(!FileManager.default.fileExists(atPath: socket), "memwarn run removed \(socket) of its killed command")
         }
     }

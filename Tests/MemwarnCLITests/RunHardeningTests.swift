@@ -11,7 +11,7 @@ extension RunCommandTests {
     /// `memwarn run` suite: these runs' cgroups must not meet its check that none is left.
     @Suite(.serialized)
     struct RunHardeningTests {
-        static let memwarn = ProductsDirectory.path + "/memwarn"
+        static let memwarn = ChildProcess.productsDirectory + "/memwarn"
 
         /// `memwarn-run-` cgroups in our cgroup whose `memwarn` process is gone.
         static func deadRunCgroups() throws -> [String] {
@@ -33,16 +33,13 @@ extension RunCommandTests {
 
         @Test(arguments: ["run", "status"])
         func aRunKilledWithSIGKILLTakesItsCommandAlongAndTheNextRunOrStatusRemovesWhatItLeft(cleaner: String) throws {
-            let (pid, input, output) = try RunCommandTests.startRunWithHog()
-            defer {
-                close(input)
-                close(output)
-            }
+            let run = try RunCommandTests.startRunWithHog()
+            let pid = run.pid
             let name = try #require(try RunCommandTests.runCgroups(of: pid).first)
             let leftover = try RunCommandTests.ownCgroupDirectory() + "/" + name
 
-            kill(pid, SIGKILL)  // the memwarn run we started: it cannot clean up
-            _ = ChildProcess.wait(pid)
+            run.signal(SIGKILL)  // the memwarn run we started: it cannot clean up
+            _ = try run.waitForExit()
             #expect(try Self.waitUntilEmpty(leftover), "the command died with its memwarn run (PR_SET_PDEATHSIG)")
             let stillThere = FileManager.default.fileExists(atPath: leftover)
 
@@ -56,13 +53,10 @@ extension RunCommandTests {
         }
 
         @Test func aHangUpEndsTheRunAsSIGTERMDoesAndRemovesTheCgroup() throws {
-            let (pid, input, output) = try RunCommandTests.startRunWithHog()
-            defer {
-                close(input)
-                close(output)
-            }
-            kill(pid, SIGHUP)
-            #expect(ChildProcess.wait(pid) == 128 + SIGTERM, "the command was told SIGTERM")
+            let run = try RunCommandTests.startRunWithHog()
+            let pid = run.pid
+            run.signal(SIGHUP)
+            #expect(try run.waitForExit() == 128 + SIGTERM, "the command was told SIGTERM")
             #expect(try RunCommandTests.runCgroups(of: pid).isEmpty)
         }
 
@@ -117,7 +111,7 @@ extension RunCommandTests {
         @Test func theDemoSurvivesAConnectionFloodUnderASmallDescriptorLimit() async throws {
             let runtime = TriggerCommandTests.Runtime()
             defer { runtime.remove() }
-            let demo = ProductsDirectory.path + "/memwarn-demo"
+            let demo = ChildProcess.productsDirectory + "/memwarn-demo"
             let environment = runtime.environment
             let run = Task {
                 try await ChildProcess.runOffThePool(

@@ -12,7 +12,7 @@ extension RunCommandTests {
     /// `memwarn run` suite: these runs' cgroups must not meet its check that none is left.
     @Suite(.serialized)
     struct RunOptionsTests {
-        static let memwarn = ProductsDirectory.path + "/memwarn"
+        static let memwarn = ChildProcess.productsDirectory + "/memwarn"
 
         static func object(_ text: some StringProtocol) throws -> [String: Any] {
             try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")

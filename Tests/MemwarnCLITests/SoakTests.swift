@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import MemwarnSystem
 import MemwarnTestKit
 import Testing
 @testable import MemwarnSoak
@@ -110,7 +111,7 @@ import Testing
 
     @Test func soakRefusesBadArgumentsWithOneLine() throws {
         for arguments in [["soak", "--memory-max", "lots"], ["soak", "--duration", "soon"], ["soak", "--bogus"]] {
-            let result = try ChildProcess.run([ProductsDirectory.path + "/memwarn"] + arguments)
+            let result = try ChildProcess.run([ChildProcess.productsDirectory + "/memwarn"] + arguments)
             #expect(result.status >= 1, "\(arguments)")
             #expect(result.standardError.hasPrefix("Error: "), "\(arguments): \(result.standardError)")
         }

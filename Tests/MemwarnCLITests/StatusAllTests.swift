@@ -1,14 +1,15 @@
 import CgroupKit
 import Foundation
 import MemwarnTestKit
+import MemwarnTestTraits
 import Synchronization
 import Testing
 
 /// `memwarn status --all` (issue 13): every memory cgroup at and below one, with its level,
 /// against real cgroups: a test cgroup with two children of their own limits.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct StatusAllTests {
-    static let memwarn = ProductsDirectory.path + "/memwarn"
+    static let memwarn = ChildProcess.productsDirectory + "/memwarn"
     static let mebibyte = 1 << 20
     /// PSI left out of the level: other suites may press on the machine meanwhile.
     static let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }

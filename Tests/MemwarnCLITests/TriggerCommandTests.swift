@@ -1,15 +1,17 @@
 import CgroupKit
 import Foundation
+import MemwarnSystem
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 
 /// `memwarn trigger`, run as an operator would, against a real service-like process
 /// (`memwarn-release-probe`, its monitor and so its control endpoint running) in a real
 /// cgroup: caches of 60, 40 and 20 MiB, media of 7 MiB and four idle 2 MiB connections.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct TriggerCommandTests {
-    static let memwarn = ProductsDirectory.path + "/memwarn"
-    static let probe = ProductsDirectory.path + "/memwarn-release-probe"
+    static let memwarn = ChildProcess.productsDirectory + "/memwarn"
+    static let probe = ChildProcess.productsDirectory + "/memwarn-release-probe"
     /// Roomy: the probe's 135 MiB stays below the warning mark, so its monitor releases nothing on its own.
     static let limit: UInt64 = 512 << 20
     static let mebibyte = 1 << 20
@@ -177,23 +179,14 @@ struct TriggerCommandTests {
 
     /// The pid of a process that has exited and been reaped.
     static func exitedPid() throws -> Int32 {
-        let (pid, input, output) = try ChildProcess.spawn(["/bin/true"])
-        close(input)
-        close(output)
-        _ = ChildProcess.wait(pid)
+        let exited = try LineChild(["/bin/true"])
+        _ = try exited.waitForExit()
+        let pid = exited.pid
         return pid
     }
 
     /// Binds a socket at `path` and closes it: the file a process that died leaves behind.
     static func leaveSocketFile(at path: String) throws {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(bound == 0, "bind \(path)")
+        try FileDescriptor.unixStreamSocket(nonBlocking: false).bind(to: UnixSocketAddress(path: path))
     }
 }

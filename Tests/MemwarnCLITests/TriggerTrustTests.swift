@@ -1,26 +1,20 @@
 import CgroupKit
 import Foundation
+import MemwarnSystem
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 
 /// Issue 16, findings 6, 9, 10 and 15, attacked as filed, each in a private runtime directory so
 /// that no test touches another process's endpoint.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct TriggerTrustTests {
     typealias Runtime = TriggerCommandTests.Runtime
     static let nobody: uid_t = 65_534
 
     /// A socket file with nothing listening on it, as a process that died (or exec'd) leaves.
     static func deadSocket(at path: String) throws {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        try #require(bound == 0, "bind \(path): \(String(cString: strerror(errno)))")
+        try FileDescriptor.unixStreamSocket(nonBlocking: false).bind(to: UnixSocketAddress(path: path))
     }
 
     @Test func aStaleSocketOfALivePidIsPrunedNotFailedOnForever() throws {
@@ -67,8 +61,8 @@ struct TriggerTrustTests {
     /// A fake endpoint on `path` (python3, as nobody when asked): it reads a request and
     /// answers with `reply` written `chunk` bytes at a time, `pause` seconds apart.
     final class FakeEndpoint {
-        let pid: Int32
-        private let input: Int32, output: Int32
+        private let process: LineChild
+        var pid: Int32 { process.pid }
 
         init(at path: String, asNobody: Bool, reply: String, chunk: Int = 1 << 20, pause: Double = 0) throws {
             let server = """
@@ -85,15 +79,13 @@ struct TriggerTrustTests {
                     c.close()
                 """
             let python = ["/usr/bin/python3", "-c", server, path, reply, "\(chunk)", "\(pause)"]
-            (pid, input, output) = try ChildProcess.spawn(asNobody ? ["/usr/bin/setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"] + python : python)
-            #expect(try ChildProcess.readLine(output, timeout: .seconds(20)) == "ready")
+            process = try LineChild(asNobody ? ["/usr/bin/setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"] + python : python)
+            #expect(try process.nextLine(timeout: .seconds(20)) == "ready")
         }
 
         deinit {
-            kill(pid, SIGKILL)  // the server we started
-            _ = ChildProcess.wait(pid)
-            close(input)
-            close(output)
+            process.killIfRunning()  // the server we started
+            _ = try? process.waitForExit()
         }
     }
 

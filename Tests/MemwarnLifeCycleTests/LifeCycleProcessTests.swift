@@ -2,14 +2,15 @@ import CgroupKit
 import Foundation
 import Memwarn
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 
 /// The life cycle in a real child process (`memwarn-lifecycle-probe`, whose client sessions
 /// are units): terminate-suspended under a real constrained cgroup, and a real SIGTERM.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct LifeCycleProcessTests {
     static let mebibyte = 1 << 20
-    static let probePath = ProductsDirectory.path + "/memwarn-lifecycle-probe"
+    static let probePath = ChildProcess.productsDirectory + "/memwarn-lifecycle-probe"
 
     /// Sessions by size (MiB) and the writes each acknowledges.
     static let suspended = [("big", 48, 300), ("mid", 32, 200), ("small", 16, 100)]

@@ -1,13 +1,15 @@
 import CgroupKit
 import Foundation
+import MemwarnSystem
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 @testable import Memwarn
 
 /// The control endpoint on a real Unix socket, served while a real monitor runs: the
 /// protocol, its errors, the socket's and directory's modes, slow, hostile and foreign
 /// clients, and the monitor working on throughout.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct ControlEndpointTests {
     typealias FakeConsumer = CacheFixtures.FakeConsumer
     static let mebibyte = 1 << 20
@@ -133,12 +135,12 @@ struct ControlEndpointTests {
 
     // MARK: The socket and its directory
 
-    @Test func theSocketIsOwnerOnlyInAnOwnerOnlyDirectoryAndGoesAwayWhenTheMonitorStops() async throws {
+    @Test func theSocketIsOwnerOnlyInAnOwnerOnlyDirectoryAndGoesAwayWhenTheServiceStops() async throws {
         try await Self.withControlDirectory { directory in
-            let monitor = PressureMonitor(configuration: Self.configuration(directory: directory), logger: testLogger)
-            let socket = try await withRunningMonitor(monitor) { iterator in
-                _ = try await next(&iterator)
-                let socket = try #require(monitor.controlSocketPath)
+            let monitor = PressureMonitor(configuration: Self.configuration(), logger: testLogger)
+            let control = ControlService(monitor: monitor, directory: directory, environment: [:], logger: testLogger)
+            let socket = try await Self.serving(control) { served in
+                let socket = try #require(served)
                 #expect(socket == directory + "/\(getpid()).sock")
                 let file = try Self.status(of: socket)
                 #expect(file.st_mode & S_IFMT == S_IFSOCK)
@@ -147,25 +149,26 @@ struct ControlEndpointTests {
                 #expect(folder.st_mode & S_IFMT == S_IFDIR)
                 #expect(folder.st_mode & 0o7777 == 0o700)
                 #expect(folder.st_uid == geteuid() && file.st_uid == geteuid())
+                #expect(control.socketPath == socket)
                 return socket
             }
             #expect(access(socket, F_OK) != 0, "the socket is removed when run() ends")
-            #expect(monitor.controlSocketPath == nil)
+            #expect(control.socketPath == nil)
             #expect(throws: ControlError.self) { try ControlClient.exchange(#"{"request":"status"}"#, with: socket) }
         }
     }
 
-    @Test func aDirectoryThatIsASymbolicLinkAnotherUsersOrWritableByOthersIsRefusedAndTheMonitorRunsWithoutTheEndpoint() async throws {
+    @Test func aDirectoryThatIsASymbolicLinkAnotherUsersOrWritableByOthersIsRefusedAndTheServiceRunsWithoutTheEndpoint() async throws {
         try await Self.withControlDirectory { directory in
             let parent = String(directory.dropLast("/memwarn".count))
             let real = parent + "/real"
             #expect(mkdir(real, 0o700) == 0 && symlink(real, directory) == 0)
             #expect(Self.endpointError(directory)?.contains("is a symbolic link; refusing to use it") == true)
-            let monitor = PressureMonitor(configuration: Self.configuration(directory: directory), logger: testLogger)
-            try await withRunningMonitor(monitor) { iterator in
-                let first = try await next(&iterator)
-                #expect(first.source == .initial, "the monitor runs")
-                #expect(monitor.controlSocketPath == nil)
+            let monitor = PressureMonitor(configuration: Self.configuration(), logger: testLogger)
+            let control = ControlService(monitor: monitor, directory: directory, environment: [:], logger: testLogger)
+            try await Self.serving(control) { socket in
+                #expect(socket == nil, "it runs without a socket")
+                #expect(control.socketPath == nil)
             }
             #expect(ControlClient.socketPaths(in: real).isEmpty)
 
@@ -179,24 +182,21 @@ struct ControlEndpointTests {
         }
     }
 
-    @Test func theEndpointIsOptInAndMemwarnControlDecidesLast() async throws {
-        #expect(!MonitorConfiguration(environment: [:]).control.isEnabled, "off unless asked for")
-        #expect(MonitorConfiguration(environment: [:], servesControlEndpoint: true).control.isEnabled)
-        for (value, enabled) in [("off", false), ("OFF", false), ("0", false), ("no", false), ("on", true), ("1", true), ("TRUE", true)] {
-            for requested in [false, true] {
-                let configuration = MonitorConfiguration(environment: ["MEMWARN_CONTROL": value], servesControlEndpoint: requested)
-                #expect(configuration.control.isEnabled == enabled, "\(value), requested \(requested)")
-            }
+    @Test func onlyAnAddedServiceServesAndMemwarnControlOffWithholdsIt() async throws {
+        for (value, withheld) in [("off", true), ("OFF", true), ("0", true), ("no", true), ("false", true), ("on", false), ("1", false), ("maybe", false)] {
+            #expect(ControlService.withholds(environment: ["MEMWARN_CONTROL": value]) == withheld, "\(value)")
         }
-        #expect(MonitorConfiguration(environment: ["MEMWARN_CONTROL": "maybe"], servesControlEndpoint: true).control.isEnabled,
-                "an unknown value leaves the application's choice")
+        #expect(!ControlService.withholds(environment: [:]))
+        // A monitor alone opens no socket: the endpoint is a service the application adds.
+        let alone = PressureMonitor(configuration: Self.configuration(), logger: testLogger)
+        try await withRunningMonitor(alone) { iterator in
+            _ = try await next(&iterator)
+            #expect(access(ControlDirectory.socketPath(for: getpid(), in: ControlDirectory.defaultPath), F_OK) != 0)
+        }
         try await Self.withControlDirectory { directory in
-            var configuration = MonitorConfiguration(environment: ["MEMWARN_CONTROL": "off"], servesControlEndpoint: true)
-            configuration.control.directory = directory
-            let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
-            try await withRunningMonitor(monitor) { iterator in
-                _ = try await next(&iterator)
-                #expect(monitor.controlSocketPath == nil)
+            let control = ControlService(monitor: alone, directory: directory, environment: ["MEMWARN_CONTROL": "off"], logger: testLogger)
+            try await Self.serving(control) { socket in
+                #expect(socket == nil)
                 #expect(access(directory, F_OK) != 0, "nothing is created")
             }
         }
@@ -205,10 +205,9 @@ struct ControlEndpointTests {
     @Test func staleSocketsOfExitedProcessesArePrunedAndOurOwnStaleSocketIsReplaced() async throws {
         try await Self.withControlDirectory { directory in
             #expect(mkdir(directory, 0o700) == 0)
-            let (exited, input, output) = try ChildProcess.spawn(["/bin/true"])
-            close(input)
-            close(output)
-            _ = ChildProcess.wait(exited)
+            let child = try LineChild(["/bin/true"])
+            #expect(try child.waitForExit() == 0)
+            let exited = child.pid
             let stale = ControlDirectory.socketPath(for: exited, in: directory)
             let own = ControlDirectory.socketPath(for: getpid(), in: directory)
             try Self.leaveSocketFile(at: stale)
@@ -230,24 +229,21 @@ struct ControlEndpointTests {
         }
     }
 
-    @Test func monitorsOfOneProcessShareOneSocketUntilTheLastStops() async throws {
+    @Test func servicesOfOneProcessShareOneSocketUntilTheLastStops() async throws {
         try await Self.withControlDirectory { directory in
             let (first, second) = (ReleaseCoordinator(trimsHeap: false), ReleaseCoordinator(trimsHeap: false))
             let caches = Self.caches(["first": 1], registeredWith: first) + Self.caches(["second": 1], registeredWith: second)
-            let earlier = PressureMonitor(configuration: Self.configuration(directory: directory, coordinator: first), logger: testLogger)
-            var events = earlier.events().makeAsyncIterator()
-            let running = Task { try await earlier.run() }
-            _ = try await next(&events)
-            let later = PressureMonitor(configuration: Self.configuration(directory: directory, coordinator: second), logger: testLogger)
-            let socket = try await withRunningMonitor(later) { iterator in
-                _ = try await next(&iterator)
-                let socket = try #require(later.controlSocketPath)
-                #expect(earlier.controlSocketPath == socket)
-                #expect(try Self.consumerNames(socket) == ["first"], "the monitor that started first answers")
+            let monitor = PressureMonitor(configuration: Self.configuration(), logger: testLogger)
+            let earlier = ControlService(monitor: monitor, coordinator: first, directory: directory, environment: [:], logger: testLogger)
+            let running = Task { await earlier.run() }
+            let socket = try #require(await earlier.started())
+            let later = ControlService(monitor: monitor, coordinator: second, directory: directory, environment: [:], logger: testLogger)
+            try await Self.serving(later) { (served) async throws in
+                #expect(served == socket)
+                #expect(try Self.consumerNames(socket) == ["first"], "the service that started first answers")
                 running.cancel()
-                try await running.value
-                #expect(try Self.consumerNames(socket) == ["second"], "the endpoint stays while a monitor runs")
-                return socket
+                await running.value
+                #expect(try Self.consumerNames(socket) == ["second"], "the endpoint stays while a service runs")
             }
             #expect(access(socket, F_OK) != 0)
             withExtendedLifetime(caches) {}
@@ -324,7 +320,7 @@ struct ControlEndpointTests {
             let parent = String(directory[..<directory.lastIndex(of: "/")!])
             #expect(chmod(parent, 0o711) == 0 && chmod(directory, 0o711) == 0 && chmod(socket, 0o666) == 0)
             let result = try ChildProcess.run(
-                ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", ProductsDirectory.path + "/memwarn", "trigger", "--pid", "\(getpid())"],
+                ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", ChildProcess.productsDirectory + "/memwarn", "trigger", "--pid", "\(getpid())"],
                 environment: ["XDG_RUNTIME_DIR=\(parent)"])
             #expect(result.status != 0)
             #expect(result.standardError == "Error: process \(getpid()): refused: uid 65534 may not control process \(getpid()) (only uid \(geteuid()) and root may)\n")
@@ -343,13 +339,27 @@ struct ControlEndpointTests {
         return try await body(scratch.file("memwarn"))
     }
 
-    static func configuration(directory: String, coordinator: ReleaseCoordinator = ReleaseCoordinator(trimsHeap: false), cgroupPath: String? = nil) -> MonitorConfiguration {
-        var configuration = MonitorConfiguration(cgroupPath: cgroupPath, servesControlEndpoint: true)
+    static func configuration(cgroupPath: String? = nil) -> MonitorConfiguration {
+        var configuration = MonitorConfiguration(cgroupPath: cgroupPath, environment: [:])
         configuration.policy.holdTime = .milliseconds(300)
         configuration.watchesPressureStall = false
-        configuration.control.directory = directory
-        configuration.control.coordinator = coordinator
         return configuration
+    }
+
+    /// Runs `service` while `body` runs, with the socket it serves (`nil` when it serves none);
+    /// returns once the service has stopped.
+    static func serving<T>(_ service: ControlService, _ body: (String?) async throws -> T) async throws -> T {
+        let running = Task { await service.run() }
+        let socket = await service.started()
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(socket))
+        } catch {
+            result = .failure(error)
+        }
+        running.cancel()
+        await running.value
+        return try result.get()
     }
 
     /// Runs a monitor (on this process's own cgroup unless `cgroupPath` is given) with its
@@ -362,10 +372,11 @@ struct ControlEndpointTests {
         guard let directory else {
             return try await withControlDirectory { try await withServingMonitor(directory: $0, coordinator: coordinator, cgroupPath: cgroupPath, body) }
         }
-        let monitor = PressureMonitor(configuration: configuration(directory: directory, coordinator: coordinator, cgroupPath: cgroupPath), logger: testLogger)
+        let monitor = PressureMonitor(configuration: configuration(cgroupPath: cgroupPath), logger: testLogger)
+        let control = ControlService(monitor: monitor, coordinator: coordinator, directory: directory, environment: [:], logger: testLogger)
         return try await withRunningMonitor(monitor) { iterator in
             _ = try await next(&iterator)
-            return try await body(monitor, try #require(monitor.controlSocketPath), &iterator)
+            return try await serving(control) { socket in try await body(monitor, try #require(socket), &iterator) }
         }
     }
 
@@ -406,10 +417,8 @@ struct ControlEndpointTests {
 
     /// Binds a socket at `path` and closes it: the file a process that died leaves behind.
     static func leaveSocketFile(at path: String) throws {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { Glibc.close(descriptor) }
-        let address = try UnixSocketAddress(path: path)
-        try #require(address.withSocketAddress { bind(descriptor, $0, $1) } == 0, "bind \(path)")
+        let socket = try FileDescriptor.unixStreamSocket(nonBlocking: false)
+        try socket.bind(to: try UnixSocketAddress(path: path))
     }
 }
 

@@ -1,6 +1,7 @@
 import CgroupKit
 import Foundation
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 @testable import Memwarn
 
@@ -10,13 +11,13 @@ import Testing
 /// real 256 MiB cgroup is flooded with 120 connections while usage climbs: the endpoint serves no
 /// more than a quarter of the limit, the monitor keeps reading and releasing, and afterwards the
 /// endpoint answers again.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct DescriptorFloodTests {
     static let limit: UInt64 = 256 << 20
 
     @Test func aConnectionFloodUnderASmallDescriptorLimitNeitherStopsTheMonitorNorTheEndpoint() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
-            let probePath = ProductsDirectory.path + "/memwarn-release-probe"
+            let probePath = ChildProcess.productsDirectory + "/memwarn-release-probe"
             let probe = try JSONLineChild(["/bin/sh", "-c", "ulimit -n 96 && exec \"$0\"", probePath], in: cgroup)
             defer { probe.stop() }
             _ = try probe.send("load")

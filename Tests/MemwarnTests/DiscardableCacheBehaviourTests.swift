@@ -487,7 +487,8 @@ struct DiscardableCacheBehaviourTests {
         do {
             let cache = DiscardableCache<Int, Int>(coordinator: coordinator)
             #expect(coordinator.consumers.count == 1)
-            #expect(coordinator.consumers.first === cache)
+            #expect(coordinator.consumers.first === cache.memoryConsumer, "the cache's consumer stands for it")
+            #expect(coordinator.consumers.first?.name == cache.name)
             #expect(cache.tier == .caches)
         }
         #expect(coordinator.consumers.isEmpty)

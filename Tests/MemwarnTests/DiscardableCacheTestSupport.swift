@@ -20,7 +20,9 @@ enum CacheFixtures {
 
     /// A delegate that records every value the cache lets go, in order, and can run an
     /// action (such as calling back into the cache) on each one. For single-threaded tests.
-    final class EvictionLog: DiscardableCacheDelegate {
+    final class EvictionLog: DiscardableCacheDelegate, @unchecked Sendable {
+        // @unchecked: used by single-threaded tests only (the cache calls it on the test's
+        // thread: no release coordinator is involved).
         private(set) var objects: [Any] = []
         private(set) var caches: [ObjectIdentifier] = []
         var onEvict: ((Any) -> Void)?

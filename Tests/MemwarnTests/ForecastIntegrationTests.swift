@@ -1,12 +1,13 @@
 import CgroupKit
 import Foundation
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 @testable import Memwarn
 
 /// The forecast on a real cgroup v1 memory cgroup with a real child process: a steady climb is
 /// warned of before the warning mark; a flat load with noise is not.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct ForecastIntegrationTests {
     static let limit: UInt64 = 64 << 20
 
@@ -18,7 +19,6 @@ struct ForecastIntegrationTests {
             try cgroup.add(pid: hog.pid)
             var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory)
             configuration.watchesPressureStall = false
-            configuration.control.isEnabled = false
             return (hog, Int(try cgroup.usage()), PressureMonitor(configuration: configuration, logger: testLogger))
         } catch {
             hog.terminate()

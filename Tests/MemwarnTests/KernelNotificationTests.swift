@@ -1,6 +1,7 @@
-import CLibcgroup
 import CgroupKit
+import MemwarnSystem
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -8,24 +9,23 @@ import Glibc
 @testable import Memwarn
 
 /// The inotify and systemd sources on real files.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1, .cgroupV2), .needsRealCgroups, .needsUnifiedCgroups)
 struct KernelNotificationTests {
     /// cgroup v2 `memory.events` cannot exist here (no memory controller on cgroup2), but
     /// `cgroup.events` is raised by the same kernfs notification: a process joining and
     /// leaving a group flips `populated`.
     @Test func aKernfsFileChangeWakesTheInotifyWatch() async throws {
         try await withUnifiedTestCgroup { cgroup in
-            let watch = try FileModifyWatch(path: cgroup.location.file("cgroup.events"))
-            var poller = pollfd(fd: watch.descriptor, events: Int16(POLLIN), revents: 0)
-            #expect(poll(&poller, 1, 0) == 0, "nothing has changed yet")
+            let watch = try InotifyWatch(modificationsOf: cgroup.location.file("cgroup.events"))
+            #expect(try !watch.descriptor.waitUntilReady(timeout: .zero), "nothing has changed yet")
             let hog = try MemoryHog()
             try KernelFiles.host.write(String(hog.pid), to: cgroup.location.file("cgroup.procs"))
-            #expect(poll(&poller, 1, 5_000) == 1)
-            #expect(watch.drain() == false)
+            #expect(try watch.descriptor.waitUntilReady(timeout: .seconds(5)))
+            #expect(try watch.drain() == false)
             #expect(try KernelFiles.host.read(cgroup.location.file("cgroup.events")).contains("populated 1"))
             hog.terminate()
-            #expect(poll(&poller, 1, 5_000) == 1)
-            _ = watch.drain()
+            #expect(try watch.descriptor.waitUntilReady(timeout: .seconds(5)))
+            _ = try watch.drain()
         }
     }
 
@@ -42,11 +42,7 @@ struct KernelNotificationTests {
             try await withRunningMonitor(monitor) { iterator in
                 _ = try await next(&iterator)
                 #expect(monitor.watchedSources.contains("systemd \(fifo)"))
-                let writer = open(fifo, O_WRONLY | O_NONBLOCK)
-                #expect(writer >= 0)
-                defer { close(writer) }
-                var byte: UInt8 = 1
-                #expect(write(writer, &byte, 1) == 1)
+                try FileDescriptor.open(fifo, O_WRONLY | O_NONBLOCK).writeWhole([1])
                 let event = try await next(&iterator)
                 #expect(event.level == .warning)
                 #expect(event.source == .systemd)
@@ -61,7 +57,7 @@ struct KernelNotificationTests {
             let watch = try #require(try SystemdPressureWatch.fromEnvironment([
                 "MEMORY_PRESSURE_WATCH": path, "MEMORY_PRESSURE_WRITE": "c29tZSAyMDAwMDAgMjAwMDAwMA==",
             ]))
-            #expect(watch.events == EPOLLPRI.rawValue)
+            #expect(watch.events == .priority)
             #expect(try SystemdPressureWatch.fromEnvironment(["MEMORY_PRESSURE_WATCH": "/dev/null"]) == nil)
             #expect(throws: CgroupError.self) {
                 _ = try SystemdPressureWatch.fromEnvironment(["MEMORY_PRESSURE_WATCH": path, "MEMORY_PRESSURE_WRITE": "not base64!"])

@@ -1,12 +1,14 @@
 import CLibcgroup
 import CgroupKit
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// libcgroup on the real cgroup v1 memory hierarchy.
+@Suite(.tags(.root, .cgroupV1), .needsRealCgroups)
 struct LibcgroupTests {
     @Test func aLimitSetThroughLibcgroupIsTheEffectiveLimitTheReaderSees() async throws {
         try await withTestCgroup(limit: 64 << 20) { cgroup in

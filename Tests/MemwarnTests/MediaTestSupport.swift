@@ -1,3 +1,4 @@
+import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,11 +20,11 @@ struct ScratchDirectory {
     @discardableResult
     func write(_ name: String, _ bytes: [UInt8]) -> String {
         let target = file(name)
-        let fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        precondition(fd >= 0, "cannot create \(target)")
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        precondition(written == bytes.count, "short write to \(target)")
-        close(fd)
+        do {
+            try FileDescriptor.open(target, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644).writeAll(bytes)
+        } catch {
+            preconditionFailure("cannot write \(target): \(error)")
+        }
         return target
     }
 

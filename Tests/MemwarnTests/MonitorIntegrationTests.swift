@@ -1,10 +1,11 @@
 import CgroupKit
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 @testable import Memwarn
 
 /// The monitor on real cgroup v1 memory cgroups, with a real child process holding memory.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct MonitorIntegrationTests {
     static let limit: UInt64 = 64 << 20
 
@@ -104,7 +105,7 @@ struct MonitorIntegrationTests {
             let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
             let critical = try await withRunningMonitor(monitor) { iterator in
                 _ = try await next(&iterator)
-                #expect(throws: CgroupError.self) { try hog.hold(Int(Self.limit) * 2) }
+                #expect(throws: ChildProcessError.self) { try hog.hold(Int(Self.limit) * 2) }
                 var event = try await next(&iterator)
                 while event.level != .critical { event = try await next(&iterator) }
                 return event

@@ -1,5 +1,7 @@
 import CgroupKit
+import MemwarnSystem
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -17,7 +19,7 @@ struct PressureStallSourceTests {
         #expect(PressureTrigger.acceptedWindow(.milliseconds(500), privileged: true) == .milliseconds(500))
     }
 
-    @Test func aTriggerIsRegisteredOnARealCgroup2GroupWithTheRoundedWindow() async throws {
+    @Test(.tags(.root, .cgroupV2), .needsUnifiedCgroups) func aTriggerIsRegisteredOnARealCgroup2GroupWithTheRoundedWindow() async throws {
         try await withUnifiedTestCgroup { cgroup in
             let path = cgroup.location.file("memory.pressure")
             let watch = try PressureWatch.make(path: path, kind: .some, percent: 10, window: .seconds(1), privileged: Self.privileged)
@@ -28,12 +30,11 @@ struct PressureStallSourceTests {
             #expect(trigger.window == (Self.privileged ? .seconds(1) : .seconds(2)))
             #expect(trigger.threshold == trigger.window * 0.1)
             // Nothing stalls in an empty group: the trigger must not fire.
-            var poller = pollfd(fd: trigger.descriptor, events: Int16(POLLPRI), revents: 0)
-            #expect(poll(&poller, 1, 0) == 0)
+            #expect(try !trigger.descriptor.waitUntilReady(for: .priority, timeout: .zero))
         }
     }
 
-    @Test func theKernelRefusesAnUnroundedWindowWithoutCapSysResource() async throws {
+    @Test(.tags(.root, .cgroupV2), .needsUnifiedCgroups) func theKernelRefusesAnUnroundedWindowWithoutCapSysResource() async throws {
         try await withUnifiedTestCgroup { cgroup in
             let path = cgroup.location.file("memory.pressure")
             if Self.privileged { return }
@@ -44,7 +45,7 @@ struct PressureStallSourceTests {
         }
     }
 
-    @Test func aTriggerTheKernelRefusesFallsBackToSamplingTheTotal() async throws {
+    @Test(.tags(.root, .cgroupV2), .needsUnifiedCgroups) func aTriggerTheKernelRefusesFallsBackToSamplingTheTotal() async throws {
         try await withUnifiedTestCgroup { cgroup in
             let path = cgroup.location.file("memory.pressure")
             // A threshold longer than its window is invalid: the real kernel answers EINVAL.

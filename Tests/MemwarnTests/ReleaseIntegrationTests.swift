@@ -1,18 +1,19 @@
 import CgroupKit
 import Foundation
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 
 /// A real service-like child (`memwarn-release-probe`) under a real 256 MiB cgroup: three
 /// caches (60, 40, 20 MiB), a media store (4 + 2 + 1 MiB decoded) and a pool of four 2 MiB
 /// connections. Releases must follow the documented order and really give memory back.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct ReleaseIntegrationTests {
     static let limit: UInt64 = 256 << 20
     static let mebibyte = 1 << 20
 
     static func probe(in cgroup: TestCgroup) throws -> JSONLineChild {
-        try JSONLineChild([ProductsDirectory.path + "/memwarn-release-probe"], in: cgroup)
+        try JSONLineChild([ChildProcess.productsDirectory + "/memwarn-release-probe"], in: cgroup)
     }
 
     static func entries(_ report: [String: Any]) throws -> [(consumer: String, tier: String, freed: Int, before: Int)] {

@@ -1,6 +1,8 @@
 import CgroupKit
 import Foundation
+import MemwarnSystem
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -12,7 +14,7 @@ import Glibc
 /// environment. The service here is `memwarn-release-probe`, whose monitor is made as the
 /// README shows (`MonitorConfiguration(...)` without an environment): the variables must reach
 /// it from the process environment. Set as systemd sets them: a FIFO, a PSI file.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1, .cgroupV2), .needsRealCgroups, .needsUnifiedCgroups)
 struct SystemdContractTests {
     static let limit: UInt64 = 192 << 20
 
@@ -24,7 +26,7 @@ struct SystemdContractTests {
     }
 
     static func probe(_ variables: [String: String], in cgroup: TestCgroup) throws -> JSONLineChild {
-        try JSONLineChild([ProductsDirectory.path + "/memwarn-release-probe"], in: cgroup, environment: environment(variables))
+        try JSONLineChild([ChildProcess.productsDirectory + "/memwarn-release-probe"], in: cgroup, environment: environment(variables))
     }
 
     @Test func aFIFOInTheEnvironmentIsWatchedAndAWriteToItIsAWarningThatReleases() async throws {
@@ -41,11 +43,7 @@ struct SystemdContractTests {
             #expect((watching["sources"] as? [String])?.contains("systemd \(fifo)") == true,
                     "the monitor made without an environment reads MEMORY_PRESSURE_WATCH: \(watching)")
             // systemd (or anything the unit trusts) signals pressure by writing to the FIFO.
-            let writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-            #expect(writer >= 0)
-            defer { close(writer) }
-            var byte: UInt8 = 1
-            #expect(write(writer, &byte, 1) == 1)
+            try FileDescriptor.open(fifo, O_WRONLY | O_NONBLOCK).writeWhole([1])
             let report = try probe.receive()
             #expect(report["level"] as? String == "warning", "the write is a warning, and the coordinator released: \(report)")
             #expect(report["entries"] as? [[String: Any]] != nil)

@@ -1,12 +1,13 @@
 import CgroupKit
 import Foundation
 import MemwarnTestKit
+import MemwarnTestTraits
 import Testing
 
 /// Issue 16, finding 7: on cgroup v1, `cgroup.event_control` is root's, and a normal user's
 /// monitor did not start at all. Now it polls usage instead (the documented fallback) and still
 /// releases. The release probe runs as nobody (`setpriv`) in a real 256 MiB cgroup.
-@Suite(.serialized)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct UnprivilegedMonitorTests {
     static let limit: UInt64 = 256 << 20
 
@@ -15,7 +16,7 @@ struct UnprivilegedMonitorTests {
             let environment = ProcessInfo.processInfo.environment.filter { $0.key != "MEMWARN_CONTROL" }.map { "\($0.key)=\($0.value)" }
                 + ["MEMWARN_CONTROL=off", "TMPDIR=/tmp"]
             let probe = try JSONLineChild(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                           ProductsDirectory.path + "/memwarn-release-probe"], in: cgroup, environment: environment)
+                                           ChildProcess.productsDirectory + "/memwarn-release-probe"], in: cgroup, environment: environment)
             defer { probe.stop() }
             _ = try probe.send("load")
             #expect(try probe.send("watch")["watching"] as? String == "normal", "the monitor started without root")
@@ -32,10 +33,10 @@ struct UnprivilegedMonitorTests {
 
     @Test func statusSaysANormalUsersMonitorWouldPoll() throws {
         let status = try ChildProcess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                           ProductsDirectory.path + "/memwarn", "status", "--json"])
+                                           ChildProcess.productsDirectory + "/memwarn", "status", "--json"])
         #expect(status.status == 0, "\(status.standardError)")
         #expect(status.standardOutput.contains("cgroup.event_control is root's: a monitor run by this user polls usage"), "\(status.standardOutput)")
-        let root = try ChildProcess.run([ProductsDirectory.path + "/memwarn", "status", "--json"])
+        let root = try ChildProcess.run([ChildProcess.productsDirectory + "/memwarn", "status", "--json"])
         #expect(!root.standardOutput.contains("cgroup.event_control"), "root is not told so")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MemwarnTestKit
 
 /// The release benchmark, for `[UInt8]` values only, run again in a child process whose glibc heap is on transparent huge
 /// pages (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, which glibc reads only at start-up, hence
@@ -16,7 +17,7 @@ struct HugePageHeapRun {
     var goalMet: Bool?
 
     static func run() throws -> HugePageHeapRun {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable = ChildProcess.runningExecutable ?? CommandLine.arguments[0]
         // The child's table goes to a file: with two pipes, one could fill while the other is read.
         let tablePath = FileManager.default.temporaryDirectory.appendingPathComponent("memwarn-bench-\(getpid())-huge-page-heap.txt")
         guard FileManager.default.createFile(atPath: tablePath.path, contents: nil) else {

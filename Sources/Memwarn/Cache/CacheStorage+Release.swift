@@ -99,17 +99,16 @@ extension CacheStorage {
         var values: [Value] = []
         var inUse = 0
         let valueOffset = Self.prefetchableValueOffset
-        var deallocations = PurgeableArena.shared.deallocations()
-        defer { deallocations.finish() }
+        var batch = DiscardBatch()
         nodes.withUnsafeMutableBufferPointer { nodes in
             contents.withUnsafeMutableBufferPointer { contents in
                 for slot in nodes.indices {
                     if let valueOffset { Self.prefetchValue(in: UnsafeBufferPointer(nodes), slot: slot + Self.prefetchDistance, valueOffset: valueOffset) }
                     guard nodes[slot].key != nil else { continue }
                     if let content = contents[slot] {
-                        // PurgeableData's block is freed with its neighbours': one atomic
-                        // subtraction a page, not one a block.
-                        guard content.discard(into: &deallocations) else {
+                        // Batch-discardable content frees with its neighbours (PurgeableData:
+                        // one atomic subtraction a page, not one a block).
+                        guard content.discard(into: &batch) else {
                             inUse += 1
                             continue
                         }

@@ -1,4 +1,15 @@
+// A cache of `Sendable` values is itself `Sendable`. Every cache answers its coordinator's
+// releases through its ``CacheConsumer``; these members are what that consumer reports and calls.
+extension DiscardableCache: @unchecked Sendable where Value: Sendable {
+    // @unchecked: every stored property is read and written only while `lock` is held (`tier`,
+    // `consumer` and the release closure are set in init and never change), and values are
+    // `Sendable`.
+}
+
 extension DiscardableCache {
+    /// The release tier: ``ReleaseTier/caches``.
+    public var tier: ReleaseTier { .caches }
+
     /// The sum of the entries' costs (cost is bytes).
     public var footprintBytes: Int { totalCost }
 

@@ -1,8 +1,9 @@
 /// Told when a ``DiscardableCache`` evicts or removes a value: `NSCacheDelegate`, for Linux.
-public protocol DiscardableCacheDelegate: AnyObject {
+public protocol DiscardableCacheDelegate: AnyObject, Sendable {
     /// Called once a value has left the cache (limit eviction, memory release, discarded
-    /// content, `removeObject`, `removeAllObjects`). It runs outside the cache's lock, so it
-    /// may call back into the cache.
+    /// content, `removeObject`, `removeAllObjects`), on the thread that removed it — for a
+    /// memory release, the releasing thread. It runs outside the cache's lock, so it may call
+    /// back into the cache.
     ///
     /// - Parameters:
     ///   - cache: the ``DiscardableCache`` the value left.
@@ -23,19 +24,17 @@ public protocol DiscardableCacheDelegate: AnyObject {
 /// met, and drops values whose ``DiscardableContent`` was discarded. For that accounting,
 /// **cost is bytes**: give each entry its size as its cost.
 ///
-/// Values are handed out as `NSCache` hands them out: sharing them across threads is the
-/// caller's business.
-public final class DiscardableCache<Key: Hashable & Sendable, Value>: MemoryConsumer, @unchecked Sendable {
-    // @unchecked: `storage`, `storedName` and `storedDelegate` are read and written only while
-    // `lock` is held; `tier` is immutable.
+/// ## Threads
+///
+/// Every method is thread-safe. The cache is `Sendable` when its values are: a cache of
+/// non-`Sendable` values stays on the thread or task that owns it, as the compiler checks, and
+/// memwarn's releases still reach it (see ``init(coordinator:)``).
+public final class DiscardableCache<Key: Hashable & Sendable, Value> {
 
     @usableFromInline let lock = Lock()
     @usableFromInline var storage = CacheStorage<Key, Value>()
     @usableFromInline var storedName = ""
     @usableFromInline weak var storedDelegate: (any DiscardableCacheDelegate)?
-
-    /// The release tier: ``ReleaseTier/caches``.
-    public let tier = ReleaseTier.caches
 
     /// The release work, made in ``init(coordinator:)``: there it is compiled for the client's
     /// concrete `Key` and `Value`, while ``release(_:)`` is reached through the
@@ -46,8 +45,24 @@ public final class DiscardableCache<Key: Hashable & Sendable, Value>: MemoryCons
     @usableFromInline
     typealias ReleaseEntries = (inout CacheStorage<Key, Value>, ReleaseRequest, _ keepingValues: Bool) -> (freed: Int, values: [Value])
 
+    /// Registered with the coordinator in the cache's place (see ``init(coordinator:)``); set
+    /// in init, never changed.
+    @usableFromInline var consumer: CacheConsumer<Key, Value>?
+
+    /// The consumer that stands for the cache in a coordinator's registry: what the cache
+    /// registers with its coordinator, and what to register with another one. It holds the
+    /// cache weakly (the cache holds it): keep the cache, not only this.
+    public var memoryConsumer: any MemoryConsumer { consumer! }
+
     /// Creates an empty cache and registers it with `coordinator` (weakly: a deallocated
     /// cache leaves by itself).
+    ///
+    /// The coordinator releases from its own thread (the monitor's release thread). What it
+    /// registers is a small consumer of the cache's that reaches the entries only under the
+    /// cache's lock, drops the values it releases, asks their ``DiscardableContent`` (which is
+    /// `Sendable`) to discard, and hands removed values to the delegate (also `Sendable`) on
+    /// that thread: no value is handed out to another thread's code. That is why a cache of
+    /// non-`Sendable` values can join too.
     ///
     /// - Parameter coordinator: the coordinator whose releases the cache answers; `nil` for
     ///   none (then only its limits evict).
@@ -58,7 +73,9 @@ public final class DiscardableCache<Key: Hashable & Sendable, Value>: MemoryCons
                 ? storage.releaseDiscarded(keepingValues: keepingValues)
                 : storage.release(target: request.targetBytes, keepingValues: keepingValues)
         }
-        coordinator?.register(self)
+        let consumer = CacheConsumer(self)
+        self.consumer = consumer
+        coordinator?.register(consumer)
     }
 
     /// The cache's name, for reports (empty by default, as in `NSCache`).

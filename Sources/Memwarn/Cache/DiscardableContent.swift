@@ -6,7 +6,9 @@
 /// ``discardContentIfPossible()`` on a memory warning and, when
 /// ``DiscardableCache/evictsObjectsWithDiscardedContent`` is set, drops entries whose content
 /// is gone.
-public protocol DiscardableContent: AnyObject {
+///
+/// Content is `Sendable`: memwarn asks it to discard from the releasing thread.
+public protocol DiscardableContent: AnyObject, Sendable {
     /// Marks the content as in use. Returns `false` if it was already discarded (then it
     /// is not in use and must be rebuilt).
     ///

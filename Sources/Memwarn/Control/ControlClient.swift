@@ -1,4 +1,4 @@
-import CLibcgroup
+import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,11 +68,14 @@ package enum ControlClient {
 
     /// Whether connecting to a socket is refused (nobody listens on it).
     static func nothingListens(on path: String) -> Bool {
-        guard let address = try? UnixSocketAddress(path: path) else { return false }
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        return address.withSocketAddress { connect(descriptor, $0, $1) } != 0 && errno == ECONNREFUSED
+        do {
+            let address = try UnixSocketAddress(path: path)
+            let socket = try FileDescriptor.unixStreamSocket(nonBlocking: true)
+            try socket.connect(to: address)
+            return false
+        } catch {
+            return error.errno == ECONNREFUSED
+        }
     }
 
     /// Sends a request and reads the reply.
@@ -89,68 +92,81 @@ package enum ControlClient {
     /// - Throws: ``ControlError`` when nothing listens on the socket, the exchange times out,
     ///   or the endpoint closes without a reply.
     package static func exchange(_ line: String, with socketPath: String, timeout: Duration = .seconds(10)) throws(ControlError) -> String {
-        let address = try UnixSocketAddress(path: socketPath)
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw .system("socket for", socketPath) }
-        defer { close(descriptor) }
-        var limit = timeval(tv_sec: Int(timeout.microseconds / 1_000_000), tv_usec: Int(timeout.microseconds % 1_000_000))
-        for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
-            setsockopt(descriptor, SOL_SOCKET, option, &limit, socklen_t(MemoryLayout<timeval>.size))
-        }
-        guard address.withSocketAddress({ connect(descriptor, $0, $1) }) == 0 else {
-            if errno == ECONNREFUSED { throw ControlError("nothing listens on \(socketPath) (a stale socket)") }
-            throw .system("connect", socketPath)
-        }
+        let socket = try connect(to: socketPath, timeout: timeout)
         // Only an endpoint of this user's, or root's, is believed.
-        var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
-        guard memwarn_peer_credentials(descriptor, &pid, &uid, &gid) == 0 else { throw .system("the credentials of the endpoint on", socketPath) }
-        guard uid == geteuid() || uid == 0 else {
-            throw ControlError("the endpoint on \(socketPath) runs as uid \(uid), neither this user (uid \(geteuid())) nor root; not trusted")
+        let peer: PeerCredentials
+        do {
+            peer = try socket.peerCredentials()
+        } catch {
+            throw ControlError("the credentials of the endpoint on \(socketPath) could not be read: \(error.reason)")
         }
-        try sendAll(Array((line + "\n").utf8), on: descriptor, socketPath: socketPath)
-        return try receiveLine(on: descriptor, socketPath: socketPath, timeout: timeout)
+        guard peer.uid == geteuid() || peer.uid == 0 else {
+            throw ControlError("the endpoint on \(socketPath) runs as uid \(peer.uid), neither this user (uid \(geteuid())) nor root; not trusted")
+        }
+        try sendAll(Array((line + "\n").utf8), on: socket, socketPath: socketPath)
+        return try receiveLine(on: socket, socketPath: socketPath, timeout: timeout)
+    }
+
+    /// A blocking socket connected to `socketPath`, every send and receive bounded by `timeout`.
+    private static func connect(to socketPath: String, timeout: Duration) throws(ControlError) -> FileDescriptor {
+        do throws(SystemError) {
+            let address = try UnixSocketAddress(path: socketPath)
+            let socket = try FileDescriptor.unixStreamSocket(nonBlocking: false)
+            try socket.setTimeouts(timeout)
+            try socket.connect(to: address)
+            return socket
+        } catch where error.errno == ECONNREFUSED {
+            throw ControlError("nothing listens on \(socketPath) (a stale socket)")
+        } catch where error.errno == ENAMETOOLONG {
+            throw ControlError("the socket path \(socketPath) is longer than \(UnixSocketAddress.maximumPathBytes) bytes")
+        } catch {
+            throw ControlError(error)
+        }
     }
 
     /// Sends everything, unless the endpoint closed its side: its reply (a refusal) may wait to be read.
-    private static func sendAll(_ bytes: [UInt8], on descriptor: Int32, socketPath: String) throws(ControlError) {
+    private static func sendAll(_ bytes: [UInt8], on socket: borrowing FileDescriptor, socketPath: String) throws(ControlError) {
         var offset = 0
         while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if count >= 0 {
-                offset += count
-            } else if errno == EPIPE || errno == ECONNRESET {
+            let sent: Int?
+            do {
+                sent = try socket.send(bytes[offset...])
+            } catch where error.errno == EPIPE || error.errno == ECONNRESET {
                 return
-            } else if errno == EAGAIN || errno == EWOULDBLOCK {
-                throw ControlError("timed out sending to \(socketPath)")
-            } else if errno != EINTR {
-                throw .system("send to", socketPath)
+            } catch {
+                throw ControlError(error)
             }
+            guard let sent else { throw ControlError("timed out sending to \(socketPath)") }
+            offset += sent
         }
     }
 
     /// Reads up to the first newline: each chunk is searched once (never the whole reply again),
     /// and the whole reply must come within `timeout`, not only each read.
-    private static func receiveLine(on descriptor: Int32, socketPath: String, timeout: Duration) throws(ControlError) -> String {
+    private static func receiveLine(on socket: borrowing FileDescriptor, socketPath: String, timeout: Duration) throws(ControlError) -> String {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         let deadline = ContinuousClock.now + timeout
         while received.count <= maximumReplyBytes {
             guard ContinuousClock.now < deadline else { throw ControlError("no complete reply from \(socketPath) within \(timeout)") }
-            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count > 0 {
-                if let newline = chunk[0..<count].firstIndex(of: UInt8(ascii: "\n")) {
-                    received += chunk[0..<newline]
-                    return String(decoding: received, as: UTF8.self)
-                }
-                received += chunk[0..<count]
-            } else if count == 0 || errno == ECONNRESET {
+            let count: Int?
+            do {
+                count = try socket.receive(into: &chunk)
+            } catch where error.errno == ECONNRESET {
+                count = 0
+            } catch {
+                throw ControlError(error)
+            }
+            guard let count else { throw ControlError("no reply from \(socketPath) within \(timeout)") }
+            if count == 0 {
                 guard received.isEmpty else { return String(decoding: received, as: UTF8.self) }
                 throw ControlError("the endpoint on \(socketPath) closed the connection without a reply")
-            } else if errno == EAGAIN || errno == EWOULDBLOCK {
-                throw ControlError("no reply from \(socketPath) within \(timeout)")
-            } else if errno != EINTR {
-                throw .system("recv from", socketPath)
             }
+            if let newline = chunk[0..<count].firstIndex(of: UInt8(ascii: "\n")) {
+                received += chunk[0..<newline]
+                return String(decoding: received, as: UTF8.self)
+            }
+            received += chunk[0..<count]
         }
         throw ControlError("the reply from \(socketPath) is longer than \(maximumReplyBytes) bytes")
     }

@@ -1,10 +1,8 @@
-import CLibcgroup  // MSG_NOSIGNAL: in a clean build it is found only through CLibcgroup (its shim includes sys/socket.h)
-#if canImport(Glibc)
-import Glibc
-#endif
+import MemwarnSystem
 
 /// One client of a control endpoint, from accept to close: the request line it is sending,
-/// then the reply it is being sent. Used only on the endpoint's thread.
+/// then the reply it is being sent. Used only on the endpoint's thread; closing it closes the
+/// socket.
 final class ControlConnection {
     /// What the connection waits for.
     enum Phase {
@@ -27,26 +25,30 @@ final class ControlConnection {
     }
 
     /// The non-blocking socket.
-    let descriptor: Int32
+    let socket: FileDescriptor
     private(set) var phase = Phase.reading
-    /// The pending deadline's ID on the endpoint's event loop.
-    var deadline: Int?
+    /// Its registration on the endpoint's loop, once watched.
+    var registration: EventLoop.Registration?
+    /// The pending deadline on the endpoint's loop.
+    var deadline: EventLoop.Deadline?
     private var received: [UInt8] = []
     private var unsent: ArraySlice<UInt8> = []
 
-    init(descriptor: Int32) {
-        self.descriptor = descriptor
+    init(_ socket: consuming FileDescriptor) {
+        self.socket = socket
     }
 
     /// Reads what the socket holds, up to the end of the request line.
     func read() -> ReadOutcome {
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return errno == EAGAIN || errno == EWOULDBLOCK ? .waiting : .closed
+            let count: Int?
+            do {
+                count = try socket.receive(into: &chunk)
+            } catch {
+                return .closed
             }
+            guard let count else { return .waiting }
             if count == 0 { return received.isEmpty ? .closed : .line(received) }
             let searchFrom = received.count
             received += chunk[0..<count]
@@ -71,11 +73,13 @@ final class ControlConnection {
     /// - Returns: whether the connection is done: all sent, or the client is gone.
     func sendMore() -> Bool {
         while !unsent.isEmpty {
-            let count = unsent.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return !(errno == EAGAIN || errno == EWOULDBLOCK)
+            let count: Int?
+            do {
+                count = try socket.send(unsent)
+            } catch {
+                return true  // the client is gone
             }
+            guard let count else { return false }  // no room now: wait for the socket to drain
             unsent = unsent.dropFirst(count)
         }
         return true

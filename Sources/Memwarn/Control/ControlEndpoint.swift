@@ -1,4 +1,4 @@
-import CLibcgroup
+import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,14 +7,15 @@ import Glibc
 /// event loop on a thread of its own.
 ///
 /// Every connection is non-blocking and has a deadline, so a slow or hostile client never
-/// blocks another one, nor the monitor: a client has ``requestTimeout`` to send its line and
+/// blocks another one, nor the service: a client has ``requestTimeout`` to send its line and
 /// as long again to take the reply, then it is closed. Beyond ``connectionLimit`` open
 /// connections, a new one is accepted, told so and closed at once. A peer whose uid is neither
 /// this process's effective uid nor root is refused before anything is read. Releases run
 /// synchronously on the endpoint's thread.
 final class ControlEndpoint: @unchecked Sendable {
-    // @unchecked: `connections` and `listenerPause` are touched only on the loop's thread;
-    // `subjects` is guarded by its lock; everything else is set in init and never changes.
+    // @unchecked: `connections`, `listenerRegistration` and `listenerPause` are touched only on
+    // the loop's thread (its methods assert it); `subjects` is guarded by its lock; everything
+    // else is set in init and never changes.
 
     /// The most connections served at once: 256, or a quarter of the process's file-descriptor
     /// limit (`RLIMIT_NOFILE`) when that is less, so that a flood of connections never takes the
@@ -37,11 +38,12 @@ final class ControlEndpoint: @unchecked Sendable {
     /// The socket's path.
     let socketPath: String
     private let loop: EventLoop
-    private let listener: Int32
+    private let listener: FileDescriptor
     private let socketFile: (device: UInt64, inode: UInt64)
     private let subjects = Locked<(next: Int, joined: [(id: Int, subject: ControlSubject)])>((0, []))
-    private var connections: [Int32: ControlConnection] = [:]
-    private var listenerPause: Int?
+    private var connections: [ObjectIdentifier: ControlConnection] = [:]
+    private var listenerRegistration: EventLoop.Registration?
+    private var listenerPause: EventLoop.Deadline?
 
     /// Creates the directory if needed and listens on `<pid>.sock` in it (replacing a stale
     /// socket left by an earlier process with this pid). Call ``start()`` to serve.
@@ -51,53 +53,66 @@ final class ControlEndpoint: @unchecked Sendable {
         try ControlDirectory.prepare(directory)
         self.directory = directory
         socketPath = ControlDirectory.socketPath(for: getpid(), in: directory)
-        let address = try UnixSocketAddress(path: socketPath)
-        do {
+        do throws(SystemError) {
+            let address = try UnixSocketAddress(path: socketPath)
             loop = try EventLoop()
+            let listener = try FileDescriptor.unixStreamSocket(nonBlocking: true)
+            socketFile = try Self.bind(listener, to: address)
+            do throws(SystemError) {
+                try listener.listen(backlog: Int32(Self.connectionLimit))
+            } catch {
+                Self.removeSocketFile(socketPath, ifStill: socketFile)
+                throw error
+            }
+            self.listener = listener
+        } catch where error.errno == ENAMETOOLONG {
+            throw ControlError("the socket path \(socketPath) is longer than \(UnixSocketAddress.maximumPathBytes) bytes")
         } catch {
-            throw ControlError("the control endpoint's event loop: \(error)")
-        }
-        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard listener >= 0 else { throw .system("socket for", socketPath) }
-        do throws(ControlError) {
-            socketFile = try Self.bind(listener, to: address, path: socketPath)
-        } catch {
-            close(listener)
-            throw error
-        }
-        guard listen(listener, Int32(Self.connectionLimit)) == 0 else {
-            let error = ControlError.system("listen", socketPath)
-            unlinkAndClose()
-            throw error
-        }
-        do {
-            try loop.watch(listener, events: EPOLLIN.rawValue) { [unowned self] _ in acceptConnections() }
-        } catch {
-            unlinkAndClose()
-            throw ControlError("epoll for \(socketPath): \(error)")
+            throw ControlError(error)
         }
     }
 
     /// Binds, replacing a stale socket of this pid, and sets the mode to 0600.
-    private static func bind(_ listener: Int32, to address: UnixSocketAddress, path: String) throws(ControlError) -> (device: UInt64, inode: UInt64) {
-        var bound = address.withSocketAddress { Glibc.bind(listener, $0, $1) } == 0
-        var status = stat()
-        if !bound && errno == EADDRINUSE && lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK {
-            unlink(path)  // our pid's socket: a process before us had this pid
-            bound = address.withSocketAddress { Glibc.bind(listener, $0, $1) } == 0
+    private static func bind(_ listener: borrowing FileDescriptor, to address: UnixSocketAddress) throws(SystemError) -> (device: UInt64, inode: UInt64) {
+        do {
+            try listener.bind(to: address)
+        } catch where error.errno == EADDRINUSE {
+            var status = stat()
+            guard lstat(address.path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { throw error }
+            unlink(address.path)  // our pid's socket: a process before us had this pid
+            try listener.bind(to: address)
         }
-        guard bound else { throw .system("bind", path) }
-        guard chmod(path, 0o600) == 0, lstat(path, &status) == 0 else {
-            let error = ControlError.system("chmod", path)
-            unlink(path)
+        var status = stat()
+        guard chmod(address.path, 0o600) == 0, lstat(address.path, &status) == 0 else {
+            let error = SystemError("chmod", path: address.path)
+            unlink(address.path)
             throw error
         }
         return (UInt64(status.st_dev), UInt64(status.st_ino))
     }
 
-    /// Starts the endpoint's thread.
-    func start() {
-        LoopThread.start(name: "memwarn-control") { [loop] in loop.run() }
+    /// Starts the endpoint's thread, which watches the socket.
+    ///
+    /// - Throws: ``ControlError`` when the thread cannot start or the socket cannot be watched
+    ///   (the socket file is removed then).
+    func start() throws(ControlError) {
+        let started = ConditionLock<Result<Void, SystemError>?>(nil)
+        do {
+            try SystemThread.start(name: "memwarn-control") { [self] in
+                do {
+                    try loop.run {
+                        listenerRegistration = try loop.watch(listener, for: .readable) { [unowned self] _ in acceptConnections() }
+                        started.withLock { $0 = .success(()) }
+                    }
+                } catch {
+                    started.withLock { $0 = .failure((error as? SystemError) ?? SystemError("epoll_wait", errno: EIO)) }
+                }
+            }
+            try started.wait(timeout: nil) { $0 }!.get()
+        } catch {
+            Self.removeSocketFile(socketPath, ifStill: socketFile)
+            throw ControlError(error)
+        }
     }
 
     /// Closes every connection and the socket, removes the socket file and ends the thread;
@@ -114,7 +129,7 @@ final class ControlEndpoint: @unchecked Sendable {
 
     // MARK: Subjects
 
-    /// Adds a monitor the endpoint answers for; the first one added and still present answers.
+    /// Adds a service the endpoint answers for; the first one added and still present answers.
     ///
     /// - Returns: an ID for ``leave(_:)``.
     func join(_ subject: ControlSubject) -> Int {
@@ -125,7 +140,7 @@ final class ControlEndpoint: @unchecked Sendable {
         }
     }
 
-    /// Removes a monitor. Returns whether none is left.
+    /// Removes a service. Returns whether none is left.
     func leave(_ id: Int) -> Bool {
         subjects.withLock { subjects in
             subjects.joined.removeAll { $0.id == id }
@@ -145,44 +160,49 @@ final class ControlEndpoint: @unchecked Sendable {
     // MARK: Connections (loop thread)
 
     private func acceptConnections() {
+        loop.assertOnLoop()
         while true {
-            let descriptor = memwarn_accept_nonblocking(listener)
-            guard descriptor >= 0 else {
-                switch errno {
-                case EINTR, ECONNABORTED: continue
-                case EAGAIN, EWOULDBLOCK: return
-                default: pauseListener()  // out of descriptors or memory: try again shortly
-                }
+            let accepted: FileDescriptor?
+            do {
+                accepted = try listener.acceptConnection()
+            } catch {
+                pauseListener()  // out of descriptors or memory: try again shortly
                 return
             }
-            if let refusal = refusal(of: descriptor) {
-                _ = ControlConnection(descriptor: descriptor).startReply(ControlReply.failure(refusal).line)
-                close(descriptor)
+            guard let socket = accepted else { return }
+            let connection = ControlConnection(socket)
+            if let refusal = refusal(of: connection) {
+                _ = connection.startReply(ControlReply.failure(refusal).line)
             } else {
-                admit(ControlConnection(descriptor: descriptor))
+                admit(connection)
             }
         }
     }
 
     private func pauseListener() {
-        loop.rewatch(listener, events: 0)
+        guard let listenerRegistration else { return }
+        do {
+            try loop.rewatch(listenerRegistration, for: .none)
+        } catch {
+            return  // not paused: the next accept fails the same way and tries again
+        }
         listenerPause = loop.schedule(at: .now + .milliseconds(100)) { [unowned self] in
             listenerPause = nil
-            loop.rewatch(listener, events: EPOLLIN.rawValue)
+            try? loop.rewatch(listenerRegistration, for: .readable)
         }
     }
 
     /// Why a new connection is turned away, or `nil` to serve it.
-    private func refusal(of descriptor: Int32) -> String? {
-        var pid: pid_t = 0
-        var uid: uid_t = 0
-        var gid: gid_t = 0
-        guard memwarn_peer_credentials(descriptor, &pid, &uid, &gid) == 0 else {
-            return "refused: the peer's credentials could not be read (\(String(cString: strerror(errno))))"
+    private func refusal(of connection: ControlConnection) -> String? {
+        let peer: PeerCredentials
+        do {
+            peer = try connection.socket.peerCredentials()
+        } catch {
+            return "refused: the peer's credentials could not be read (\(error.reason))"
         }
         let own = geteuid()
-        guard uid == own || uid == 0 else {
-            return "refused: uid \(uid) may not control process \(getpid()) (only uid \(own) and root may)"
+        guard peer.uid == own || peer.uid == 0 else {
+            return "refused: uid \(peer.uid) may not control process \(getpid()) (only uid \(own) and root may)"
         }
         guard connections.count < Self.connectionLimit else {
             return "too many connections (limit \(Self.connectionLimit)); try again"
@@ -192,13 +212,12 @@ final class ControlEndpoint: @unchecked Sendable {
 
     private func admit(_ connection: ControlConnection) {
         do {
-            try loop.watch(connection.descriptor, events: EPOLLIN.rawValue) { [unowned self] _ in serve(connection) }
+            connection.registration = try loop.watch(connection.socket, for: .readable) { [unowned self, unowned connection] _ in serve(connection) }
         } catch {
-            close(connection.descriptor)
-            return
+            return  // closed with the connection
         }
-        connections[connection.descriptor] = connection
-        connection.deadline = loop.schedule(at: .now + Self.requestTimeout) { [unowned self] in expire(connection) }
+        connections[ObjectIdentifier(connection)] = connection
+        connection.deadline = loop.schedule(at: .now + Self.requestTimeout) { [unowned self, unowned connection] in expire(connection) }
     }
 
     private func serve(_ connection: ControlConnection) {
@@ -216,17 +235,22 @@ final class ControlEndpoint: @unchecked Sendable {
     }
 
     private func respond(_ connection: ControlConnection, _ reply: ControlReply) {
-        if connection.startReply(reply.line) {
+        guard !connection.startReply(reply.line), let registration = connection.registration else {
             finish(connection)
             return
         }
-        loop.rewatch(connection.descriptor, events: EPOLLOUT.rawValue)
-        if let deadline = connection.deadline { loop.cancelDeadline(deadline) }
-        connection.deadline = loop.schedule(at: .now + Self.requestTimeout) { [unowned self] in expire(connection) }
+        do {
+            try loop.rewatch(registration, for: .writable)
+        } catch {
+            finish(connection)  // cannot wait for room: the client gets what was sent
+            return
+        }
+        if let deadline = connection.deadline { loop.cancel(deadline) }
+        connection.deadline = loop.schedule(at: .now + Self.requestTimeout) { [unowned self, unowned connection] in expire(connection) }
     }
 
     private func expire(_ connection: ControlConnection) {
-        guard connections[connection.descriptor] === connection else { return }
+        guard connections[ObjectIdentifier(connection)] === connection else { return }
         connection.deadline = nil
         if connection.phase == .reading {
             _ = connection.startReply(ControlReply.failure("timeout: no complete request line within \(Self.requestTimeout)").line)
@@ -234,33 +258,31 @@ final class ControlEndpoint: @unchecked Sendable {
         finish(connection)
     }
 
+    /// Forgets a connection (once a client sees the end, its place is free), which closes it.
     private func finish(_ connection: ControlConnection) {
-        if let deadline = connection.deadline { loop.cancelDeadline(deadline) }
-        // Forgotten before the close: once a client sees the end, its place is free.
-        connections[connection.descriptor] = nil
-        loop.unwatch(connection.descriptor)
-        close(connection.descriptor)
+        if let deadline = connection.deadline { loop.cancel(deadline) }
+        if let registration = connection.registration { loop.unwatch(registration) }
+        connections[ObjectIdentifier(connection)] = nil
     }
 
     private func tearDown() {
+        loop.assertOnLoop()
         for connection in Array(connections.values) { finish(connection) }
-        if let listenerPause { loop.cancelDeadline(listenerPause) }
-        loop.unwatch(listener)
-        unlinkAndClose()
-    }
-
-    /// Removes the socket file if it is still ours (a later endpoint of this pid may have
-    /// replaced it), and closes the listener.
-    private func unlinkAndClose() {
-        close(listener)
+        if let listenerPause { loop.cancel(listenerPause) }
+        if let listenerRegistration { loop.unwatch(listenerRegistration) }
         removeSocketFile()
     }
 
-    /// Removes the socket file if it is still ours. Any thread (also at exit).
+    /// Removes the socket file if it is still ours (a later endpoint of this pid may have
+    /// replaced it). Any thread (also at exit).
     func removeSocketFile() {
+        Self.removeSocketFile(socketPath, ifStill: socketFile)
+    }
+
+    private static func removeSocketFile(_ path: String, ifStill file: (device: UInt64, inode: UInt64)) {
         var status = stat()
-        if lstat(socketPath, &status) == 0, UInt64(status.st_dev) == socketFile.device, UInt64(status.st_ino) == socketFile.inode {
-            unlink(socketPath)
+        if lstat(path, &status) == 0, UInt64(status.st_dev) == file.device, UInt64(status.st_ino) == file.inode {
+            unlink(path)
         }
     }
 }

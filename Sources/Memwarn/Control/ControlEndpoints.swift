@@ -2,11 +2,11 @@
 import Glibc
 #endif
 
-/// This process's control endpoints, one per directory: monitors that run with the same
+/// This process's control endpoints, one per directory: services that run with the same
 /// directory share one socket (one `<pid>.sock` a process), and it closes when the last of
 /// them leaves.
 enum ControlEndpoints {
-    /// A monitor's place on an endpoint, for ``leave(_:)``.
+    /// A service's place on an endpoint, for ``leave(_:)``.
     struct Membership: Sendable {
         let endpoint: ControlEndpoint
         let id: Int
@@ -37,8 +37,8 @@ enum ControlEndpoints {
             do throws(ControlError) {
                 removeSocketsAtExit
                 let endpoint = try ControlEndpoint(directory: directory)
+                try endpoint.start()
                 let id = endpoint.join(subject)
-                endpoint.start()
                 running[directory] = endpoint
                 return .success(Membership(endpoint: endpoint, id: id))
             } catch {
@@ -48,7 +48,7 @@ enum ControlEndpoints {
         return try joined.get()
     }
 
-    /// Stops serving a monitor; the last one to leave stops the endpoint and removes its socket.
+    /// Stops serving a service; the last one to leave stops the endpoint and removes its socket.
     static func leave(_ membership: Membership) async {
         let last = running.withLock { running in
             guard membership.endpoint.leave(membership.id) else { return false }

@@ -1,11 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import MemwarnSystem
 
 /// A failure of a control endpoint, or of a request sent to one.
 public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, in one line.
     public var message: String
+    /// The `errno` behind it, when a system call failed.
+    public var errno: Int32?
 
     /// Creates an error with its message.
     ///
@@ -14,10 +14,11 @@ public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
-    public var description: String { message }
-
-    /// The failed call and `errno`'s text, such as `bind /run/user/0/memwarn/7.sock: Permission denied`.
-    static func system(_ call: String, _ path: String, errno code: Int32 = errno) -> ControlError {
-        ControlError("\(call) \(path): \(String(cString: strerror(code)))")
+    /// A system call that failed, such as `bind /run/user/0/memwarn/7.sock failed: Permission denied`.
+    init(_ error: SystemError) {
+        message = error.description
+        errno = error.errno
     }
+
+    public var description: String { message }
 }

@@ -1,8 +1,8 @@
 /// What a control endpoint answers to `status`: the monitor's latest reading and the
 /// coordinator's consumers.
-public struct ControlStatus: Sendable, Hashable, Codable {
+public struct ControlStatus: Sendable, Hashable {
     /// One registered consumer.
-    public struct Consumer: Sendable, Hashable, Codable {
+    public struct Consumer: Sendable, Hashable {
         /// The consumer's name.
         public var name: String
         /// Its tier's name, such as `caches`.
@@ -23,22 +23,4 @@ public struct ControlStatus: Sendable, Hashable, Codable {
     public var cgroupPath: String?
     /// The coordinator's live consumers, in release order: by tier, the largest first.
     public var consumers: [Consumer]
-
-    private enum CodingKeys: String, CodingKey {
-        case pid, level, usageBytes, limitBytes, cgroupPath, consumers
-    }
-
-    /// Every key is present: unknown values are `null`.
-    ///
-    /// - Parameter encoder: the encoder to write to.
-    /// - Throws: what the encoder throws.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(pid, forKey: .pid)
-        try container.encode(level, forKey: .level)
-        try container.encode(usageBytes, forKey: .usageBytes)
-        try container.encode(limitBytes, forKey: .limitBytes)
-        try container.encode(cgroupPath, forKey: .cgroupPath)
-        try container.encode(consumers, forKey: .consumers)
-    }
 }

@@ -1,5 +1,5 @@
 import CgroupKit
-import CLibcgroup
+import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,12 +13,14 @@ enum StallKind: String, Sendable {
 /// <window µs>"` written to it (with its terminating NUL: the kernel overwrites the last
 /// byte written with NUL). The descriptor then raises `EPOLLPRI` at most once per window
 /// while stalls exceed the threshold, and `EPOLLERR` when the source goes away.
-final class PressureTrigger {
-    let descriptor: Int32
+final class PressureTrigger: PressureSource {
+    let descriptor: FileDescriptor
     let kind: StallKind
     let threshold: Duration
     let window: Duration
     let path: String
+    /// The level a firing hints at.
+    var level = MemoryPressureLevel.warning
 
     /// The window the kernel will accept: without `CAP_SYS_RESOURCE`, kernels from 6.4 take
     /// only multiples of 2 s, so an unprivileged window is rounded up to one.
@@ -40,18 +42,29 @@ final class PressureTrigger {
         self.threshold = threshold
         self.window = window
         let realPath = files.path(path)
-        descriptor = open(realPath, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else { throw KernelFiles.openError(errno, realPath, writing: true) }
+        do {
+            descriptor = try FileDescriptor.open(realPath, O_RDWR | O_NONBLOCK)
+        } catch {
+            throw KernelFiles.openError(error.errno, realPath, writing: true)
+        }
         let request = "\(kind.rawValue) \(threshold.microseconds) \(window.microseconds)"
-        let written = request.withCString { Glibc.write(descriptor, $0, strlen($0) + 1) }
-        guard written >= 0 else {
-            let error = errno
-            close(descriptor)
-            throw CgroupError(.unwritable, "PSI trigger \"\(request)\" refused: \(String(cString: strerror(error)))", path: realPath, errno: error)
+        do {
+            try descriptor.writeWhole(Array(request.utf8) + [0])
+        } catch {
+            throw CgroupError(.unwritable, "PSI trigger \"\(request)\" refused: \(error.reason)", path: realPath, errno: error.errno)
         }
     }
 
-    deinit { close(descriptor) }
+    func register(on loop: EventLoop, _ fired: @escaping (EpollEvents) -> Void) throws(SystemError) -> EventLoop.Registration? {
+        try loop.watch(descriptor, for: [.priority, .error], fired)
+    }
+
+    var description: String { "psi-trigger \(kind.rawValue) \(threshold.microseconds)us/\(window.microseconds)us on \(path)" }
+
+    func drain(_ fired: EpollEvents) -> PressureSourceReport {
+        if fired.contains(.error) { return .gone(reason: "PSI trigger source went away (\(path))") }
+        return .wake(level, .psiTrigger)
+    }
 }
 
 /// The documented fallback where a PSI trigger cannot be registered: read the PSI file's
@@ -94,7 +107,8 @@ enum PressureWatch {
     /// Registers a trigger for `percent` of `window` on `path`, or falls back to sampling.
     ///
     /// - Throws: ``CgroupError`` for failures other than the fallback errnos.
-    static func make(path: String, kind: StallKind, percent: Double, window: Duration, privileged: Bool, files: KernelFiles = .host, threshold explicitThreshold: Duration? = nil) throws(CgroupError) -> PressureWatch {
+    static func make(path: String, kind: StallKind, percent: Double, window: Duration, privileged: Bool, files: KernelFiles = .host,
+                     threshold explicitThreshold: Duration? = nil) throws(CgroupError) -> PressureWatch {
         let accepted = PressureTrigger.acceptedWindow(window, privileged: privileged)
         let threshold = explicitThreshold ?? accepted * (percent / 100)
         do {

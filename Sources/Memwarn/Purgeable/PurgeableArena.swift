@@ -30,9 +30,14 @@ import Synchronization
 /// whole regions free.
 @usableFromInline
 final class PurgeableArena: Sendable {
-    /// The arena every ``PurgeableData`` uses.
+    /// The arena every ``PurgeableData`` uses; made at its first use, when it joins the memory
+    /// returners that every release ends with (``ReleaseCoordinator/returnFreedMemory()``).
     @usableFromInline
-    static let shared = PurgeableArena()
+    static let shared: PurgeableArena = {
+        let arena = PurgeableArena()
+        ReleaseCoordinator.addMemoryReturner { _ = arena.returnFreePages() }
+        return arena
+    }()
 
     let geometry: PurgeableRegion.Geometry
     /// Blocks larger than this get a mapping of their own: a 32nd of a region (64 KiB), so a
@@ -177,8 +182,23 @@ final class PurgeableArena: Sendable {
     }
 
     /// A batch of frees (see ``Deallocations``).
-    @usableFromInline
     func deallocations() -> Deallocations { Deallocations(arena: self) }
+
+    /// The arena's lane in a ``DiscardBatch``: the blocks of the purgeable data discarded into
+    /// the batch, freed page by page as ``Deallocations`` frees them, finished with the batch.
+    final class DeallocationLane: DiscardBatchLane {
+        // Unchecked: the lane belongs to one batch, which is one release's, on one thread; a
+        // checked access would cost a runtime call per block freed.
+        @exclusivity(unchecked) private var deallocations: Deallocations
+
+        init(_ arena: PurgeableArena) { deallocations = arena.deallocations() }
+
+        func add(_ block: UnsafeMutableRawPointer, byteCount: Int) {
+            deallocations.add(block, byteCount: byteCount)
+        }
+
+        func finish() { deallocations.finish() }
+    }
 
     /// Gives back to the kernel every page that holds no live block.
     ///

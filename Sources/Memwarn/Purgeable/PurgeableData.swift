@@ -19,7 +19,7 @@ public import Synchronization
 ///
 /// All methods are thread-safe. Access counting is lock-free; creating data takes the arena's
 /// lock for a moment (to place the block).
-public final class PurgeableData: DiscardableContent, Sendable {
+public final class PurgeableData: BatchDiscardableContent, Sendable {
     /// Open accesses, or ``discarded`` once the bytes are gone.
     @usableFromInline let accesses = Atomic<Int>(1)
     @usableFromInline static let discarded = -1
@@ -120,17 +120,30 @@ public final class PurgeableData: DiscardableContent, Sendable {
         accesses.load(ordering: .acquiring) == Self.discarded
     }
 
-    /// ``discardContentIfPossible()``, with the block counted into `deallocations` rather
-    /// than freed alone (a cache discarding many in a row frees them page by page).
+    /// ``discardContentIfPossible()``, with the block counted into the batch's arena lane
+    /// rather than freed alone (a cache discarding many in a row frees them page by page).
     ///
+    /// - Parameter batch: the batch of the discards in progress.
     /// - Returns: whether the content is discarded now (it was not in use).
-    @usableFromInline
-    func discardContentIfPossible(into deallocations: inout PurgeableArena.Deallocations) -> Bool {
+    public func discardContentIfPossible(into batch: inout DiscardBatch) -> Bool {
         guard accesses.compareExchange(expected: 0, desired: Self.discarded, ordering: .acquiringAndReleasing).exchanged else {
             return isContentDiscarded()
         }
-        if let block = UnsafeMutableRawPointer(bitPattern: address) { deallocations.add(block, byteCount: count) }
+        if let block = UnsafeMutableRawPointer(bitPattern: address) {
+            batch.withLane({ PurgeableArena.DeallocationLane(PurgeableArena.shared) }) { $0.add(block, byteCount: count) }
+        }
         return true
+    }
+
+    /// ``discardContentIfPossible(into:)`` on the `PurgeableData` at `object`, which the caller
+    /// keeps alive (a cache's entry), with no generic hop and no reference counting.
+    ///
+    /// - Parameters:
+    ///   - object: the object's address (`Unmanaged.toOpaque()`).
+    ///   - batch: the batch of the discards in progress.
+    /// - Returns: whether the content is discarded now.
+    public static func discardContent(at object: UnsafeMutableRawPointer, into batch: inout DiscardBatch) -> Bool {
+        Unmanaged<PurgeableData>.fromOpaque(object)._withUnsafeGuaranteedRef { $0.discardContentIfPossible(into: &batch) }
     }
 
     private func freeBytes() {

@@ -1,3 +1,4 @@
+import MemwarnSystem
 extension ReleaseCoordinator {
     /// The responders registered with a coordinator, held weakly, in registration order.
     struct WarningResponders {
@@ -64,12 +65,12 @@ extension ReleaseCoordinator {
         let start = ContinuousClock.now
         var overran = 0
         for responder in responders {
-            let done = CompletionSignal()
+            let done = ConditionLock(false)
             Task.detached { [responder] in
                 await responder.didReceiveMemoryWarning(level: level)
-                done.signal()
+                done.withLock { $0 = true }
             }
-            if !done.wait(atMost: responder.memoryWarningDeadline) { overran += 1 }
+            if done.wait(timeout: responder.memoryWarningDeadline, until: { $0 ? true : nil }) == nil { overran += 1 }
         }
         if trimsHeap && !responders.isEmpty { Self.returnFreedMemory() }
         return MemoryWarningDelivery(responders: responders.count, overran: overran, duration: .now - start)

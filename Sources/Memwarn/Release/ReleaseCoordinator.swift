@@ -1,4 +1,4 @@
-import CLibcgroup
+import CLinuxCalls
 
 /// Releases memory from registered consumers in the documented order when memory is tight.
 ///
@@ -6,9 +6,9 @@ import CLibcgroup
 /// ``ReleaseTier/caches``, ``ReleaseTier/media``, then at `.critical` only
 /// ``ReleaseTier/sharedResources`` and ``ReleaseTier/suspendedUnits`` — and within a tier
 /// the largest consumer first. It stops once the target is met (discarded content is always
-/// dropped: it is free), then returns freed heap to the kernel with `malloc_trim(0)`, or the
-/// cgroup's usage would not drop, and the free pages of ``PurgeableData``'s arena with
-/// `MADV_DONTNEED`.
+/// dropped: it is free), then gives what was freed back to the kernel
+/// (``returnFreedMemory()``: `malloc_trim(0)`, or the cgroup's usage would not drop, and every
+/// registered memory returner, such as ``PurgeableData``'s arena).
 ///
 /// ```swift
 /// ReleaseCoordinator.shared.attach(to: monitor)   // release on every warning
@@ -25,15 +25,13 @@ public final class ReleaseCoordinator: Sendable {
 
     private struct State {
         var consumers: [ObjectIdentifier: WeakConsumer] = [:]
-        var reportObservers: [Int: @Sendable (ReleaseReport) -> Void] = [:]
-        var nextID = 0
     }
 
     private let state = Locked(State())
+    private let reports = Broadcaster<ReleaseReport>()
     /// The memory-warning responders, by registration (see `ReleaseCoordinator+MemoryWarning.swift`).
     let warningResponders = Locked(WarningResponders())
-    /// Whether a release ends with `malloc_trim(0)` and returning the purgeable arena's free
-    /// pages.
+    /// Whether a release ends with ``returnFreedMemory()``.
     public let trimsHeap: Bool
 
     /// Creates a coordinator (most programs use ``shared``).
@@ -44,14 +42,26 @@ public final class ReleaseCoordinator: Sendable {
         self.trimsHeap = trimsHeap
     }
 
-    /// Gives freed memory back to the kernel: malloc's free heap (`malloc_trim(0)`) and the
-    /// pages of ``PurgeableData``'s arena that no live block touches (`MADV_DONTNEED`). A
-    /// release with ``trimsHeap`` ends with this; call it yourself after freeing a lot outside
-    /// a release. It costs a walk of malloc's free lists and of the arena's page counts, a few
+    /// Gives freed memory back to the kernel: malloc's free heap (`malloc_trim(0)`), then what
+    /// every registered memory returner holds free (``addMemoryReturner(_:)``; memwarn's own is
+    /// ``PurgeableData``'s arena, which returns the pages no live block touches). A release
+    /// with ``trimsHeap`` ends with this; call it yourself after freeing a lot outside a
+    /// release. It costs a walk of malloc's free lists and of the arena's page counts, a few
     /// milliseconds for a gigabyte.
     public static func returnFreedMemory() {
         malloc_trim(0)
-        PurgeableArena.shared.returnFreePages()
+        for returner in memoryReturners.withLock({ $0 }) { returner() }
+    }
+
+    private static let memoryReturners = Locked<[@Sendable () -> Void]>([])
+
+    /// Adds a memory returner: something that holds memory it freed (an allocator of its own,
+    /// a pool) and can give it back to the kernel. Every ``returnFreedMemory()`` calls it, after
+    /// `malloc_trim(0)`, on the releasing thread. Returners stay for the life of the process.
+    ///
+    /// - Parameter returner: gives what is free back to the kernel (`madvise`, `munmap`…).
+    public static func addMemoryReturner(_ returner: @escaping @Sendable () -> Void) {
+        memoryReturners.withLock { $0.append(returner) }
     }
 
     /// Registers a consumer, weakly. Registering twice is harmless.
@@ -140,39 +150,14 @@ public final class ReleaseCoordinator: Sendable {
         var report = ReleaseReport(level: level, targetBytes: target.bytes, entries: entries, trimmedHeap: trimsHeap && freedAny, duration: .now - start)
         report.headroomBytes = target.headroomBytes
         report.growthBytesPerSecond = target.growthBytesPerSecond
-        let observers = state.withLock { Array($0.reportObservers.values) }
-        for observer in observers { observer(report) }
+        reports.post(report)
         return report
-    }
-
-    /// Releases automatically for a monitor: on every rise of its level to `.warning` or
-    /// `.critical`, and again whenever usage climbs back to the warning mark while the level
-    /// stays raised — each time to the target of ``ReleaseTarget`` (the recovery mark less
-    /// headroom for the measured growth), from fresh numbers.
-    ///
-    /// Releases run on the monitor's release thread, never on the thread that reads the
-    /// kernel's events: detection does not wait for a release. At most one release is under way;
-    /// readings that arrive meanwhile are coalesced. The thread starts and stops with the
-    /// monitor's ``PressureMonitor/run()``, so the `ServiceGroup` that runs the monitor owns it.
-    /// Attaching before or while the monitor runs both work.
-    ///
-    /// Before a release for a rise, the coordinator's ``MemoryWarningResponder``s are told (see
-    /// ``addWarningResponder(_:)``). Attaching the same coordinator twice attaches it once.
-    ///
-    /// - Parameter monitor: the monitor whose levels start releases.
-    /// - Returns: a token; pass it to ``PressureMonitor/removeObserver(_:)`` to detach.
-    @discardableResult
-    public func attach(to monitor: PressureMonitor) -> PressureMonitor.ObserverToken {
-        monitor.attach(self)
     }
 
     /// Calls `observer` with every report (on the releasing thread).
     ///
     /// - Parameter observer: called with each release's report; it cannot be removed.
     public func addReportObserver(_ observer: @escaping @Sendable (ReleaseReport) -> Void) {
-        state.withLock { state in
-            state.nextID += 1
-            state.reportObservers[state.nextID] = observer
-        }
+        _ = reports.addObserver(observer)
     }
 }

@@ -1,4 +1,4 @@
-import CLibcgroup
+import CLinuxCalls
 
 /// Asks the CPU to start loading the heap object at `address` (and its allocator header),
 /// so that releasing it a few steps later does not wait for memory.

@@ -55,8 +55,8 @@ struct HummingbirdService {
 
         // memwarn, on its defaults: the policy comes from the environment (`MEMWARN_CONFIG`,
         // `MEMWARN_<KEY>`; nothing set means the defaults), and the configuration reads the
-        // environment too (systemd's `MEMORY_PRESSURE_WATCH`; `MEMWARN_CONTROL=on`, which
-        // `memwarn run` sets, opens the endpoint `memwarn trigger` talks to).
+        // environment too (systemd's `MEMORY_PRESSURE_WATCH`). The control service opens the
+        // endpoint `memwarn trigger` talks to (`MEMWARN_CONTROL=off` withholds it).
         let environment = ProcessInfo.processInfo.environment
         let policy = try PressurePolicy.load(environment: environment)
         let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy), logger: logger,
@@ -147,7 +147,7 @@ struct HummingbirdService {
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(options.hostname, port: options.port), serverName: "hummingbird-service"),
-            services: [monitor, sessions, worker, sweeper],
+            services: [monitor, ControlService(monitor: monitor, logger: logger), sessions, worker, sweeper],
             logger: logger)
         logger.notice("listening on \(options.hostname):\(options.port), protection \(options.protection.rawValue)")
         try await app.runService()

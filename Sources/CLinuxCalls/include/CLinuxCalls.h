@@ -1,0 +1,121 @@
+// The Linux calls Swift's Glibc module does not export, for memwarn's system layer
+// (MemwarnSystem): epoll, eventfd, inotify, prctl, malloc_trim, accept4, SO_PEERCRED, unshare,
+// and a fork-and-exec into a cgroup. Glibc declares several of them only under _GNU_SOURCE,
+// which this header does not define: it would change glibc's struct layouts (fd_set) against
+// SwiftGlibc's. Linux only.
+#ifndef MEMWARN_CLINUXCALLS_H
+#define MEMWARN_CLINUXCALLS_H
+#ifdef __linux__
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/// Names the calling thread (prctl is variadic, so Swift cannot call it directly).
+static inline int memwarn_set_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
+
+/// Forks a child and execs `path` with `argv` and `envp`. Between fork and exec the child
+/// calls only async-signal-safe functions, in this order:
+/// - with `parent_death_signal` not 0, asks for that signal when the thread that forked it ends
+///   (PR_SET_PDEATHSIG; call from a thread that lives until the child is reaped), and exits 126
+///   at once if the parent died before the request took effect;
+/// - resets its signal mask and dispositions (a parent may ignore SIGINT/SIGTERM; ignored
+///   signals survive exec);
+/// - with `procs_fd` not -1 (a cgroup's `cgroup.procs`, open for writing), joins that cgroup by
+///   writing "0" (the writer moves, on cgroup v1 and v2), so the program's first instruction
+///   already runs under the cgroup's limit;
+/// - makes `stdin_fd`, `stdout_fd` and `stderr_fd` its standard streams where they are not -1
+///   (the others are inherited).
+/// Every other descriptor should be close-on-exec. Returns the child's pid, or -errno when fork
+/// failed. The child exits 126 when it cannot join the cgroup or set its streams up, and 127
+/// when exec fails.
+static inline int memwarn_spawn(const char *path, char *const argv[], char *const envp[], int procs_fd,
+                                int stdin_fd, int stdout_fd, int stderr_fd, int parent_death_signal) {
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) return -errno;
+    if (pid == 0) {
+        if (parent_death_signal != 0) {
+            if (prctl(PR_SET_PDEATHSIG, (unsigned long)parent_death_signal, 0UL, 0UL, 0UL) != 0) _exit(126);
+            if (getppid() != parent) _exit(126);  // the parent died before the request took effect
+        }
+        sigset_t empty;
+        sigemptyset(&empty);
+        sigprocmask(SIG_SETMASK, &empty, NULL);
+        for (int sig = 1; sig < 32; sig++) {
+            if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+        }
+        if (procs_fd != -1) {
+            if (write(procs_fd, "0\n", 2) != 2) _exit(126);
+            close(procs_fd);
+        }
+        int streams[3] = {stdin_fd, stdout_fd, stderr_fd};
+        for (int target = 0; target < 3; target++) {
+            // A stream given as a low descriptor that another stream's dup2 would overwrite
+            // first is moved above 2 (close-on-exec) before any dup2.
+            if (streams[target] >= 0 && streams[target] < 3 && streams[target] != target) {
+                streams[target] = fcntl(streams[target], F_DUPFD_CLOEXEC, 3);
+                if (streams[target] < 0) _exit(126);
+            }
+        }
+        for (int target = 0; target < 3; target++) {
+            if (streams[target] == target) {
+                if (fcntl(target, F_SETFD, 0) != 0) _exit(126);  // already in place: keep it open across exec
+            } else if (streams[target] != -1 && dup2(streams[target], target) < 0) {
+                _exit(126);
+            }
+        }
+        execve(path, argv, envp);
+        _exit(127);
+    }
+    return pid;
+}
+
+/// Asks the CPU to start loading the cache lines at and just before an address, for
+/// writing. A prefetch never faults, so any address may be given.
+static inline void memwarn_prefetch_for_write(const void *address) {
+    __builtin_prefetch(address, 1, 3);
+    __builtin_prefetch((const char *)address - 16, 1, 3);
+}
+
+/// Accepts a connection as a non-blocking, close-on-exec descriptor in one call, so a child
+/// spawned meanwhile never inherits it.
+static inline int memwarn_accept_nonblocking(int listener) {
+    return (int)syscall(SYS_accept4, listener, (void *)0, (void *)0, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+/// The credentials of a Unix socket's peer (SO_PEERCRED), as the kernel recorded them at
+/// connect. `struct ucred` is spelled out (glibc defines it only under _GNU_SOURCE).
+/// Returns 0, or -1 with errno set.
+static inline int memwarn_peer_credentials(int descriptor, pid_t *pid, uid_t *uid, gid_t *gid) {
+    struct { pid_t pid; uid_t uid; gid_t gid; } credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    *gid = credentials.gid;
+    return 0;
+}
+
+/// pipe2(2) with O_CLOEXEC: both ends close-on-exec from the start, so a child another thread
+/// spawns meanwhile never inherits them. Returns 0, or -1 with errno.
+static inline int memwarn_pipe_cloexec(int ends[2]) {
+    return (int)syscall(SYS_pipe2, ends, O_CLOEXEC);
+}
+
+/// unshare(2): new namespaces for this process (the v2 scenarios' container: a cgroup and a
+/// mount namespace). Returns 0, or -1 with errno.
+static inline int memwarn_unshare(int flags) {
+    return (int)syscall(SYS_unshare, flags);
+}
+#endif
+#endif

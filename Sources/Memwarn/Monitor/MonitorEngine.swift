@@ -1,0 +1,314 @@
+import CgroupKit
+import Logging
+import MemwarnSystem
+
+/// The monitor's working part, confined to its loop thread: it registers the sources a
+/// ``SourcePlan`` makes, reads a snapshot when one fires, evaluates it, schedules what comes
+/// next (step downs, re-checks, polls, retries), and tears the sources down.
+final class MonitorEngine {
+    let loop: EventLoop
+    let sampler: SnapshotSampler
+    private let configuration: MonitorConfiguration
+    private var policy: PressurePolicy { configuration.policy }
+    private let logger: Logger
+    private let ledger: ReleaseLedger
+    private let output: any MonitorEngineOutput
+    /// Set when a source failed for good (a deleted cgroup); ``PressureMonitor/run()`` throws it.
+    private(set) var failure: CgroupError?
+
+    private var evaluator: LevelEvaluator
+    private var growth: GrowthTracker
+    /// The sources, with their registrations (`nil`: periodic, or no longer watched).
+    private var sources: [(source: any PressureSource, registration: EventLoop.Registration?)] = []
+    private var pollsUsage = false
+    private var stepDown: (deadline: EventLoop.Deadline, source: PressureSignal)?
+    private var recheckDeadline: EventLoop.Deadline?
+    private var lastRatio = 0.0
+    /// While reads fail transiently: the retry's wait (doubling, at most a second), the
+    /// strongest hint and its signal still to be evaluated, a source to drain again, whether a
+    /// retry is scheduled, and the failures so far.
+    private var transient: TransientRetry?
+
+    private struct TransientRetry {
+        var backoff = Duration.milliseconds(5)
+        /// The strongest wake whose snapshot could not be read.
+        var wake: (hint: MemoryPressureLevel, signal: PressureSignal)?
+        /// A source whose own read failed.
+        var source: (any PressureSource)?
+        var scheduled = false
+        var failures = 0
+    }
+
+    init(loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger, ledger: ReleaseLedger,
+         output: any MonitorEngineOutput) {
+        self.loop = loop
+        self.sampler = sampler
+        self.configuration = configuration
+        self.logger = logger
+        self.ledger = ledger
+        self.output = output
+        evaluator = LevelEvaluator(policy: configuration.policy)
+        growth = GrowthTracker(policy: configuration.policy)
+    }
+
+    // MARK: Register
+
+    /// Takes the first reading, registers every source, and emits the first event. Loop thread.
+    ///
+    /// - Throws: ``CgroupError`` when the cgroup cannot be read or a source cannot be made;
+    ///   ``MonitorError`` when the loop cannot watch a source.
+    func start() throws {
+        loop.assertOnLoop()
+        let snapshot = try sampler.sample()
+        let plan: SourcePlan
+        do {
+            plan = try SourcePlan(sampler: sampler, snapshot: snapshot, policy: policy, environment: configuration.environment,
+                                  watchesPressureStall: configuration.watchesPressureStall, logger: logger)
+        } catch let error as SystemError {
+            throw MonitorError(error)
+        }
+        pollsUsage = plan.pollsUsage
+        var periods: [Duration: [any PressureSource]] = [:]
+        for source in plan.sources {
+            do {
+                let registration = try source.register(on: loop) { [unowned self, unowned source] fired in drain(source, fired) }
+                sources.append((source, registration))
+            } catch {
+                sources.append((source, nil))
+                throw MonitorError(error)
+            }
+            if let period = source.period { periods[period, default: []].append(source) }
+        }
+        for (period, group) in periods { schedulePoll(group, every: period) }
+        output.engineListens(to: plan.lines)
+        // Emitted once every source is live, so an observer of the first event misses nothing.
+        lastRatio = snapshot.limit == nil ? 0 : snapshot.ratio
+        let forecast = growth.observe(snapshot, ledgerBefore: ledger.current, ledgerAfter: ledger.current)
+        _ = evaluator.evaluate(snapshot, hint: .normal, now: .now)
+        let event = LevelEvent(level: evaluator.level, previous: nil, source: .initial, snapshot: snapshot, forecast: forecast)
+        output.engineEmitted(event)
+        output.engineRead(reading(event, rise: nil))
+        scheduleRecheckIfRaised()
+    }
+
+    /// What a source that fired says, acted on.
+    private func drain(_ source: any PressureSource, _ fired: EpollEvents) {
+        loop.assertOnLoop()
+        guard failure == nil else { return }
+        switch source.drain(fired) {
+        case .quiet:
+            return
+        case .wake(let hint, let signal, let followUp):
+            follow(followUp, of: source)
+            wake(hint: hint, source: signal)
+        case .gone(let reason):
+            stopWatching(source)
+            logger.warning("\(reason)")
+        case .failed(let error):
+            fail(error)
+        case .retry(let error):
+            retry(after: error, wake: nil, source: source)
+        }
+    }
+
+    private func follow(_ followUp: PressureSourceFollowUp, of source: any PressureSource) {
+        guard let index = sources.firstIndex(where: { $0.source === source }), let registration = sources[index].registration else { return }
+        switch followUp {
+        case .keepWatching:
+            return
+        case .stopWatching:
+            stopWatching(source)
+        case .pause(let quiet):
+            do {
+                try loop.rewatch(registration, for: .none)
+                loop.schedule(at: .now + quiet) { [unowned self] in
+                    do {
+                        try loop.rewatch(registration, for: .readable)
+                    } catch {
+                        logger.warning("a paused source could not be watched again", metadata: ["source": "\(source.description)", "error": "\(error)"])
+                    }
+                }
+            } catch {
+                // Not paused: it goes on firing, which costs readings, not correctness.
+                logger.debug("a flooding source could not be paused", metadata: ["source": "\(source.description)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func stopWatching(_ source: any PressureSource) {
+        guard let index = sources.firstIndex(where: { $0.source === source }), let registration = sources[index].registration else { return }
+        loop.unwatch(registration)
+        sources[index].registration = nil
+    }
+
+    // MARK: Evaluate
+
+    /// Reads a snapshot and evaluates it with `hint` from `source`.
+    func wake(hint: MemoryPressureLevel, source: PressureSignal) {
+        loop.assertOnLoop()
+        guard failure == nil else { return }
+        let ledgerBefore = ledger.current
+        let snapshot: PressureSnapshot
+        do {
+            snapshot = try sampler.sample()
+        } catch where error.isTransient {
+            retry(after: error, wake: (hint, source), source: nil)
+            return
+        } catch {
+            fail(error)
+            return
+        }
+        if let transient {
+            self.transient = nil
+            logger.notice("memory monitor reads again after transient errors", metadata: ["failures": "\(transient.failures)"])
+            output.engineNoted(transientError: nil)
+        }
+        let forecast = growth.observe(snapshot, ledgerBefore: ledgerBefore, ledgerAfter: ledger.current)
+        var hint = hint, source = source
+        // The forecast raises .warning only where nothing else already asks for it.
+        if LevelEvaluator.candidate(for: snapshot, current: evaluator.level, hint: hint, policy: policy) < .warning,
+           ForecastRule.warns(forecast, snapshot: snapshot, policy: policy) {
+            hint = .warning
+            source = .forecast
+        }
+        evaluate(snapshot, hint: hint, source: source, forecast: forecast)
+    }
+
+    private func evaluate(_ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal, forecast: PressureForecast?) {
+        lastRatio = snapshot.limit == nil ? 0 : snapshot.ratio
+        let previous = evaluator.level
+        let outcome = evaluator.evaluate(snapshot, hint: hint, now: .now)
+        var rise: MemoryPressureLevel?
+        if let change = outcome.change {
+            // A step down is caused by the signal that first saw the lower level.
+            let cause = change < previous ? (stepDown?.source ?? source) : source
+            cancelStepDown()
+            if change > previous {
+                rise = change
+                if cause == .forecast { growth.noteForecastWarning(snapshot, forecast: forecast, releasedBytes: ledger.current.releasedBytes) }
+            }
+            let event = LevelEvent(level: change, previous: previous, source: cause, snapshot: snapshot, forecast: forecast)
+            output.engineEmitted(event)
+            output.engineRead(reading(event, rise: rise))
+        } else if let at = outcome.stepDownAt {
+            scheduleStepDown(at: at, source: source)
+        } else {
+            cancelStepDown()  // the level stands again: a pending step down is void
+        }
+        if rise == nil && outcome.change == nil {
+            let event = LevelEvent(level: evaluator.level, previous: evaluator.level, source: source, snapshot: snapshot, forecast: forecast)
+            output.engineRead(reading(event, rise: nil))
+        }
+        scheduleRecheckIfRaised()
+    }
+
+    private func reading(_ event: LevelEvent, rise: MemoryPressureLevel?) -> MonitorReading {
+        MonitorReading(event: event, rise: rise, growthBytesPerSecond: growth.bytesPerSecond, tally: growth.tally, detectionBound: detectionBound)
+    }
+
+    /// How long the next detection of a usage change can take.
+    private var detectionBound: Duration { pollsUsage ? policy.pollInterval : MonitorReading.eventDrivenDetection }
+
+    // MARK: Schedule
+
+    private func scheduleStepDown(at instant: ContinuousClock.Instant, source: PressureSignal) {
+        guard stepDown == nil else { return }
+        let deadline = loop.schedule(at: instant) { [unowned self] in
+            let cause = stepDown?.source ?? source
+            wake(hint: .normal, source: cause)
+        }
+        stepDown = (deadline, source)
+    }
+
+    private func cancelStepDown() {
+        if let pending = stepDown { loop.cancel(pending.deadline) }
+        stepDown = nil
+    }
+
+    /// Re-reads every recheck interval while the level is raised (to find the way down) and
+    /// while usage sits between the recovery and warning marks: the kernel checks v1 usage
+    /// thresholds only every 128 page events per CPU, so a crossing followed by silence can
+    /// go unreported; near a mark the re-check bounds that delay. Below the recovery mark at
+    /// `.normal` nothing is scheduled and the loop sleeps.
+    private func scheduleRecheckIfRaised() {
+        if let deadline = recheckDeadline { loop.cancel(deadline) }
+        recheckDeadline = nil
+        let nearMark = lastRatio >= policy.recoveryRatio && sampler.layout.memory?.version == .v1
+        guard evaluator.level > .normal || nearMark, stepDown == nil else { return }
+        recheckDeadline = loop.schedule(at: .now + policy.recheckInterval) { [unowned self] in
+            recheckDeadline = nil
+            wake(hint: .normal, source: .recheck)
+        }
+    }
+
+    /// Drains the periodic sources of one period together, every period, and wakes the monitor
+    /// once with the strongest hint: the documented fallback where the kernel offers no event.
+    private func schedulePoll(_ group: [any PressureSource], every period: Duration) {
+        loop.schedule(at: .now + period) { [unowned self] in
+            guard failure == nil else { return }
+            var strongest: (hint: MemoryPressureLevel, signal: PressureSignal)?
+            for source in group {
+                switch source.drain([]) {
+                case .wake(let hint, let signal, _):
+                    if hint >= strongest?.hint ?? .normal { strongest = (hint, signal) }
+                case .failed(let error):
+                    fail(error)
+                    return
+                case .quiet, .gone, .retry:
+                    continue
+                }
+            }
+            if let strongest { wake(hint: strongest.hint, source: strongest.signal) }
+            schedulePoll(group, every: period)
+        }
+    }
+
+    /// A read failed transiently (out of descriptors or memory, interrupted): keep every
+    /// source, say so once, and read again after a wait that doubles up to a second, with the
+    /// strongest hint seen meanwhile (and a source whose own read failed drained again). The
+    /// monitor never stops for this.
+    private func retry(after error: CgroupError, wake: (hint: MemoryPressureLevel, signal: PressureSignal)?, source: (any PressureSource)?) {
+        var state = transient ?? TransientRetry()
+        if transient == nil {
+            logger.warning("memory monitor: a read failed transiently; it keeps its sources and retries", metadata: ["error": "\(error)"])
+        }
+        state.failures += 1
+        if let wake, wake.hint >= state.wake?.hint ?? .normal { state.wake = wake }
+        if let source { state.source = source }
+        output.engineNoted(transientError: error)
+        guard !state.scheduled else {
+            transient = state
+            return
+        }
+        state.backoff = min(state.backoff * 2, .seconds(1))
+        state.scheduled = true
+        transient = state
+        loop.schedule(at: .now + state.backoff) { [unowned self] in
+            guard failure == nil, var pending = transient else { return }
+            let (source, wake) = (pending.source, pending.wake)
+            (pending.scheduled, pending.source, pending.wake) = (false, nil, nil)
+            transient = pending
+            if let source { drain(source, []) }
+            if let wake { self.wake(hint: wake.hint, source: wake.signal) }
+        }
+    }
+
+    private func fail(_ error: CgroupError) {
+        guard failure == nil else { return }
+        failure = error
+        logger.error("memory monitor stopped", metadata: ["error": "\(error)"])
+        loop.stop()
+    }
+
+    // MARK: Tear down
+
+    /// Unwatches and closes every source. Loop thread, after the loop ended.
+    func tearDown() {
+        loop.assertOnLoop()
+        for (source, registration) in sources {
+            if let registration { loop.unwatch(registration) }
+            source.tearDown()
+        }
+        sources = []
+    }
+}

@@ -1,0 +1,13 @@
+import CgroupKit
+
+/// What a ``MonitorEngine`` tells its monitor, on the loop thread: return quickly.
+protocol MonitorEngineOutput: AnyObject {
+    /// A level event for observers and streams: the first reading, then every change.
+    func engineEmitted(_ event: LevelEvent)
+    /// Every reading, changed or not (metrics, the forecast, the release loop).
+    func engineRead(_ reading: MonitorReading)
+    /// What the monitor listens to, one line a source, once the sources are registered.
+    func engineListens(to sources: [String])
+    /// A read failed transiently and will be retried (`nil`: reads succeed again).
+    func engineNoted(transientError: CgroupError?)
+}

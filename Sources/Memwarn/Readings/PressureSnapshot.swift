@@ -1,0 +1,49 @@
+public import CgroupKit
+
+/// Everything the monitor knew at one moment: what a level event carries.
+public struct PressureSnapshot: Sendable, Hashable {
+    /// When it was taken: time since the Unix epoch (`CLOCK_REALTIME`).
+    public var time: Duration
+    /// The memory cgroup measured, or `nil` when no memory controller is mounted.
+    public var cgroup: CgroupLocation?
+    /// Usage in bytes: the cgroup's (`memory.usage_in_bytes`, `memory.current`), or the
+    /// system's used memory (`MemTotal - MemAvailable`) when no limit applies.
+    public var usageBytes: UInt64
+    /// The effective limit (lowest of the cgroup and its ancestors), or `nil` when none is set.
+    public var limit: EffectiveLimit?
+    /// The system's memory, read when no cgroup limit applies (the fallback measure).
+    public var system: SystemMemory?
+    /// Memory pressure stalls: the cgroup2 group's `memory.pressure`, or the system's.
+    public var pressure: PressureStall?
+    /// Which PSI file ``pressure`` came from.
+    public var pressureFile: String?
+
+    /// Creates a snapshot.
+    ///
+    /// - Parameters:
+    ///   - time: when it was taken, since the Unix epoch.
+    ///   - cgroup: the memory cgroup measured, or `nil`.
+    ///   - usageBytes: usage in bytes.
+    ///   - limit: the effective limit, or `nil` when none is set.
+    ///   - system: the system's memory, or `nil` when a cgroup limit applies.
+    ///   - pressure: the pressure stalls read, or `nil` without PSI.
+    ///   - pressureFile: the PSI file `pressure` came from.
+    public init(time: Duration, cgroup: CgroupLocation?, usageBytes: UInt64, limit: EffectiveLimit?, system: SystemMemory?, pressure: PressureStall?, pressureFile: String?) {
+        self.time = time
+        self.cgroup = cgroup
+        self.usageBytes = usageBytes
+        self.limit = limit
+        self.system = system
+        self.pressure = pressure
+        self.pressureFile = pressureFile
+    }
+
+    /// The bytes usage is measured against: the effective limit, else the system's total.
+    public var capacityBytes: UInt64? { limit?.bytes ?? system?.totalBytes }
+
+    /// Usage as a share of ``capacityBytes`` (0 when unknown).
+    public var ratio: Double {
+        guard let capacity = capacityBytes, capacity > 0 else { return 0 }
+        return Double(usageBytes) / Double(capacity)
+    }
+}

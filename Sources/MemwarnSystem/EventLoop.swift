@@ -1,0 +1,192 @@
+import CLinuxCalls
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One epoll loop on one thread: descriptors and deadlines, nothing else.
+///
+/// It sleeps in `epoll_wait` with no timeout unless a deadline is pending, so it uses no CPU
+/// while nothing happens. Everything registered runs on the loop's thread, and every method but
+/// ``execute(_:)`` and ``run(_:)`` must be called there (each asserts it): other threads hand
+/// work over with ``execute(_:)``, which wakes the loop through an eventfd.
+///
+/// Each watch gets a ``Registration`` whose number travels with the descriptor's events, so an
+/// event still queued for a descriptor that was unwatched (and whose number the kernel may
+/// since have given to another file) is dropped, never delivered to the new watcher.
+package final class EventLoop: @unchecked Sendable {
+    // @unchecked: `handlers`, `deadlines`, `nextTag`, `nextDeadline` and `state` are touched only
+    // on the loop's thread (asserted); `inbox` is guarded by its Mutex; `owner` is written once,
+    // before the loop's first turn, by the thread that runs it, and read by it.
+
+    /// A watched descriptor, for ``rewatch(_:for:)`` and ``unwatch(_:)``.
+    package struct Registration: Hashable, Sendable {
+        fileprivate let tag: UInt64
+    }
+
+    /// A scheduled action, for ``cancel(_:)``.
+    package struct Deadline: Hashable, Sendable {
+        fileprivate let id: UInt64
+    }
+
+    private enum State {
+        case idle
+        case running
+        case stopping
+    }
+
+    private let epoll: Epoll
+    private let wakeCounter: FileDescriptor
+    private static let wakeTag: UInt64 = 0
+    private var handlers: [UInt64: (descriptor: Int32, handler: (EpollEvents) -> Void)] = [:]
+    private var deadlines: [UInt64: (at: ContinuousClock.Instant, action: () -> Void)] = [:]
+    private var nextTag: UInt64 = 1
+    private var nextDeadline: UInt64 = 1
+    private var state = State.idle
+    private var owner: pthread_t?
+    private let inbox = Mutex<[@Sendable () -> Void]>([])
+
+    /// A loop that is not running yet.
+    ///
+    /// - Throws: ``SystemError`` from `epoll_create1`, `eventfd` or `epoll_ctl`.
+    package init() throws(SystemError) {
+        epoll = try Epoll()
+        wakeCounter = try .eventCounter()
+        try epoll.add(wakeCounter.rawValue, events: .readable, tag: Self.wakeTag)
+    }
+
+    /// Whether the calling thread is the loop's.
+    package var isOnLoop: Bool {
+        guard let owner else { return false }
+        return pthread_equal(owner, pthread_self()) != 0
+    }
+
+    /// Stops the program in a debug build when called off the loop's thread.
+    package func assertOnLoop(_ function: StaticString = #function) {
+        assert(isOnLoop, "EventLoop: \(function) must be called on the loop's thread")
+    }
+
+    // MARK: Descriptors
+
+    /// Watches a descriptor; `handler` gets the events that fired. The caller keeps the
+    /// descriptor open until it unwatches it.
+    ///
+    /// - Returns: the registration, for ``rewatch(_:for:)`` and ``unwatch(_:)``.
+    /// - Throws: ``SystemError`` from `epoll_ctl(ADD)`.
+    @discardableResult
+    package func watch(_ descriptor: borrowing FileDescriptor, for events: EpollEvents,
+                       _ handler: @escaping (EpollEvents) -> Void) throws(SystemError) -> Registration {
+        assertOnLoop()
+        let tag = nextTag
+        try epoll.add(descriptor.rawValue, events: events, tag: tag)
+        nextTag += 1
+        handlers[tag] = (descriptor.rawValue, handler)
+        return Registration(tag: tag)
+    }
+
+    /// Changes the events watched, for example to pause a flooding source with ``EpollEvents/none``
+    /// and resume it later.
+    ///
+    /// - Throws: ``SystemError`` from `epoll_ctl(MOD)`; `ENOENT` for a registration that was
+    ///   unwatched.
+    package func rewatch(_ registration: Registration, for events: EpollEvents) throws(SystemError) {
+        assertOnLoop()
+        guard let entry = handlers[registration.tag] else { throw SystemError("epoll_ctl(MOD)", errno: ENOENT) }
+        try epoll.modify(entry.descriptor, events: events, tag: registration.tag)
+    }
+
+    /// Stops watching: no event of this registration is delivered after this returns, not even
+    /// one already fetched in the current turn. The caller closes the descriptor afterwards.
+    /// Unwatching twice is harmless.
+    package func unwatch(_ registration: Registration) {
+        assertOnLoop()
+        guard let entry = handlers.removeValue(forKey: registration.tag) else { return }
+        do {
+            try epoll.remove(entry.descriptor)
+        } catch {
+            // Only a descriptor closed before it was unwatched gets here (EBADF; closing it had
+            // already removed it from the epoll set): a bug of the caller's, harmless otherwise.
+            assertionFailure("EventLoop.unwatch: \(error)")
+        }
+    }
+
+    // MARK: Deadlines
+
+    /// Runs `action` once at `instant`.
+    ///
+    /// - Returns: the deadline, for ``cancel(_:)``.
+    @discardableResult
+    package func schedule(at instant: ContinuousClock.Instant, _ action: @escaping () -> Void) -> Deadline {
+        assertOnLoop()
+        let id = nextDeadline
+        nextDeadline += 1
+        deadlines[id] = (instant, action)
+        return Deadline(id: id)
+    }
+
+    /// Cancels a deadline that has not run; a deadline that ran or was cancelled is ignored.
+    package func cancel(_ deadline: Deadline) {
+        assertOnLoop()
+        deadlines[deadline.id] = nil
+    }
+
+    // MARK: Running
+
+    /// Runs `work` on the loop's thread soon. Safe from any thread, also before the loop runs.
+    package func execute(_ work: @escaping @Sendable () -> Void) {
+        inbox.withLock { $0.append(work) }
+        do {
+            try wakeCounter.signalCounter()
+        } catch {
+            // An eventfd write fails only when its counter would overflow, which needs 2^64 - 1
+            // pending wake-ups: the loop is awake anyway.
+        }
+    }
+
+    /// Ends ``run(_:)`` after the current turn. Use ``execute(_:)`` to stop from another thread.
+    package func stop() {
+        assertOnLoop()
+        state = .stopping
+    }
+
+    /// Makes the calling thread the loop's, runs `setup` there (to register the first
+    /// descriptors), then runs the loop until ``stop()``.
+    ///
+    /// - Throws: what `setup` throws (the loop does not run then), or ``SystemError`` from
+    ///   `epoll_wait`, which ends the loop.
+    package func run(_ setup: () throws -> Void = {}) throws {
+        precondition(owner == nil && state == .idle, "EventLoop.run: a loop runs once")
+        owner = pthread_self()
+        state = .running
+        try setup()
+        var events = [epoll_event](repeating: epoll_event(), count: 32)
+        while state == .running {
+            let count = try epoll.wait(into: &events, milliseconds: millisecondsToNextDeadline())
+            for index in 0..<count {
+                let tag = events[index].data.u64
+                if tag == Self.wakeTag {
+                    _ = try? wakeCounter.readCounter()
+                    for work in inbox.withLock({ work in defer { work.removeAll() }; return work }) { work() }
+                } else if let entry = handlers[tag] {
+                    entry.handler(EpollEvents(rawValue: events[index].events))
+                }
+                // else: unwatched earlier in this turn; its descriptor number may be another file's now.
+            }
+            runDueDeadlines()
+        }
+    }
+
+    private func millisecondsToNextDeadline() -> Int32 {
+        guard let next = deadlines.values.map(\.at).min() else { return -1 }
+        let remaining = ContinuousClock.now.duration(to: next)
+        return remaining <= .zero ? 0 : Int32(clamping: remaining.roundedUpMilliseconds)
+    }
+
+    private func runDueDeadlines() {
+        let now = ContinuousClock.now
+        let due = deadlines.filter { $0.value.at <= now }.sorted { $0.value.at < $1.value.at }
+        for (id, entry) in due where deadlines.removeValue(forKey: id) != nil {
+            entry.action()
+        }
+    }
+}
