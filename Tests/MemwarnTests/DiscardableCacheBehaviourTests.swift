@@ -2,8 +2,8 @@ import Testing
 @testable import Memwarn
 
 /// `NSCache`'s documented behaviour, as `DiscardableCache` must reproduce it — except the
-/// eviction order, where the cache promises least-recently-used (Foundation on Linux evicts
-/// the cheapest entry instead).
+/// eviction order, which NSCache leaves undocumented: the cache evicts by S3-FIFO (first in,
+/// first out, unless read since it came), where Foundation on Linux evicts the cheapest entry.
 @Suite("DiscardableCache behaves like NSCache")
 struct DiscardableCacheBehaviourTests {
     typealias EvictionLog = CacheFixtures.EvictionLog
@@ -152,9 +152,9 @@ struct DiscardableCacheBehaviourTests {
         #expect(cache.totalCost == 8)
     }
 
-    // MARK: Least-recently-used order
+    // MARK: Eviction order (S3-FIFO: first in, first out, unless read since it came)
 
-    @Test func theLeastRecentlyUsedEntryIsEvictedFirst() {
+    @Test func theOldestUnreadEntryIsEvictedFirst() {
         let cache = DiscardableCache<String, String>(coordinator: nil)
         let log = EvictionLog()
         cache.delegate = log
@@ -166,7 +166,7 @@ struct DiscardableCacheBehaviourTests {
         #expect(log.values(String.self) == ["a", "b"])
     }
 
-    @Test func readingAnEntryMakesItTheMostRecentlyUsed() {
+    @Test func anEntryReadSinceItCameIsKeptOverAnUnreadOne() {
         let cache = DiscardableCache<String, String>(coordinator: nil)
         let log = EvictionLog()
         cache.delegate = log
@@ -178,7 +178,7 @@ struct DiscardableCacheBehaviourTests {
         #expect(cache.object(forKey: "a") == "a")
     }
 
-    @Test func settingAnEntryAgainMakesItTheMostRecentlyUsed() {
+    @Test func settingAnEntryAgainCountsAsARead() {
         let cache = DiscardableCache<String, String>(coordinator: nil)
         let log = EvictionLog()
         cache.delegate = log
@@ -189,7 +189,7 @@ struct DiscardableCacheBehaviourTests {
         #expect(log.values(String.self) == ["b"])
     }
 
-    @Test func costEvictionFollowsRecencyNotCheapness() {
+    @Test func costEvictionFollowsTheQueueNotCheapness() {
         // Foundation on Linux would evict "b" (the cheapest) and keep the total at 10.
         let cache = DiscardableCache<String, String>(coordinator: nil)
         let log = EvictionLog()

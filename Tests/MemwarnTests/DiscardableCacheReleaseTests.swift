@@ -25,7 +25,7 @@ struct DiscardableCacheReleaseTests {
 
     // MARK: Tier .caches
 
-    @Test func theLargestEntriesGoFirstAndReleaseStopsOnceTheTargetIsMet() {
+    @Test func amongEntriesEquallyColdTheLargestGoFirstAndReleaseStopsOnceTheTargetIsMet() {
         let costs = [10, 50, 30, 20, 40]
         let cache = Self.cache(costs: costs)
         let freed = cache.release(Self.caches(60))
@@ -35,7 +35,7 @@ struct DiscardableCacheReleaseTests {
         #expect(cache.count == 3)
     }
 
-    @Test func aTargetMetExactlyByTheLargestEntryTakesOnlyThatEntry() {
+    @Test func aTargetMetExactlyByTheLargestOfEquallyColdEntriesTakesOnlyThatEntry() {
         let costs = [10, 50, 30]
         let cache = Self.cache(costs: costs)
         #expect(cache.release(Self.caches(50)) == 50)
@@ -44,6 +44,7 @@ struct DiscardableCacheReleaseTests {
 
     @Test func largestFirstIgnoresRecency() {
         let cache = DiscardableCache<String, Int>(coordinator: nil)
+        cache.releaseOrder = .largestFirst
         cache.setObject(1, forKey: "old-small", cost: 1)
         cache.setObject(2, forKey: "new-large", cost: 100)
         _ = cache.object(forKey: "new-large")

@@ -2,14 +2,17 @@
 import Glibc
 #endif
 
-/// `memwarn-bench latency|idle|cache|release|growth`: see README.md.
+/// `memwarn-bench latency|idle|cache|hits|release|growth`: see README.md.
 @main
 struct MemwarnBench {
     static let usage = """
     usage: memwarn-bench latency [--crossings N] [--json]   (N defaults to 200)
            memwarn-bench idle [--seconds S] [--json]        (S defaults to 60)
            memwarn-bench cache [--sizes N,N,...] [--json]   (sizes default to 20000,100000,1000000;
-                                                            20000, NSCache's reference size, is always run)
+                                                            20000, NSCache's reference size, is always run;
+                                                            then hot-key reads from 1 and 2 threads)
+           memwarn-bench hits [--keys K] [--requests N] [--json]  (hit ratios on Zipf, scan and loop traces: DiscardableCache,
+                                                            the LRU it used before and NSCache; K defaults to 100000, N to 1000000)
            memwarn-bench release [--json]                   (1 GiB in 10 DiscardableCaches, released; then the
                                                             same in a child with its heap on huge pages)
            memwarn-bench growth [--limits 128,256] [--rates 10,25,50,100,200,400] [--total MIB] [--repeats N] [--json]
@@ -20,7 +23,7 @@ struct MemwarnBench {
     latency and idle need root and a cgroup v1 memory hierarchy, and find memwarn-hog through
     MEMWARN_HOG (the run script builds it and sets it); growth needs the same and runs memwarn
     and memwarn-growth-probe through MEMWARN_CLI and MEMWARN_GROWTH_PROBE (the run script
-    builds and sets those too); cache and release need neither. Build in release. With --json
+    builds and sets those too); cache, hits and release need neither. Build in release. With --json
     the table goes to stderr and stdout holds one JSON object.
     """
 
@@ -49,7 +52,19 @@ struct MemwarnBench {
             case "cache":
                 let sizes = try options.integers("--sizes", default: [20_000, 100_000, 1_000_000])
                 guard sizes.allSatisfy({ $0 >= 1 }) else { throw UsageError("--sizes must all be at least 1") }
-                let result = try CacheBenchmark(sizes: sizes).run { step in
+                let progress = { (step: String) in if isatty(2) == 1 { writeError(step + "\n") } }
+                let result = try CacheBenchmark(sizes: sizes).run(progress: progress)
+                let hotReads = try HotReadBenchmark().run(progress: progress)
+                var combined = result.json
+                if case .object(let fields) = combined { combined = .object(fields + [("hot_reads", hotReads.json)]) }
+                emit(report: result.report + "\n\n" + hotReads.report, json: json ? combined : nil)
+            case "hits":
+                let keys = try options.integer("--keys", default: 100_000)
+                let requests = try options.integer("--requests", default: 1_000_000)
+                guard keys >= 1_000, requests >= 4 * HitRatioBenchmark.window else {
+                    throw UsageError("--keys must be at least 1000 and --requests at least \(4 * HitRatioBenchmark.window)")
+                }
+                let result = HitRatioBenchmark(keys: keys, requests: requests).run { step in
                     if isatty(2) == 1 { writeError(step + "\n") }
                 }
                 emit(report: result.report, json: json ? result.json : nil)
@@ -140,7 +155,7 @@ struct MemwarnBench {
             }
             index += 1
         }
-        let known: Set = ["--crossings", "--seconds", "--sizes", "--limits", "--rates", "--total", "--repeats"]
+        let known: Set = ["--crossings", "--seconds", "--sizes", "--limits", "--rates", "--total", "--repeats", "--keys", "--requests"]
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) { throw UsageError("unknown option \(unknown)") }
         return Options(values: values)
     }

@@ -1,6 +1,6 @@
 // The Linux calls Swift's Glibc module does not export, for memwarn's system layer
 // (MemwarnSystem): epoll, eventfd, inotify, prctl, malloc_trim, accept4, SO_PEERCRED, unshare,
-// and a fork-and-exec into a cgroup. Glibc declares several of them only under _GNU_SOURCE,
+// sched_getcpu, and a fork-and-exec into a cgroup. Glibc declares several of them only under _GNU_SOURCE,
 // which this header does not define: it would change glibc's struct layouts (fd_set) against
 // SwiftGlibc's. Linux only.
 #ifndef MEMWARN_CLINUXCALLS_H
@@ -85,6 +85,16 @@ static inline int memwarn_spawn(const char *path, char *const argv[], char *cons
 static inline void memwarn_prefetch_for_write(const void *address) {
     __builtin_prefetch(address, 1, 3);
     __builtin_prefetch((const char *)address - 16, 1, 3);
+}
+
+/// glibc declares sched_getcpu only under _GNU_SOURCE (see the top of this file); the symbol
+/// is always there.
+extern int sched_getcpu(void);
+
+/// The CPU the calling thread runs on, or -1. glibc (2.35 and later) reads it from the
+/// thread's rseq area, without a system call: a few nanoseconds.
+static inline int memwarn_current_cpu(void) {
+    return sched_getcpu();
 }
 
 /// Accepts a connection as a non-blocking, close-on-exec descriptor in one call, so a child

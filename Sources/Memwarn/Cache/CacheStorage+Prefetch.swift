@@ -10,14 +10,6 @@ extension CacheStorage {
         !_isPOD(Value.self) && MemoryLayout<Value?>.size >= MemoryLayout<UInt>.size
     }
 
-    /// Where a node keeps its value, in bytes from the node's start — when values may own a
-    /// heap object worth prefetching, else `nil`. Looked up once per release, not per entry
-    /// (a key-path offset is a runtime query).
-    @inlinable
-    static var prefetchableValueOffset: Int? {
-        valuesMayOwnHeapObjects ? MemoryLayout<Node>.offset(of: \Node.value) : nil
-    }
-
     /// Starts loading the heap object of the value in a slot, so that freeing it a few
     /// entries later does not wait for memory.
     ///
@@ -26,9 +18,9 @@ extension CacheStorage {
     /// value with a heap object is that object's address; for any other value the prefetch
     /// is a harmless no-op (a prefetch never faults).
     @inlinable
-    static func prefetchValue(in nodes: UnsafeBufferPointer<Node>, slot: Int, valueOffset: Int) {
-        guard let base = nodes.baseAddress, slot < nodes.count else { return }
-        prefetchForRelease(UnsafeRawPointer(base).load(fromByteOffset: slot * MemoryLayout<Node>.stride + valueOffset, as: UInt.self))
+    static func prefetchValue(in values: UnsafeBufferPointer<Value?>, slot: Int) {
+        guard valuesMayOwnHeapObjects, let base = values.baseAddress, slot < values.count else { return }
+        prefetchForRelease(UnsafeRawPointer(base).load(fromByteOffset: slot * MemoryLayout<Value?>.stride, as: UInt.self))
     }
 
     /// Starts loading the content object in a slot of the side array, so that asking it
@@ -39,7 +31,7 @@ extension CacheStorage {
         prefetchForRelease(UInt(bitPattern: reference.objectAddress))
     }
 
-    /// Drops every node's value in slot order, each prefetched ``prefetchDistance`` slots
+    /// Drops every slot's value in slot order, each prefetched ``prefetchDistance`` slots
     /// ahead, so the CPU overlaps the cache misses (measured once, on a noisy machine: freeing
     /// 1 GiB in 1,000,000 entries, before the trim, went from 195 to 158 ms). The nodes stay,
     /// valueless.
@@ -47,12 +39,12 @@ extension CacheStorage {
     /// - Complexity: O(n).
     @inlinable
     mutating func releaseValuesInSlotOrder() {
-        guard let valueOffset = Self.prefetchableValueOffset else { return }
-        nodes.withUnsafeMutableBufferPointer { buffer in
-            let nodes = UnsafeBufferPointer(buffer)
+        guard Self.valuesMayOwnHeapObjects else { return }
+        values.withUnsafeMutableBufferPointer { buffer in
+            let values = UnsafeBufferPointer(buffer)
             for slot in buffer.indices {
-                Self.prefetchValue(in: nodes, slot: slot + Self.prefetchDistance, valueOffset: valueOffset)
-                buffer[slot].value = nil
+                Self.prefetchValue(in: values, slot: slot + Self.prefetchDistance)
+                buffer[slot] = nil
             }
         }
     }

@@ -23,58 +23,122 @@ extension CacheStorage {
     @inlinable
     mutating func releaseDiscarded(keepingValues: Bool) -> (freed: Int, values: [Value]) {
         var freed = 0
-        var values: [Value] = []
+        var removed: [Value] = []
         guard discardableCount > 0 else { return (0, []) }
         for slot in contents.indices where contents[slot]?.isContentDiscarded() == true {
             freed += nodes[slot].cost
             let value = remove(Int32(slot))
-            if keepingValues { values.append(value) }
+            if keepingValues { removed.append(value) }
         }
-        return (freed, values)
+        return (freed, removed)
     }
 
-    /// Removes entries not under access, largest cost first, until `target` cost is freed.
+    /// Removes entries not under access, in ``releaseOrder``, until `target` cost is freed.
     /// A ``DiscardableContent`` value is asked to discard first and stays if it is in use.
     ///
     /// - Returns: the cost freed and, when `keepingValues`, the removed values.
-    /// - Complexity: O(n) when everything goes and nothing is discardable; else O(n) to
-    ///   build a heap plus O(log n) per entry examined.
+    /// - Complexity: O(n) when everything goes and nothing is discardable; else O(n) to order
+    ///   the entries (and, largest first, O(log n) per entry examined).
     @inlinable
     mutating func release(target: Int, keepingValues: Bool) -> (freed: Int, values: [Value]) {
         guard target > 0 else { return (0, []) }
         if target >= totalCost {
             return releaseEverything(keepingValues: keepingValues)
         }
+        var candidates = releaseCandidates()
         var freed = 0
-        var values: [Value] = []
-        var largest = Heap<ReleaseCandidate>(nodes.indices.compactMap { slot in
-            nodes[slot].key == nil ? nil : ReleaseCandidate(cost: nodes[slot].cost, slot: Int32(slot))
-        })
+        var removed: [Value] = []
         // Candidates are taken in batches whose values are prefetched first: the entries come
-        // in cost order, scattered over the heap, and each free would otherwise wait for memory.
-        let valueOffset = Self.prefetchableValueOffset
-        var batch: [ReleaseCandidate] = []
+        // scattered over the nodes, and each free would otherwise wait for memory.
+        var batch: [Int32] = []
         batch.reserveCapacity(Self.prefetchDistance)
         releasing: while freed < target {
             batch.removeAll(keepingCapacity: true)
-            while batch.count < Self.prefetchDistance, let candidate = largest.popMax() {
-                batch.append(candidate)
+            while batch.count < Self.prefetchDistance, let slot = candidates.next() {
+                batch.append(slot)
             }
-            if let valueOffset {
-                nodes.withUnsafeBufferPointer { nodes in
-                    for candidate in batch { Self.prefetchValue(in: nodes, slot: Int(candidate.slot), valueOffset: valueOffset) }
-                }
+            self.values.withUnsafeBufferPointer { values in
+                for slot in batch { Self.prefetchValue(in: values, slot: Int(slot)) }
             }
             guard !batch.isEmpty else { break }
-            for candidate in batch {
+            for slot in batch {
                 guard freed < target else { break releasing }
-                if !contents.isEmpty, let content = contents[Int(candidate.slot)], !content.discard() { continue }
-                freed += candidate.cost
-                let value = remove(candidate.slot)
-                if keepingValues { values.append(value) }
+                if !contents.isEmpty, let content = contents[Int(slot)], !content.discard() { continue }
+                freed += nodes[Int(slot)].cost
+                let value = remove(slot)
+                if keepingValues { removed.append(value) }
             }
         }
-        return (freed, values)
+        return (freed, removed)
+    }
+
+    /// The entries in the order a partial release takes them (``releaseOrder``).
+    @inlinable
+    func releaseCandidates() -> ReleaseCandidates {
+        switch releaseOrder.base {
+        case .largestFirst:
+            return ReleaseCandidates(byPriority: Heap(nodes.indices.compactMap { slot in
+                nodes[slot].key == nil ? nil : ReleaseCandidate(priority: Double(nodes[slot].cost), slot: Int32(slot))
+            }))
+        case .balanced:
+            return ReleaseCandidates(byPriority: Heap(nodes.indices.compactMap { slot in
+                nodes[slot].key == nil ? nil : ReleaseCandidate(priority: Double(nodes[slot].cost) / Double(coldness(of: Int32(slot)) + 1), slot: Int32(slot))
+            }))
+        case .coldestFirst:
+            return ReleaseCandidates(order: coldestFirst())
+        }
+    }
+
+    /// How cold an entry is, 0 the coldest: never read in the small queue; not read since it
+    /// was last looked at in the main queue; read in the small queue; then the main queue's by
+    /// reads (1, 2, 3).
+    @inlinable
+    func coldness(of slot: Int32) -> Int {
+        let reads = Int(frequencies[slot])
+        if nodes[Int(slot)].queue == Self.smallQueue { return reads == 0 ? 0 : 2 }
+        return reads == 0 ? 1 : 2 + reads
+    }
+
+    /// Every entry, the coldest first (``coldness(of:)``), and within one coldness the oldest
+    /// of its queue first: the order in which the policy would evict them.
+    ///
+    /// - Complexity: O(n).
+    @inlinable
+    func coldestFirst() -> [Int32] {
+        var order: [Int32] = []
+        order.reserveCapacity(index.count)
+        for rank in 0...5 {
+            let queue = rank == 0 || rank == 2 ? small : main
+            var slot = queue.oldest
+            while slot >= 0 {
+                if coldness(of: slot) == rank { order.append(slot) }
+                slot = nodes[Int(slot)].next
+            }
+        }
+        return order
+    }
+}
+
+/// The entries a partial release takes, in order: the highest priority first from a heap
+/// (O(log n) each), or a precomputed order.
+@usableFromInline
+struct ReleaseCandidates {
+    @usableFromInline var byPriority: Heap<ReleaseCandidate>?
+    @usableFromInline var order: [Int32] = []
+    @usableFromInline var position = 0
+
+    @inlinable
+    init(byPriority: Heap<ReleaseCandidate>) { self.byPriority = byPriority }
+
+    @inlinable
+    init(order: [Int32]) { self.order = order }
+
+    @inlinable
+    mutating func next() -> Int32? {
+        if byPriority != nil { return byPriority?.popMax()?.slot }  // in place: no copy of the heap
+        guard position < order.count else { return nil }
+        position += 1
+        return order[position - 1]
     }
 }
 
@@ -96,26 +160,27 @@ extension CacheStorage {
             let freed = totalCost
             return (freed, removeAll(keepingValues: keepingValues))
         }
-        var values: [Value] = []
+        var removed: [Value] = []
         var inUse = 0
-        let valueOffset = Self.prefetchableValueOffset
         var batch = DiscardBatch()
-        nodes.withUnsafeMutableBufferPointer { nodes in
-            contents.withUnsafeMutableBufferPointer { contents in
-                for slot in nodes.indices {
-                    if let valueOffset { Self.prefetchValue(in: UnsafeBufferPointer(nodes), slot: slot + Self.prefetchDistance, valueOffset: valueOffset) }
-                    guard nodes[slot].key != nil else { continue }
-                    if let content = contents[slot] {
-                        // Batch-discardable content frees with its neighbours (PurgeableData:
-                        // one atomic subtraction a page, not one a block).
-                        guard content.discard(into: &batch) else {
-                            inUse += 1
-                            continue
+        nodes.withUnsafeBufferPointer { nodes in
+            self.values.withUnsafeMutableBufferPointer { values in
+                contents.withUnsafeMutableBufferPointer { contents in
+                    for slot in nodes.indices {
+                        Self.prefetchValue(in: UnsafeBufferPointer(values), slot: slot + Self.prefetchDistance)
+                        guard nodes[slot].key != nil else { continue }
+                        if let content = contents[slot] {
+                            // Batch-discardable content frees with its neighbours (PurgeableData:
+                            // one atomic subtraction a page, not one a block).
+                            guard content.discard(into: &batch) else {
+                                inUse += 1
+                                continue
+                            }
+                            contents[slot] = nil
                         }
-                        contents[slot] = nil
+                        let value = values[slot].take()
+                        if keepingValues, let value { removed.append(value) }
                     }
-                    let value = nodes[slot].value.take()
-                    if keepingValues, let value { values.append(value) }
                 }
             }
         }
@@ -123,28 +188,29 @@ extension CacheStorage {
         guard inUse > 0 else {
             let freed = totalCost
             reset()
-            return (freed, values)
+            return (freed, removed)
         }
         var freed = 0
-        for slot in nodes.indices where nodes[slot].key != nil && nodes[slot].value == nil {
+        for slot in nodes.indices where nodes[slot].key != nil && values[slot] == nil {
             freed += removeNode(Int32(slot)).cost
         }
-        return (freed, values)
+        return (freed, removed)
     }
 }
 
-/// An entry ordered by cost, for releasing the largest first.
+/// An entry and its priority for a release (its cost, or its cost for its coldness): the
+/// highest goes first; among equals, the higher slot.
 @usableFromInline
 struct ReleaseCandidate: Comparable {
-    @usableFromInline var cost: Int
+    @usableFromInline var priority: Double
     @usableFromInline var slot: Int32
 
     @inlinable
-    init(cost: Int, slot: Int32) {
-        self.cost = cost
+    init(priority: Double, slot: Int32) {
+        self.priority = priority
         self.slot = slot
     }
 
     @inlinable
-    static func < (lhs: Self, rhs: Self) -> Bool { lhs.cost < rhs.cost || (lhs.cost == rhs.cost && lhs.slot < rhs.slot) }
+    static func < (lhs: Self, rhs: Self) -> Bool { lhs.priority < rhs.priority || (lhs.priority == rhs.priority && lhs.slot < rhs.slot) }
 }
