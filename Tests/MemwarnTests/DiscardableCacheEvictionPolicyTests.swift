@@ -75,8 +75,11 @@ struct DiscardableCacheEvictionPolicyTests {
                 if let value = Self.stored(cache, key) { removedByUs.insert(value.serial) }
                 cache.removeObject(forKey: key)
             case 86..<92:
-                cache.countLimit = random.next() % 3 == 0 ? 0 : Int(1 + random.next() % 48)
-                cache.totalCostLimit = random.next() % 3 == 0 ? 0 : Int(random.next() % 900)
+                // Tight limits half the time: a queue of one or two entries is where the
+                // policy's corners are (a key back from the ghost alone in the main queue).
+                let tight = random.next() % 2 == 0
+                cache.countLimit = random.next() % 3 == 0 ? 0 : Int(1 + random.next() % (tight ? 4 : 48))
+                cache.totalCostLimit = random.next() % 3 == 0 ? 0 : Int(random.next() % (tight ? 120 : 900))
                 #expect(cache.countLimit == 0 || cache.count <= cache.countLimit)
                 #expect(cache.totalCostLimit == 0 || cache.totalCost <= cache.totalCostLimit)
             case 92..<99:
@@ -205,6 +208,37 @@ struct DiscardableCacheEvictionPolicyTests {
         // many times over.
         for key in next..<(next + 500) { cache.setObject(key, forKey: key) }
         #expect(Self.stored(cache, 90) == 90)
+    }
+
+    /// A key back from the ghost enters the main queue; when it is the main queue's only entry
+    /// and the small queue is under its share, the eviction must still take from the small
+    /// queue (it once went round the new entry for ever, holding the lock).
+    @Test func aKeyBackFromTheGhostAloneInTheMainQueueEvictsFromTheSmallQueue() {
+        let cache = DiscardableCache<String, String>(coordinator: nil)
+        cache.countLimit = 1
+        cache.setObject("a", forKey: "a")
+        cache.setObject("b", forKey: "b")  // evicts "a", never read: the ghost remembers it
+        cache.setObject("a again", forKey: "a")
+        #expect(cache.count == 1)
+        #expect(cache.object(forKey: "a") == "a again")
+        #expect(cache.object(forKey: "b") == nil)
+        #expect(Self.violations(cache).isEmpty)
+    }
+
+    /// The same under a cost limit: an entry in the main queue alone, set again costlier, with
+    /// a cheap entry in the small queue (under its 5 % share of the bytes).
+    @Test func anEntryAloneInTheMainQueueSetCostlierEvictsFromTheSmallQueue() {
+        let cache = DiscardableCache<String, Int>(coordinator: nil)
+        cache.totalCostLimit = 1_000
+        cache.setObject(1, forKey: "b", cost: 10)
+        _ = cache.object(forKey: "b")
+        cache.setObject(2, forKey: "c", cost: 990)
+        cache.setObject(3, forKey: "d", cost: 10)  // moves "b" (read) to the main queue, evicts "c"
+        cache.setObject(4, forKey: "b", cost: 995)
+        #expect(cache.object(forKey: "b") == 4)
+        #expect(cache.object(forKey: "d") == nil)
+        #expect(cache.totalCost == 995)
+        #expect(Self.violations(cache).isEmpty)
     }
 
     @Test func manySmallNewcomersDoNotPushOutALargeEntryReadBefore() {

@@ -301,7 +301,9 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
     }
 
     /// The next entry to evict, after moving the entries the policy keeps: S3-FIFO. `spared`
-    /// is chosen only when it is the last entry left.
+    /// is chosen only when it is the last entry left. When `spared` is the main queue's only
+    /// entry (a key back from the ghost, or set again costlier), the small queue gives the
+    /// victim even under its share: going round the main queue would find only `spared`.
     ///
     /// - Complexity: O(1) amortized: an entry moves from the small queue to the main queue
     ///   once, and round the main queue at most three times between two of its reads.
@@ -309,7 +311,8 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
     mutating func nextVictim(sparing spared: Int32) -> Int32 {
         while true {
             let onlySpareLeftInSmall = small.count == 1 && small.oldest == spared
-            if small.count > 0 && (main.count == 0 || smallIsOverItsShare) && !(onlySpareLeftInSmall && main.count > 0) {
+            let onlySpareLeftInMain = main.count == 1 && main.oldest == spared
+            if small.count > 0 && (main.count == 0 || onlySpareLeftInMain || smallIsOverItsShare) && !(onlySpareLeftInSmall && main.count > 0) {
                 let candidate = small.oldest
                 if candidate == spared {
                     if small.count == 1 { return spared }  // alone in the cache

@@ -19,7 +19,7 @@ extension DiscardableCache {
     public var discardedBytes: Int { lock.withLock { storage.discardedCost } }
 
     /// Releases memory: in tier ``ReleaseTier/discarded`` the entries whose content is gone;
-    /// in ``ReleaseTier/caches`` entries not under access, largest cost first, until
+    /// in ``ReleaseTier/caches`` entries not under access, in ``releaseOrder``, until
     /// `targetBytes` are freed (discardable values are asked to discard first, and stay if
     /// they are in use). The delegate is told of each removal, outside the lock.
     ///

@@ -23,8 +23,9 @@ public protocol DiscardableCacheDelegate: AnyObject, Sendable {
 ///
 /// `NSCache` documents no eviction order; this one evicts as S3-FIFO does (Yang et al., SOSP
 /// '23): a new entry waits in a small queue, 5 % of the limits, and moves on to the main
-/// queue only if it is read again before it reaches the small queue's end; entries in the main
-/// queue go round again while they are read. On Zipf traces it has 1.01–6.2 times LRU's hit
+/// queue only if it is read again before it reaches the small queue's end (a key set again soon
+/// after it left unread goes straight to the main queue); entries in the main queue go round
+/// again while they are read. On Zipf traces it has 1.01–6.2 times LRU's hit
 /// ratio (1.76× and 1.35× on Zipf 0.9 with a cache of 0.1 % and 1 % of the keys), a one-time
 /// scan does not flush it, and a loop slightly larger than the cache keeps about 80 % of its
 /// hits where LRU keeps none (`Benchmarks/run hits`). Its promises are

@@ -7,7 +7,9 @@
 /// ``DiscardableCache/evictsObjectsWithDiscardedContent`` is set, drops entries whose content
 /// is gone.
 ///
-/// Content is `Sendable`: memwarn asks it to discard from the releasing thread.
+/// Content is `Sendable`: memwarn asks it to discard from the releasing thread. A cache calls
+/// ``isContentDiscarded()`` and ``discardContentIfPossible()`` while it holds its lock: they must
+/// not call back into that cache (the lock is not re-entrant; the call would wait for ever).
 public protocol DiscardableContent: AnyObject, Sendable {
     /// Marks the content as in use. Returns `false` if it was already discarded (then it
     /// is not in use and must be rebuilt).

@@ -1,5 +1,5 @@
-/// The keys evicted from the small queue unread, remembered by fingerprint for about as many
-/// entries as the cache holds: a key set again soon after (it was evicted too early) goes
+/// The keys evicted from the small queue unread, remembered by fingerprint for a tenth as many
+/// entries as the cache holds (at least 64): a key set again soon after (it was evicted too early) goes
 /// straight to the main queue. A direct-mapped table: a new key takes its place over an old
 /// one, and two keys may share a fingerprint now and then: the ghost is a hint, not a record.
 @usableFromInline
