@@ -111,14 +111,34 @@ struct ReadMostlyLockTests {
 
     /// A reader's counter is its CPU's: one counter per CPU of the machine (a power of two), and
     /// the counter a reader took is the one it gives back, wherever the thread runs by then.
-    @Test func readersCountOnTheirCPUsCounter() {
+    @Test func readersCountOnTheirCPUsCounter() throws {
         let lock = ReadMostlyLock()
         let processors = sysconf(Int32(_SC_NPROCESSORS_CONF))
         #expect(lock.slotCount >= min(64, processors) && lock.slotCount.nonzeroBitCount == 1)
-        let slot = lock.lockShared()
-        #expect(slot >= 0 && slot < lock.slotCount)
-        #expect(lock.readers[slot].count.load(ordering: .relaxed) == 1)
-        lock.unlockShared(slot)
+        // On 8 threads (a choice by thread identity would put some of them on another CPU's
+        // counter), the counter taken is the CPU's: checked on takes the thread made without
+        // moving (the same CPU just before and just after).
+        let mismatches = Atomic<Int>(0)
+        let checked = Atomic<Int>(0)
+        let steps = Steps()
+        for thread in 0..<8 {
+            try SystemThread.start(name: "reader-\(thread)") {
+                for _ in 0..<1_000 {
+                    let before = currentCPU()
+                    let slot = lock.lockShared()
+                    let after = currentCPU()
+                    if lock.readers[slot].count.load(ordering: .relaxed) < 1 { mismatches.add(1, ordering: .relaxed) }
+                    lock.unlockShared(slot)
+                    guard before == after && before >= 0 else { continue }
+                    checked.add(1, ordering: .relaxed)
+                    if slot != before & (lock.slotCount - 1) { mismatches.add(1, ordering: .relaxed) }
+                }
+                steps.mark("reader \(thread)")
+            }
+        }
+        for thread in 0..<8 { #expect(steps.wait(for: "reader \(thread)")) }
+        #expect(checked.load(ordering: .relaxed) > 0, "every take moved between CPUs")
+        #expect(mismatches.load(ordering: .relaxed) == 0)
         #expect((0..<lock.slotCount).allSatisfy { lock.readers[$0].count.load(ordering: .relaxed) == 0 })
     }
 }

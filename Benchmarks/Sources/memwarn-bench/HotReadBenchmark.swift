@@ -1,5 +1,6 @@
 import Dispatch
 import Memwarn
+import MemwarnTestKit
 import Synchronization
 
 /// Reads of a few hot keys from one thread and from two threads at once, in `DiscardableCache`
@@ -97,16 +98,13 @@ struct HotReadBenchmark {
         let misses = Atomic<Int>(0)
         let start = monotonicNanoseconds()
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
-            // Each thread its own pseudo-random order (xorshift): threads walking one stride in
-            // step can lock into reading neighbouring objects at once, whose reference counts
-            // then share a cache line (measured: one run in three at half the throughput).
-            var state = UInt64(thread + 1) &* 0x9E37_79B9_7F4A_7C15
+            // Each thread its own pseudo-random order: threads walking one stride in step can
+            // lock into reading neighbouring objects at once, whose reference counts then share
+            // a cache line (measured: one run in three at half the throughput).
+            var random = SeededGenerator(seed: UInt64(thread + 1))
             var missed = 0
             for _ in 0..<readsPerThread {
-                state ^= state << 13
-                state ^= state >> 7
-                state ^= state << 17
-                let key = Int(truncatingIfNeeded: state >> 40) & (keys - 1)
+                let key = Int(truncatingIfNeeded: random.next()) & (keys - 1)
                 if read(key) != key { missed += 1 }
             }
             misses.add(missed, ordering: .relaxed)

@@ -11,7 +11,7 @@ struct LRUPeer {
     private var free: [Int32] = []
     private var newest: Int32 = -1
     private var oldest: Int32 = -1
-    private(set) var totalCost = 0
+    private var totalCost = 0
     let costLimit: Int
 
     init(costLimit: Int) { self.costLimit = costLimit }
@@ -43,15 +43,6 @@ struct LRUPeer {
         link(slot)
         while totalCost > costLimit && oldest >= 0 && oldest != slot { remove(oldest) }
         if totalCost > costLimit { remove(slot) }  // its own cost exceeds the limit
-    }
-
-    /// Removes entries, the least recently used first, until `bytes` are freed.
-    mutating func release(_ bytes: Int) {
-        var freed = 0
-        while freed < bytes && oldest >= 0 {
-            freed += costs[Int(oldest)]
-            remove(oldest)
-        }
     }
 
     private mutating func remove(_ slot: Int32) {

@@ -179,6 +179,9 @@ public final class DiscardableCache<Key: Hashable & Sendable, Value> {
     @inlinable
     public func object(forKey key: Key) -> Value? {
         let slot = lock.lockShared()
+        // Through the pointer, not the `storage` property: through the property's addressor the
+        // storage was copied for the borrow (measured at 20,000 entries: gets 1.28× a locked
+        // Dictionary's, against 1.19× this way).
         let found = storageAddress.pointee.peek(key)
         lock.unlockShared(slot)
         switch found {

@@ -47,12 +47,6 @@ final class FrequencyTable: @unchecked Sendable {
         capacity = newCapacity
     }
 
-    /// Starts loading the slot's count, to be counted after other memory work.
-    @inlinable
-    func prefetch(_ slot: Int32) {
-        prefetchForRelease(UInt(bitPattern: counts + Int(slot)))
-    }
-
     /// Counts a read of the slot's entry (any thread, under the cache's shared lock).
     @inlinable
     func recordRead(_ slot: Int32) {

@@ -10,10 +10,3 @@ import CLinuxCalls
 func prefetchForRelease(_ address: UInt) {
     memwarn_prefetch_for_write(UnsafeRawPointer(bitPattern: address))
 }
-
-/// The CPU the calling thread runs on, or -1 when the system cannot say. Not inlinable, for
-/// the same reason as ``prefetchForRelease(_:)``.
-@usableFromInline
-func currentCPU() -> Int {
-    Int(memwarn_current_cpu())
-}
