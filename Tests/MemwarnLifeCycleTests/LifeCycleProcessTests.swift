@@ -49,18 +49,35 @@ struct LifeCycleProcessTests {
             let critical = try #require(criticalReport)
 
             let entries = try #require(critical["entries"] as? [[String: Any]])
-            let terminated = entries.filter { $0["tier"] as? String == "suspended-units" }
-            #expect(terminated.map { $0["consumer"] as? String } == ["unit big", "unit mid"], "largest first, and it stopped at the target")
-            #expect(terminated.map { $0["bytesFreed"] as? Int } == [48 * Self.mebibyte, 32 * Self.mebibyte])
             #expect(!entries.contains { ($0["tier"] as? String == "caches") && ($0["bytesFreed"] as? Int ?? 0) > 0 },
                     "the active sessions' working sets are in use")
             #expect(critical["metTarget"] as? Bool == true)
+            // The target is usage back to the recovery mark, plus headroom for the growth the
+            // monitor measured while the ballast climbed (it cannot know the climb stops there):
+            // the part without headroom needs big and mid; the headroom, by how fast the
+            // ballast went in, may need small too.
             let target = try #require(critical["targetBytes"] as? Int)
-            #expect(target > 48 * Self.mebibyte && target <= 80 * Self.mebibyte, "big alone was not enough; big and mid were")
+            let headroom = try #require(critical["headroomBytes"] as? Int)
+            #expect(target - headroom > 48 * Self.mebibyte && target - headroom <= 80 * Self.mebibyte,
+                    "without headroom, big alone was not enough; big and mid were")
+            let firstTermination = entries.firstIndex { $0["tier"] as? String == "suspended-units" } ?? entries.endIndex
+            let freedBefore = entries[..<firstTermination].reduce(0) { $0 + ($1["bytesFreed"] as? Int ?? 0) }
+            var expected: [(id: String, bytes: Int)] = []
+            for (id, mebibytes, _) in Self.suspended where freedBefore + expected.reduce(0, { $0 + $1.bytes }) < target {
+                expected.append((id, mebibytes * Self.mebibyte))
+            }
+            #expect(expected.count >= 2)
+            let terminated = entries.filter { $0["tier"] as? String == "suspended-units" }
+            #expect(terminated.map { $0["consumer"] as? String } == expected.map { "unit \($0.id)" },
+                    "largest first, and it stopped at the target (\(target) bytes, \(headroom) of them headroom)")
+            #expect(terminated.map { $0["bytesFreed"] as? Int } == expected.map(\.bytes))
+            let terminatedIDs = Set(expected.map(\.id))
 
             // The monitor may release again on its own (another rise): its reports are skipped.
             let states = try probe.send("status", skipping: isReport).mapValues { ($0 as? String)?.split(separator: " ").first.map(String.init) }
-            #expect(states == ["big": "not-running", "mid": "not-running", "small": "suspended", "hot": "active", "warm": "active"])
+            var expectedStates = ["hot": "active", "warm": "active"]
+            for (id, _, _) in Self.suspended { expectedStates[id] = terminatedIDs.contains(id) ? "not-running" : "suspended" }
+            #expect(states == expectedStates)
             #expect(Double(try cgroup.usage()) < Double(limit) * 0.8, "the memory went back to the kernel")
 
             // Asked for again: the suspended one resumes, the terminated ones relaunch from
@@ -70,7 +87,7 @@ struct LifeCycleProcessTests {
             for (id, _, writes) in Self.suspended.reversed() {
                 let reply = try probe.send("activate \(id)", skipping: isReport)
                 #expect(reply["state"] as? String == "active")
-                #expect(reply["launches"] as? String == (id == "small" ? "1" : "2"))
+                #expect(reply["launches"] as? String == (terminatedIDs.contains(id) ? "2" : "1"))
                 #expect(reply["present"] as? String == "\(writes)")
                 #expect(reply["intact"] as? String == "true")
                 #expect(reply["lost"] as? String == "0", "lost writes of \(id)")
