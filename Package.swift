@@ -5,7 +5,8 @@
 //                   prctl, accept4, SO_PEERCRED, pipe2, unshare, malloc_trim, a fork-and-exec into a cgroup
 //   MemwarnSystem   the system layer: owned descriptors, one syscall wrapper (EINTR, SystemError),
 //                   the epoll EventLoop (registration ids, loop-thread assertions), sockets, pipes,
-//                   inotify, threads, spawning into a cgroup, line streams, sizes
+//                   inotify, threads, the package's lock (a pthread mutex the thread sanitizer sees),
+//                   spawning into a cgroup, line streams, sizes
 //   CgroupKit       the kernel side: discovery, file readers and strict parsers, libcgroup calls
 //   Memwarn         the library services link: readings, policy, growth, event sources, the release
 //                   order, the pressure monitor, the stores (caches, purgeable data, media, shared
@@ -94,6 +95,7 @@ let package = Package(
             name: "MemwarnLifeCycle",
             dependencies: [
                 "Memwarn",
+                "MemwarnSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -129,6 +131,7 @@ let package = Package(
             name: "MemwarnDemo",
             dependencies: [
                 "Memwarn",
+                "MemwarnSystem",
                 "MemwarnLifeCycle",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -177,6 +180,7 @@ let package = Package(
             name: "memwarn-growth-probe",
             dependencies: [
                 "Memwarn",
+                "MemwarnSystem",
                 "CgroupKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -188,6 +192,7 @@ let package = Package(
             name: "memwarn-lifecycle-probe",
             dependencies: [
                 "Memwarn",
+                "MemwarnSystem",
                 "MemwarnLifeCycle",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -224,6 +229,7 @@ let package = Package(
             dependencies: [
                 "Memwarn",
                 "MemwarnLifeCycle",
+                "MemwarnSystem",
                 "MemwarnTestKit",
                 "MemwarnTestTraits",
                 .product(name: "Logging", package: "swift-log"),

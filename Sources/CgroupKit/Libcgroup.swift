@@ -1,8 +1,8 @@
 import CLibcgroup
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+import MemwarnSystem
 
 /// The calls memwarn makes into libcgroup (Debian's `libcgroup-dev`, version 2.0.2).
 ///
@@ -10,7 +10,7 @@ import Glibc
 /// once. libcgroup 2.0.2 works on cgroup v1 hierarchies only for the calls used here: it
 /// cannot name cgroup2 paths (see `LINUX-SIGNALS.md`).
 public enum Libcgroup {
-    private static let lock = Mutex<Bool>(false)
+    private static let lock = Locked<Bool>(false)
 
     /// Runs `body` under the library lock, after `cgroup_init` has succeeded once.
     private static func withLibrary<T>(_ body: () throws(CgroupError) -> T) throws(CgroupError) -> T {

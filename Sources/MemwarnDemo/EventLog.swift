@@ -1,11 +1,11 @@
 import Foundation
-import Synchronization
+import MemwarnSystem
 
 /// The demo's output: one JSON object a line on stdout, written whole, with the seconds since
 /// the start in `t`.
 final class EventLog: Sendable {
     private let start = ContinuousClock.now
-    private let lock = Mutex(())
+    private let lock = Locked(())
 
     var seconds: Double {
         let (seconds, attoseconds) = (ContinuousClock.now - start).components

@@ -1,7 +1,7 @@
 import Foundation
 import Memwarn
 import MemwarnLifeCycle
-import Synchronization
+import MemwarnSystem
 
 /// A user's session, a memwarn unit: notes the user writes (each acknowledged), and a working
 /// set of purgeable pages — in use while the session is in the foreground, purgeable once it is
@@ -15,7 +15,7 @@ final class UserSession: LifeCycleDelegate {
 
     let file: String
     let workingSet = DiscardableCache<Int, PurgeableData>()
-    private let notes = Mutex<[String]>([])
+    private let notes = Locked<[String]>([])
 
     init(id: String, directory: String) {
         file = "\(directory)/\(id).notes"

@@ -24,6 +24,7 @@ import Foundation
 import Logging
 import Memwarn
 import ServiceLifecycle
+import MemwarnSystem
 
 struct Options {
     var rate = 25.0

@@ -1,4 +1,5 @@
 import Memwarn
+import MemwarnSystem
 
 /// How a callback handler ended.
 public enum HandlerOutcome: Sendable, Hashable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 public import Logging
 public import Memwarn
+import MemwarnSystem
 
 /// The process's life cycle and its units: `UIApplication` for a Linux service.
 ///

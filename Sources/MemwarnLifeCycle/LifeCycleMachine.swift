@@ -1,4 +1,5 @@
 import Memwarn
+import MemwarnSystem
 
 /// The state of one ``LifeCycleApplication`` or ``LifeCycleUnit`` and the running of its transitions: one at a
 /// time, in the order asked, each checked against ``LifeCycleTransition/all`` and delivering

@@ -1,4 +1,5 @@
 import Memwarn
+import MemwarnSystem
 
 extension LifeCycleUnit {
     /// Wakes the unit in the background if it does not run, holds a background task, and runs

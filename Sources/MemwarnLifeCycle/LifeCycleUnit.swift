@@ -1,5 +1,6 @@
 public import Memwarn
 import Logging
+import MemwarnSystem
 
 /// One unit of a service with its own life cycle, as a scene is one of an app's: a tenant, a
 /// client session, an open document. Units are made and found through ``LifeCycleApplication``.

@@ -1,7 +1,7 @@
 import Foundation
 import Memwarn
 import MemwarnLifeCycle
-import Synchronization
+import MemwarnSystem
 
 /// A client session as a unit: a working set held in a `DiscardableCache` of `PurgeableData`
 /// (in use while the session is in the foreground, purgeable once it is in the background),
@@ -19,13 +19,13 @@ final class SessionDelegate: LifeCycleDelegate {
     let overrunsTermination: Bool
     let workingSet = DiscardableCache<Int, PurgeableData>()
     /// Memory the session can rebuild and lets go of on a memory warning (none unless planned).
-    private let scratch: Mutex<[UInt8]>
-    private let writes = Mutex<[Int]>([])
-    private let restoredWrites = Mutex<Int?>(nil)
+    private let scratch: Locked<[UInt8]>
+    private let writes = Locked<[Int]>([])
+    private let restoredWrites = Locked<Int?>(nil)
 
     init(id: String, workingSetBytes: Int, scratchBytes: Int, directory: String, overrunsTermination: Bool) {
         self.id = id
-        scratch = Mutex([UInt8](repeating: 1, count: scratchBytes))
+        scratch = Locked([UInt8](repeating: 1, count: scratchBytes))
         self.workingSetBytes = workingSetBytes
         self.stateFile = "\(directory)/\(id).state"
         self.overrunsTermination = overrunsTermination

@@ -30,10 +30,10 @@ import Logging
 import Memwarn
 import MemwarnLifeCycle
 import ServiceLifecycle
-import Synchronization
+import MemwarnSystem
 
 let output = FileHandle.standardOutput
-let outputLock = Mutex(())
+let outputLock = Locked(())
 
 func reply(_ object: some Encodable) {
     let encoder = JSONEncoder()
@@ -72,10 +72,10 @@ struct SessionPlan: Sendable {
 }
 
 let directory = try PrivateDirectory.makeTemporary(prefix: "memwarn-lifecycle-probe")  // fresh, 0700
-let plans = Mutex<[String: SessionPlan]>([:])
-let sessions = Mutex<[String: SessionDelegate]>([:])
+let plans = Locked<[String: SessionPlan]>([:])
+let sessions = Locked<[String: SessionDelegate]>([:])
 /// What each session acknowledged, kept outside the session: what a client was told.
-let acknowledged = Mutex<[String: Int]>([:])
+let acknowledged = Locked<[String: Int]>([:])
 let logger: Logger = {
     var logger = Logger(label: "memwarn-lifecycle-probe")
     logger.logLevel = .critical

@@ -135,7 +135,9 @@ public final class ConstrainedRun: Sendable {
     ///   - onSample: called with each usage reading (see ``Options/sampleInterval``).
     public func wait(onLevel: @escaping @Sendable (LevelEvent) -> Void = { _ in },
                      onSample: @escaping @Sendable (SoakSample) -> Void = { _ in }) async -> ConstrainedRunReport {
-        var configuration = MonitorConfiguration(policy: options.policy, cgroupPath: cgroup.location.path)
+        // The command's cgroup, not this process's: a service manager's MEMORY_PRESSURE_WATCH in
+        // memwarn's environment names memwarn's own unit, and PSI on v1 is not the cgroup's own.
+        var configuration = MonitorConfiguration(policy: options.policy, cgroupPath: cgroup.location.path, environment: [:])
         configuration.watchesPressureStall = false  // usage against the limit: the cgroup's own signal
         let monitor = PressureMonitor(configuration: configuration, logger: logger)
         let changes = Locked<[ConstrainedRunReport.LevelChange]>([])

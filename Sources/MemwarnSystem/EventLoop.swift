@@ -1,5 +1,4 @@
 import CLinuxCalls
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,7 +15,7 @@ import Glibc
 /// since have given to another file) is dropped, never delivered to the new watcher.
 package final class EventLoop: @unchecked Sendable {
     // @unchecked: `handlers`, `deadlines`, `nextTag`, `nextDeadline` and `state` are touched only
-    // on the loop's thread (asserted); `inbox` is guarded by its Mutex; `owner` is written once,
+    // on the loop's thread (asserted); `inbox` is guarded by its lock; `owner` is written once,
     // before the loop's first turn, by the thread that runs it, and read by it.
 
     /// A watched descriptor, for ``rewatch(_:for:)`` and ``unwatch(_:)``.
@@ -44,7 +43,7 @@ package final class EventLoop: @unchecked Sendable {
     private var nextDeadline: UInt64 = 1
     private var state = State.idle
     private var owner: pthread_t?
-    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private let inbox = Locked<[@Sendable () -> Void]>([])
 
     /// A loop that is not running yet.
     ///

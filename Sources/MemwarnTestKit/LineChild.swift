@@ -1,5 +1,4 @@
 public import MemwarnSystem
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +16,7 @@ public final class LineChild: Sendable {
     /// The program, for messages.
     public let program: String
     private let child: WaitedChild
-    private let input: Mutex<FileDescriptor?>
+    private let input: Locked<FileDescriptor?>
     private let output: LineStream
     private let errors: LineStream?
 
@@ -56,7 +55,7 @@ public final class LineChild: Sendable {
                 errors = nil
             }
             pid = child.pid
-            input = Mutex(toChild.keepingWriteEnd())
+            input = Locked(toChild.keepingWriteEnd())
             output = try LineStream(reading: fromChild.keepingReadEnd(), name: "memwarn-child-out")
         } catch {
             throw ChildProcessError("\(program) could not be started: \(error)")

@@ -1,6 +1,5 @@
 import CgroupKit
 import MemwarnSystem
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,7 +17,7 @@ public final class MemoryHog: Sendable {
     /// the cgroup holds besides the hog's memory (the process itself, its stack and heap).
     public let baselineBytes: Int
     /// The hogs this process started and has not terminated, by pid.
-    private static let started = Mutex<[Int32: LineChild]>([:])
+    private static let started = Locked<[Int32: LineChild]>([:])
 
     /// The reply to a ``hold(_:)``.
     public struct Held: Sendable {

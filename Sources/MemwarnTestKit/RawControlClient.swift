@@ -1,5 +1,4 @@
 import MemwarnSystem
-import Synchronization
 
 /// A Unix-socket client driven by hand: connect, send whatever a test wants (or nothing, as a
 /// flood of idle connections does), read to the end.
@@ -9,7 +8,7 @@ public final class RawControlClient: Sendable {
         public var description: String
     }
 
-    private let socket: Mutex<FileDescriptor?>
+    private let socket: Locked<FileDescriptor?>
 
     /// Connects to the socket at `path`; every read waits at most 10 s.
     public init(_ path: String) throws {
@@ -18,7 +17,7 @@ public final class RawControlClient: Sendable {
             let socket = try FileDescriptor.unixStreamSocket(nonBlocking: false)
             try socket.setTimeouts(.seconds(10))
             try socket.connect(to: address)
-            self.socket = Mutex(socket)
+            self.socket = Locked(socket)
         } catch {
             throw ConnectError(description: "\(error)")
         }

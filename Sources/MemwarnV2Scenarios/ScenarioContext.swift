@@ -3,6 +3,7 @@ import CgroupKit
 import Logging
 import Memwarn
 import MemwarnTestKit
+import MemwarnSystem
 
 /// What a scenario body works with: the products beside the runner, the cgroups it makes
 /// (removed when it ends, passed or not), and the details its verdict line shows.

@@ -1,6 +1,7 @@
 import Memwarn
 import Testing
 @testable import MemwarnLifeCycle
+import MemwarnSystem
 
 /// `beginBackgroundTask`, `endBackgroundTask` and `backgroundTimeRemaining`, as UIKit documents them.
 @Suite("Background tasks")

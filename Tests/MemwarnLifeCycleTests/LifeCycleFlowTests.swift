@@ -1,6 +1,7 @@
 import Memwarn
 import Testing
 @testable import MemwarnLifeCycle
+import MemwarnSystem
 
 /// The life cycle as a service drives it: launch, background, suspension, resumption, and
 /// the errors for what may not happen.

@@ -3,6 +3,7 @@ import Memwarn
 
 import Testing
 @testable import MemwarnLifeCycle
+import MemwarnSystem
 
 /// A delegate that records every callback with the state its subject was in at the time,
 /// and can be told to misbehave.

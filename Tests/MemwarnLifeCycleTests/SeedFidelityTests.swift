@@ -1,6 +1,7 @@
 import Memwarn
 import Testing
 @testable import MemwarnLifeCycle
+import MemwarnSystem
 
 /// The life cycle held against the seeds' own sentences (`../shared/seeds`: Apple's "Managing
 /// Your App's Life Cycle", "About the App Launch Sequence", "Handle Background Events", the

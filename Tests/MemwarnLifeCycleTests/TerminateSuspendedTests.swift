@@ -1,6 +1,7 @@
 import Memwarn
 import Testing
 @testable import MemwarnLifeCycle
+import MemwarnSystem
 
 /// Terminating suspended units, in process: who goes, in which order, what happens to their
 /// consumers, and how they come back.

@@ -1,5 +1,4 @@
 import MemwarnSystem
-import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -25,7 +24,7 @@ import Glibc
     }
 
     final class Recorder: Sendable {
-        private let log = Mutex<[String]>([])
+        private let log = Locked<[String]>([])
         func record(_ event: String) { log.withLock { $0.append(event) } }
         var events: [String] { log.withLock { $0 } }
     }
@@ -38,7 +37,7 @@ import Glibc
 
     /// Descriptors kept open by the test for the loop's lifetime.
     final class Held: Sendable {
-        private let kept = Mutex<[Kept]>([])
+        private let kept = Locked<[Kept]>([])
         func keep(_ descriptor: consuming FileDescriptor) -> Kept {
             let kept = Kept(descriptor)
             self.kept.withLock { $0.append(kept) }
@@ -72,7 +71,7 @@ import Glibc
             try first.descriptor.signalCounter()
             try second.descriptor.signalCounter()
             let numbers = (first.descriptor.rawValue, second.descriptor.rawValue)
-            let registrations = Mutex<[Int32: EventLoop.Registration]>([:])
+            let registrations = Locked<[Int32: EventLoop.Registration]>([:])
             for kept in [first, second] {
                 let descriptor = kept.descriptor.rawValue
                 let registration = try loop.watch(kept.descriptor, for: .readable) { _ in

@@ -1,6 +1,7 @@
 import Synchronization
 import Testing
 @testable import Memwarn
+import MemwarnSystem
 
 /// The seam between the cache and the allocators behind its values: content that discards into
 /// a batch, and the memory returners a release ends with.
@@ -9,7 +10,7 @@ import Testing
     final class Ledger: Sendable {
         let adds = Atomic<Int>(0)
         let finishes = Atomic<Int>(0)
-        let addsAtFinish = Mutex<[Int]>([])
+        let addsAtFinish = Locked<[Int]>([])
     }
 
     /// A batch's lane for ``Content``: it counts the discards and is finished once.

@@ -1,23 +1,11 @@
 import Synchronization
 import Testing
 @testable import Memwarn
+import MemwarnSystem
 
 /// Helpers shared by the cache and release suites, namespaced so they cannot clash with
 /// other suites' helpers in this target.
 enum CacheFixtures {
-    /// A value behind a pthread mutex (memwarn's `CacheLock`). Not `Synchronization.Mutex`:
-    /// on Linux that lock is a bare futex the thread sanitizer cannot see, so every access
-    /// under it is reported as a race.
-    final class Locked<Value>: @unchecked Sendable {
-        // @unchecked: `value` is only touched while `lock` is held.
-        private let lock = Lock()
-        private var value: Value
-        init(_ value: Value) { self.value = value }
-        func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-            try lock.withLock { try body(&value) }
-        }
-    }
-
     /// A delegate that records every value the cache lets go, in order, and can run an
     /// action (such as calling back into the cache) on each one. For single-threaded tests.
     final class EvictionLog: DiscardableCacheDelegate, @unchecked Sendable {

@@ -4,6 +4,7 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 @testable import Memwarn
+import MemwarnSystem
 
 /// The forecast on a real cgroup v1 memory cgroup with a real child process: a steady climb is
 /// warned of before the warning mark; a flat load with noise is not.

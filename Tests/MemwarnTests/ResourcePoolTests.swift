@@ -4,6 +4,7 @@ import Glibc
 #endif
 import Synchronization
 @testable import Memwarn
+import MemwarnSystem
 
 /// A failed system call, as the tests' `close` closures report it.
 struct SystemCallError: Error, Equatable {
@@ -16,7 +17,7 @@ final class DescriptorPoolFixture: Sendable {
     static let bytesPerHandle = 4096
     let opens = Atomic(0)
     let closes = Atomic(0)
-    let reported = Mutex<[ResourceCloseError]>([])
+    let reported = Locked<[ResourceCloseError]>([])
 
     /// The lowest descriptor number handed out: high (4000, or just under the soft limit),
     /// so that a test may close a descriptor behind the pool's back without the number being
@@ -154,7 +155,7 @@ struct ResourcePoolTests {
 
     @Test func aThrowingCloseClosureIsReportedNotSwallowed() async throws {
         struct DeviceBusy: Error {}
-        let reported = Mutex<[ResourceCloseError]>([])
+        let reported = Locked<[ResourceCloseError]>([])
         let pool = ResourcePool<Int>(name: "camera", bytesPerHandle: 1 << 20, maximumCount: 2, coordinator: nil,
                                      onCloseError: { error in reported.withLock { $0.append(error) } },
                                      open: { 7 }, close: { _ in throw DeviceBusy() })

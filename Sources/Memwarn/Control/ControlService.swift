@@ -1,7 +1,7 @@
 public import Logging
 public import ServiceLifecycle
 import Foundation
-import Synchronization
+import MemwarnSystem
 
 /// The control endpoint that `memwarn trigger` talks to, as a service: add it to the
 /// `ServiceGroup` beside the monitor to let local tools ask the process to release memory.
@@ -33,7 +33,7 @@ public final class ControlService: Service, Sendable {
     private let directory: String?
     private let isWithheld: Bool
     private let logger: Logger
-    private let serving = Mutex<(decided: Bool, socketPath: String?, waiters: [CheckedContinuation<String?, Never>])>((false, nil, []))
+    private let serving = Locked<(decided: Bool, socketPath: String?, waiters: [CheckedContinuation<String?, Never>])>((false, nil, []))
 
     /// A control service for `monitor`'s process.
     ///
@@ -118,7 +118,7 @@ public final class ControlService: Service, Sendable {
 
     /// Returns on graceful shutdown or cancellation of the calling task.
     private static func untilShutdown() async {
-        let stop = Mutex<(stopped: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+        let stop = Locked<(stopped: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
         await withTaskCancellationOrGracefulShutdownHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let stopped = stop.withLock { stop in

@@ -1,4 +1,5 @@
-import Synchronization
+import MemwarnSystem
+
 
 /// What memwarn's automatic releases have given back so far, so the growth estimate can add it
 /// to usage (a release is not a fall), and whether one is under way (a reading taken meanwhile
@@ -13,7 +14,7 @@ final class ReleaseLedger: Sendable {
         var inFlight = false
     }
 
-    private let state = Mutex(Entry())
+    private let state = Locked(Entry())
 
     /// The ledger now.
     var current: Entry { state.withLock { $0 } }

@@ -1,4 +1,5 @@
-import Synchronization
+import MemwarnSystem
+
 
 /// A large decoded image that can be dropped under memory pressure and rebuilt from its
 /// source file on next access: the "images and media read from files" that iOS asks apps to
@@ -24,10 +25,10 @@ public final class MediaAsset: Sendable {
 
     /// The source file.
     public let path: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Serializes decoding, so that concurrent accesses to a released asset decode once.
     /// Never taken while `state` is held.
-    private let decoding = Mutex(())
+    private let decoding = Locked(())
 
     /// Creates an asset for a file; nothing is read until the first access or ``load()``.
     ///

@@ -1,4 +1,4 @@
-import Synchronization
+import MemwarnSystem
 
 /// Decoded media by name, released under memory pressure: tier ``ReleaseTier/media``.
 ///
@@ -18,7 +18,7 @@ public final class MediaStore: MemoryConsumer, Sendable {
     public let name: String
     /// The release tier: ``ReleaseTier/media``.
     public let tier = ReleaseTier.media
-    private let assets = Mutex<[String: MediaAsset]>([:])
+    private let assets = Locked<[String: MediaAsset]>([:])
 
     /// Creates an empty store and registers it with `coordinator` (weakly: a deallocated
     /// store leaves by itself).

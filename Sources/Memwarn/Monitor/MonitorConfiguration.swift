@@ -8,7 +8,14 @@ public struct MonitorConfiguration: Sendable {
     /// The cgroup to watch, as in `/proc/PID/cgroup` or an absolute path under its mount;
     /// `nil` watches this process's own memory cgroup.
     public var cgroupPath: String?
-    /// Whether to register PSI triggers (or their sampling fallback).
+    /// Whether memory pressure stall (PSI) counts: its triggers (or their sampling fallback)
+    /// wake the monitor, and its `avg10` averages raise the level (``PressurePolicy/psiSomeWarningPercent``,
+    /// ``PressurePolicy/psiFullCriticalPercent``). With `false` the levels come from usage
+    /// against the limit and the cgroup's own notifications; snapshots still carry the PSI they
+    /// read. Turn it off when the PSI file read is not the watched cgroup's own: on cgroup v1 it
+    /// is the monitor's cgroup2 group or the whole system's, which another workload's reclaim
+    /// can raise (`memwarn run` does). systemd's pressure watch is the service manager's
+    /// request and follows ``environment``, not this flag.
     public var watchesPressureStall: Bool = true
     /// The environment consulted for systemd's `MEMORY_PRESSURE_WATCH` / `MEMORY_PRESSURE_WRITE`.
     public var environment: [String: String]

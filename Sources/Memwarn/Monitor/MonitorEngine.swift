@@ -47,7 +47,7 @@ final class MonitorEngine {
         self.logger = logger
         self.ledger = ledger
         self.output = output
-        evaluator = LevelEvaluator(policy: configuration.policy)
+        evaluator = LevelEvaluator(policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall)
         growth = GrowthTracker(policy: configuration.policy)
     }
 
@@ -166,7 +166,8 @@ final class MonitorEngine {
         let forecast = growth.observe(snapshot, ledgerBefore: ledgerBefore, ledgerAfter: ledger.current)
         var hint = hint, source = source
         // The forecast raises .warning only where nothing else already asks for it.
-        if LevelEvaluator.candidate(for: snapshot, current: evaluator.level, hint: hint, policy: policy) < .warning,
+        if LevelEvaluator.candidate(for: snapshot, current: evaluator.level, hint: hint, policy: policy,
+                                    countsPressureStall: evaluator.countsPressureStall) < .warning,
            ForecastRule.warns(forecast, snapshot: snapshot, policy: policy) {
             hint = .warning
             source = .forecast

@@ -1,5 +1,5 @@
 import Metrics
-import Synchronization
+import MemwarnSystem
 
 /// The metrics a monitor reports, named as Prometheus expects (`_bytes`, `_seconds`, `_total`):
 ///
@@ -37,7 +37,7 @@ final class MonitorMetrics: Sendable {
     private let exhaustions: Counter
     private let floor: Gauge
     private let transientErrors: Counter
-    private let reportedTally = Mutex(ForecastTally())
+    private let reportedTally = Locked(ForecastTally())
 
     init(factory: any MetricsFactory) {
         self.factory = factory

@@ -46,7 +46,7 @@ public final class PressureMonitor: Service, Sendable {
     /// The configuration it runs with.
     public let configuration: MonitorConfiguration
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let levelEvents = Broadcaster<LevelEvent>(replaysLatest: true)
     private let exhaustionChanges = Broadcaster<MemoryExhaustion>()
     private let exhausted = Atomic<Bool>(false)
@@ -191,7 +191,7 @@ public final class PressureMonitor: Service, Sendable {
         let sampler = SnapshotSampler(layout: layout, files: configuration.files)
         let ledger = ReleaseLedger()
         let releaseLoop = ReleaseLoop(context: .init(
-            sampler: sampler, policy: configuration.policy, ledger: ledger, metrics: metrics, logger: logger,
+            sampler: sampler, policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall, ledger: ledger, metrics: metrics, logger: logger,
             coordinators: { [weak self] in self?.state.withLock { state in state.coordinators.sorted { $0.key < $1.key }.map(\.value) } ?? [] },
             exhaustionChanged: { [weak self] change in self?.publish(change) }))
         let engine = MonitorEngine(loop: loop, sampler: sampler, configuration: configuration, logger: logger, ledger: ledger,
@@ -348,8 +348,10 @@ extension PressureMonitor {
     /// - Parameters:
     ///   - snapshot: one reading.
     ///   - policy: the marks.
+    ///   - countingPressureStall: whether PSI's averages count, as for a monitor whose
+    ///     ``MonitorConfiguration/watchesPressureStall`` is `true` (the default).
     /// - Returns: the level the reading alone reaches.
-    public static func level(of snapshot: PressureSnapshot, policy: PressurePolicy) -> MemoryPressureLevel {
-        LevelEvaluator.candidate(for: snapshot, current: .normal, hint: .normal, policy: policy)
+    public static func level(of snapshot: PressureSnapshot, policy: PressurePolicy, countingPressureStall: Bool = true) -> MemoryPressureLevel {
+        LevelEvaluator.candidate(for: snapshot, current: .normal, hint: .normal, policy: policy, countsPressureStall: countingPressureStall)
     }
 }

@@ -29,6 +29,8 @@ final class ReleaseLoop: @unchecked Sendable {
     struct Context: Sendable {
         var sampler: SnapshotSampler
         var policy: PressurePolicy
+        /// Whether PSI's averages count toward a level (``MonitorConfiguration/watchesPressureStall``).
+        var countsPressureStall: Bool
         var ledger: ReleaseLedger
         var metrics: MonitorMetrics
         var logger: Logger
@@ -116,7 +118,8 @@ final class ReleaseLoop: @unchecked Sendable {
         if let rise = reading.rise, rise > .normal {
             releaseLevel = rise
         } else if level > .normal, fresh.capacityBytes != nil, fresh.ratio >= policy.warningRatio {
-            let asked = LevelEvaluator.candidate(for: fresh, current: .normal, hint: .normal, policy: policy)
+            let asked = LevelEvaluator.candidate(for: fresh, current: .normal, hint: .normal, policy: policy,
+                                                 countsPressureStall: context.countsPressureStall)
             releaseLevel = min(level, max(.warning, asked))
         }
         guard let releaseLevel, !coordinators.isEmpty else {

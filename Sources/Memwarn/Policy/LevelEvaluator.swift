@@ -5,16 +5,21 @@
 /// its own, so it is tested without a kernel.
 struct LevelEvaluator: Sendable {
     var policy: PressurePolicy
+    /// Whether PSI's averages raise the level (``MonitorConfiguration/watchesPressureStall``).
+    var countsPressureStall: Bool
     private(set) var level: MemoryPressureLevel = .normal
     private var lowerSince: ContinuousClock.Instant?
 
-    init(policy: PressurePolicy) {
+    init(policy: PressurePolicy, countsPressureStall: Bool = true) {
         self.policy = policy
+        self.countsPressureStall = countsPressureStall
     }
 
     /// The level a snapshot asks for, given the current level (for hysteresis) and what the
-    /// waking signal itself says (an OOM kill is critical whatever the usage).
-    static func candidate(for snapshot: PressureSnapshot, current: MemoryPressureLevel, hint: MemoryPressureLevel, policy: PressurePolicy) -> MemoryPressureLevel {
+    /// waking signal itself says (an OOM kill is critical whatever the usage); PSI's averages
+    /// count only when `countsPressureStall`.
+    static func candidate(for snapshot: PressureSnapshot, current: MemoryPressureLevel, hint: MemoryPressureLevel, policy: PressurePolicy,
+                          countsPressureStall: Bool) -> MemoryPressureLevel {
         var wanted = hint
         if snapshot.capacityBytes != nil {
             let ratio = snapshot.ratio
@@ -25,7 +30,7 @@ struct LevelEvaluator: Sendable {
                 else { .normal }
             wanted = max(wanted, fromUsage)
         }
-        if let pressure = snapshot.pressure {
+        if countsPressureStall, let pressure = snapshot.pressure {
             if pressure.some.avg10 >= policy.psiSomeWarningPercent { wanted = max(wanted, .warning) }
             if let full = pressure.full, full.avg10 >= policy.psiFullCriticalPercent { wanted = max(wanted, .critical) }
         }
@@ -42,7 +47,7 @@ struct LevelEvaluator: Sendable {
 
     /// Evaluates a snapshot at `now`.
     mutating func evaluate(_ snapshot: PressureSnapshot, hint: MemoryPressureLevel, now: ContinuousClock.Instant) -> Outcome {
-        let wanted = Self.candidate(for: snapshot, current: level, hint: hint, policy: policy)
+        let wanted = Self.candidate(for: snapshot, current: level, hint: hint, policy: policy, countsPressureStall: countsPressureStall)
         if wanted >= level {
             lowerSince = nil
             guard wanted > level else { return Outcome() }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+import MemwarnSystem
 
 /// Where ``PurgeableData`` keeps its bytes: memory memwarn maps itself, outside malloc's heap,
 /// so that releasing purgeable content gives memory back to the kernel directly.

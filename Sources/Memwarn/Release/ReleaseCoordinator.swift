@@ -1,4 +1,5 @@
 import CLinuxCalls
+import MemwarnSystem
 
 /// Releases memory from registered consumers in the documented order when memory is tight.
 ///

@@ -1,4 +1,5 @@
-import Synchronization
+import MemwarnSystem
+
 
 /// A bounded pool of shared-resource handles — connections, file descriptors, devices — whose
 /// idle handles are closed when memory is tight or the owner goes to the background, and
@@ -79,7 +80,7 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
     private let openResource: @Sendable () throws -> Resource
     private let closeResource: @Sendable (Resource) throws -> Void
     private let onCloseError: (@Sendable (ResourceCloseError) -> Void)?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates an empty pool (nothing is opened until first borrowed) and registers it with
     /// `coordinator` (weakly: a deallocated pool leaves by itself).

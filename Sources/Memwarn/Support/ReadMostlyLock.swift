@@ -1,3 +1,4 @@
+public import MemwarnSystem  // public: the inlinable read path takes the system layer's Lock
 public import Synchronization
 #if canImport(Glibc)
 public import Glibc

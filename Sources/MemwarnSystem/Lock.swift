@@ -1,0 +1,50 @@
+#if canImport(Glibc)
+public import Glibc
+#endif
+
+/// A pthread mutex: the lock of every module in the package.
+///
+/// Used instead of `Synchronization.Mutex` for two reasons: the thread sanitizer does not see
+/// `Mutex`'s futex, so it reports accesses under one as races (it did, once in about thirty
+/// runs, on a resource pool's state); and state holding non-`Sendable` values (a cache's
+/// entries) cannot go through `Mutex`'s `sending` rules.
+@usableFromInline
+package final class Lock: @unchecked Sendable {
+    // @unchecked: the pthread mutex is the synchronization; it is allocated once and never moved.
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    @usableFromInline
+    package init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    @inlinable package func lock() { pthread_mutex_lock(mutex) }
+    @inlinable package func unlock() { pthread_mutex_unlock(mutex) }
+
+    @inlinable package func withLock<T: ~Copyable, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}
+
+/// A value guarded by a ``Lock``.
+package final class Locked<Value: ~Copyable>: @unchecked Sendable {
+    // @unchecked: `value` is read and written only inside `withLock`, under `lock`.
+    @usableFromInline let lock = Lock()
+    @usableFromInline var value: Value
+
+    @inlinable package init(_ value: consuming Value) { self.value = value }
+
+    /// Inlinable, so a caller in another module gets a specialized call, not a generic one.
+    @inlinable package func withLock<T: ~Copyable, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
+        try lock.withLock { () throws(E) -> T in try body(&value) }
+    }
+}
