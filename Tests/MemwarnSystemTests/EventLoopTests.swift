@@ -44,6 +44,7 @@ import Glibc
             return kept
         }
         func close(_ number: Int32) { kept.withLock { $0.removeAll { $0.descriptor.rawValue == number } } }
+        func kept(_ number: Int32) -> Kept? { kept.withLock { $0.first { $0.descriptor.rawValue == number } } }
     }
 
     @Test func aReadyEventfdReachesItsHandlerWithTheEventsThatFired() throws {
@@ -62,10 +63,11 @@ import Glibc
     @Test func anEventQueuedForAnUnwatchedDescriptorNeverReachesTheWatcherOfItsReusedNumber() throws {
         let held = Held()
         let events = try Self.runLoop { loop, recorder in
-            // Two ready descriptors: whichever handler runs first unwatches and closes the other,
-            // then makes a new eventfd (the kernel hands out the lowest free number: the one just
-            // closed) and watches it. The event already fetched for the old registration must be
-            // dropped, not delivered to the new handler.
+            // Two ready descriptors: whichever handler runs first unwatches the other, puts a new
+            // eventfd on its number (dup2 replaces what the number names in one step: waiting for
+            // the kernel to hand the freed number out again races the other suites' descriptors)
+            // and watches it. The event already fetched for the old registration must be dropped,
+            // not delivered to the new handler.
             let first = held.keep(try FileDescriptor.eventCounter())
             let second = held.keep(try FileDescriptor.eventCounter())
             try first.descriptor.signalCounter()
@@ -80,10 +82,10 @@ import Glibc
                     recorder.record("handler of the first-run descriptor")
                     if let stale = registrations.withLock({ $0.removeValue(forKey: other) }) {
                         loop.unwatch(stale)
-                        held.close(other)
-                        guard let reused = try? FileDescriptor.eventCounter() else { return }
-                        recorder.record(reused.rawValue == other ? "number reused" : "number not reused")
-                        let new = held.keep(reused)
+                        // `held` owns the number and closes it at the end; `fresh` closes its own.
+                        guard let fresh = try? FileDescriptor.eventCounter(), let new = held.kept(other) else { return }
+                        let replaced = dup2(fresh.rawValue, other) == other && fcntl(other, F_SETFD, FD_CLOEXEC) == 0
+                        recorder.record(replaced ? "number reused" : "dup2 failed: errno \(errno)")
                         _ = try? loop.watch(new.descriptor, for: .readable) { _ in recorder.record("new watcher fired") }
                     }
                     loop.schedule(at: .now + .milliseconds(100)) { loop.stop() }
