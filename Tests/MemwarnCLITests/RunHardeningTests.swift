@@ -31,25 +31,42 @@ extension RunCommandTests {
             return false
         }
 
+        /// Leftovers are made and cleaned in a test cgroup of this test's own: every `memwarn
+        /// status` and `run` removes dead runs' cgroups in its cgroup, and other suites run them
+        /// in the test process's cgroup at the same time.
         @Test(arguments: ["run", "status"])
-        func aRunKilledWithSIGKILLTakesItsCommandAlongAndTheNextRunOrStatusRemovesWhatItLeft(cleaner: String) throws {
-            let run = try RunCommandTests.startRunWithHog()
-            let pid = run.pid
-            let name = try #require(try RunCommandTests.runCgroups(of: pid).first)
-            let leftover = try RunCommandTests.ownCgroupDirectory() + "/" + name
+        func aRunKilledWithSIGKILLTakesItsCommandAlongAndTheNextRunOrStatusRemovesWhatItLeft(cleaner: String) async throws {
+            try await withTestCgroup(limit: 512 << 20) { parent in
+                defer { Self.removeRunCgroups(in: parent) }
+                let run = try LineChild([Self.memwarn, "run", "--memory-max", "64M", "--", RunCommandTests.hog], in: parent)
+                try run.send("hold \(8 << 20)")
+                #expect(try run.nextLine().hasPrefix("held "))
+                let pid = run.pid
+                let name = try #require(try Self.runCgroups(in: parent).first { $0.hasPrefix("memwarn-run-\(pid)-") })
+                let leftover = parent.location.directory + "/" + name
 
-            run.signal(SIGKILL)  // the memwarn run we started: it cannot clean up
-            _ = try run.waitForExit()
-            #expect(try Self.waitUntilEmpty(leftover), "the command died with its memwarn run (PR_SET_PDEATHSIG)")
-            let stillThere = FileManager.default.fileExists(atPath: leftover)
+                run.signal(SIGKILL)  // the memwarn run we started: it cannot clean up
+                _ = try run.waitForExit()
+                #expect(try Self.waitUntilEmpty(leftover), "the command died with its memwarn run (PR_SET_PDEATHSIG)")
+                #expect(FileManager.default.fileExists(atPath: leftover), "left behind")
 
-            let next = try ChildProcess.run([Self.memwarn] + (cleaner == "run" ? ["run", "--memory-max", "32M", "--", "/bin/true"] : ["status"]))
-            #expect(next.status == 0, "\(next.standardError)")
-            #expect(!FileManager.default.fileExists(atPath: leftover), "the leftover cgroup was removed")
-            if stillThere {  // (another suite's run may have removed it first)
+                let next = try ChildProcess.run([Self.memwarn] + (cleaner == "run" ? ["run", "--memory-max", "32M", "--", "/bin/true"] : ["status"]), in: parent)
+                #expect(next.status == 0, "\(next.standardError)")
+                #expect(!FileManager.default.fileExists(atPath: leftover), "the leftover cgroup was removed")
                 #expect(next.standardError.contains("memwarn \(cleaner): removed \(leftover), left by memwarn pid \(pid), which is gone"),
                         "\(next.standardError)")
             }
+        }
+
+        /// The `memwarn-run-` cgroups below a test cgroup.
+        static func runCgroups(in parent: TestCgroup) throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: parent.location.directory).filter { $0.hasPrefix("memwarn-run-") }
+        }
+
+        /// Removes what a failed test left below its test cgroup (empty cgroups: their commands
+        /// died with their runs), so the test cgroup itself can go.
+        static func removeRunCgroups(in parent: TestCgroup) {
+            for name in (try? runCgroups(in: parent)) ?? [] { rmdir(parent.location.directory + "/" + name) }
         }
 
         @Test func aHangUpEndsTheRunAsSIGTERMDoesAndRemovesTheCgroup() throws {
@@ -68,21 +85,25 @@ extension RunCommandTests {
             #expect(Set(try Self.deadRunCgroups()).subtracting(before).isEmpty, "no cgroup left behind by a run killed by SIGPIPE")
         }
 
-        @Test func aCgroupThatAlreadyHasTheRunsNameIsNeverAdopted() throws {
-            let own = try RunCommandTests.ownCgroupDirectory()
-            let record = RunCommandTests.temporaryFile("squatted")
-            defer { try? FileManager.default.removeItem(atPath: record) }
-            // Someone else's cgroup under the name the run will pick first (its pid is the shell's: exec keeps it).
-            let script = """
-                mkdir '\(own)'/memwarn-run-$$-1 && echo 1073741824 > '\(own)'/memwarn-run-$$-1/memory.limit_in_bytes \
-                && echo '\(own)'/memwarn-run-$$-1 > '\(record)' && exec '\(Self.memwarn)' run --memory-max 64M -- /bin/true
-                """
-            let result = try ChildProcess.run(["/bin/sh", "-c", script])
-            let squatted = try String(contentsOfFile: record, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-            defer { rmdir(squatted) }
-            #expect(result.status == 0, "\(result.standardError)")
-            #expect(try String(contentsOfFile: squatted + "/memory.limit_in_bytes", encoding: .utf8) == "1073741824\n", "its limit untouched")
-            #expect(!result.standardError.contains(squatted + ","), "the run used another name: \(result.standardError)")
+        @Test func aCgroupThatAlreadyHasTheRunsNameIsNeverAdopted() async throws {
+            // In a test cgroup of its own, where no other suite's status or run takes the squatted
+            // cgroup (named as a run's, its owner gone) for a leftover.
+            try await withTestCgroup(limit: 512 << 20) { parent in
+                defer { Self.removeRunCgroups(in: parent) }
+                let own = parent.location.directory
+                let record = RunCommandTests.temporaryFile("squatted")
+                defer { try? FileManager.default.removeItem(atPath: record) }
+                // Someone else's cgroup under the name the run will pick first (its pid is the shell's: exec keeps it).
+                let script = """
+                    mkdir '\(own)'/memwarn-run-$$-1 && echo 1073741824 > '\(own)'/memwarn-run-$$-1/memory.limit_in_bytes \\
+                    && echo '\(own)'/memwarn-run-$$-1 > '\(record)' && exec '\(Self.memwarn)' run --memory-max 64M -- /bin/true
+                    """
+                let result = try ChildProcess.run(["/bin/sh", "-c", script], in: parent)
+                let squatted = try String(contentsOfFile: record, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+                #expect(result.status == 0, "\(result.standardError)")
+                #expect(try String(contentsOfFile: squatted + "/memory.limit_in_bytes", encoding: .utf8) == "1073741824\n", "its limit untouched")
+                #expect(!result.standardError.contains(squatted + ","), "the run used another name: \(result.standardError)")
+            }
         }
 
         @Test func aRunWhoseMonitorFailsSaysSoOnStderrAndInTheReport() throws {

@@ -105,7 +105,10 @@ struct StatusAllTests {
                 let result = try await ChildProcess.runOffThePool([Self.memwarn, "status", "--all", "--json", "--cgroup", parent.location.path],
                                                                   environment: Self.environment)
                 #expect(result.status == 0, "\(result.standardError)")
-                #expect(result.standardError.isEmpty, "\(result.standardError)")
+                // Only the leftovers of a `memwarn run` killed elsewhere (another suite's), which
+                // every status removes, may be reported.
+                let complaints = result.standardError.split(separator: "\n").filter { !$0.hasPrefix("memwarn status: removed ") }
+                #expect(complaints.isEmpty, "\(result.standardError)")
                 let paths = try Self.array(result.standardOutput).compactMap { $0["cgroupPath"] as? String }
                 #expect(paths.first == parent.location.path)
                 if paths.count > 1 { sawChurn += 1 }
