@@ -18,13 +18,20 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     /// Makes a unit's delegate at each launch.
     public typealias DelegateFactory = @Sendable (LifeCycleUnit) async throws -> any LifeCycleDelegate<LifeCycleUnit>
 
+    /// An object held only to keep it alive, never used: a cache of non-`Sendable` values can
+    /// be held by the unit on any thread, since nothing reaches its values through this.
+    struct KeptAlive: @unchecked Sendable {
+        let object: AnyObject
+        init(_ object: AnyObject) { self.object = object }
+    }
+
     struct Storage {
         var delegate: (any LifeCycleDelegate<LifeCycleUnit>)?
         /// Strong: the unit keeps its consumers until it terminates.
         var consumers: [ObjectIdentifier: any MemoryConsumer] = [:]
         /// The stores that stand behind a consumer of `consumers` (a cache behind its
         /// `memoryConsumer`), kept as strongly.
-        var owners: [ObjectIdentifier: AnyObject] = [:]
+        var owners: [ObjectIdentifier: KeptAlive] = [:]
         var idleClosers: [ObjectIdentifier: any IdleHandleCloser] = [:]
         /// `didEnterBackground` completed since the unit last left the foreground.
         var saved = false
@@ -104,7 +111,7 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     /// - Parameter cache: a cache the unit owns.
     public func adopt<Key: Hashable & Sendable, Value>(_ cache: DiscardableCache<Key, Value>) {
         let consumer = cache.memoryConsumer
-        storage.withLock { $0.owners[ObjectIdentifier(consumer)] = cache }
+        storage.withLock { $0.owners[ObjectIdentifier(consumer)] = KeptAlive(cache) }
         adopt(consumer)
     }
 

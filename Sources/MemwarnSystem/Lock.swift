@@ -41,10 +41,14 @@ package final class Locked<Value: ~Copyable>: @unchecked Sendable {
     @usableFromInline let lock = Lock()
     @usableFromInline var value: Value
 
-    @inlinable package init(_ value: consuming Value) { self.value = value }
+    @inlinable package init(_ value: consuming sending Value) { self.value = value }
 
+    /// Runs `body` with the value, under the lock. As with `Synchronization.Mutex`, what goes in
+    /// and out is `sending`: a non-`Sendable` value inside cannot leak to another thread.
     /// Inlinable, so a caller in another module gets a specialized call, not a generic one.
-    @inlinable package func withLock<T: ~Copyable, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
-        try lock.withLock { () throws(E) -> T in try body(&value) }
+    @inlinable package func withLock<T: ~Copyable, E: Error>(_ body: (inout sending Value) throws(E) -> sending T) throws(E) -> sending T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
     }
 }

@@ -127,10 +127,12 @@ struct DiscardableCacheEvictionPolicyTests {
             case 6..<8:
                 inUse.removeValue(forKey: key)?.endContentAccess()
             default:
-                let freed = cache.release(ReleaseRequest(level: .warning, tier: .caches, targetBytes: Int(random.next() % 3_000)))
-                #expect(freed >= 0)
-                for (held, data) in inUse where Self.stored(cache, held) === data {
-                    #expect(!data.isContentDiscarded(), "step \(step): a release discarded content in use")
+                // A release keeps every entry in use where it is (a set over a limit may evict
+                // one: its content stays intact with its user, checked below).
+                let heldInCache = inUse.filter { Self.stored(cache, $0.key) === $0.value }
+                _ = cache.release(ReleaseRequest(level: .warning, tier: .caches, targetBytes: Int(random.next() % 3_000)))
+                for (held, data) in heldInCache {
+                    #expect(Self.stored(cache, held) === data, "step \(step): a release removed an entry in use")
                 }
             }
             for (held, data) in inUse {
@@ -277,6 +279,5 @@ struct DiscardableCacheEvictionPolicyTests {
 
     @Test func theDefaultOrderIsBalanced() {
         #expect(DiscardableCache<Int, Int>(coordinator: nil).releaseOrder == .balanced)
-        #expect(DiscardableCacheReleaseOrder.balanced.description == "balanced")
     }
 }

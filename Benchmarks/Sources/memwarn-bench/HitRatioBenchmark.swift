@@ -76,7 +76,7 @@ struct HitRatioBenchmark {
                                 fraction: fraction, numbers: numbers))
         }
         var releases: [ReleaseRow] = []
-        let zipf = traces[2].trace  // zipf 0.9
+        let zipf = traces.first { $0.name == "zipf 0.9" }!.trace
         for fraction in [0.01, 0.1] {
             for order in [DiscardableCacheReleaseOrder.balanced, .largestFirst, .coldestFirst] {
                 progress("release of half the bytes, \(order), at \(fixed(fraction * 100, 1)) %")

@@ -40,7 +40,7 @@ struct HotReadBenchmark {
         var threads: Int
         /// Every run's wall-clock time, in nanoseconds; the figures are the median's.
         var runs: [UInt64]
-        var medianNanoseconds: UInt64 { runs.sorted()[(runs.count - 1) / 2] }
+        var medianNanoseconds: UInt64 { UInt64(LatencySummary(runs.map(Int64.init)).percentile(50)) }
         var readsPerSecond: Double {
             Double(threads * HotReadBenchmark.readsPerThread) / (Double(medianNanoseconds) / 1_000_000_000)
         }

@@ -35,6 +35,7 @@ struct MemwarnBench {
         do {
             guard let command = arguments.first else { throw UsageError("no benchmark named") }
             let options = try parseOptions(Array(arguments.dropFirst()))
+            let progress = { (step: String) in if isatty(2) == 1 { writeError(step + "\n") } }
             switch command {
             case "latency":
                 let crossings = try options.integer("--crossings", default: 200)
@@ -52,7 +53,6 @@ struct MemwarnBench {
             case "cache":
                 let sizes = try options.integers("--sizes", default: [20_000, 100_000, 1_000_000])
                 guard sizes.allSatisfy({ $0 >= 1 }) else { throw UsageError("--sizes must all be at least 1") }
-                let progress = { (step: String) in if isatty(2) == 1 { writeError(step + "\n") } }
                 let result = try CacheBenchmark(sizes: sizes).run(progress: progress)
                 let hotReads = try HotReadBenchmark().run(progress: progress)
                 var combined = result.json
@@ -64,12 +64,9 @@ struct MemwarnBench {
                 guard keys >= 1_000, requests >= 4 * HitRatioBenchmark.window else {
                     throw UsageError("--keys must be at least 1000 and --requests at least \(4 * HitRatioBenchmark.window)")
                 }
-                let result = HitRatioBenchmark(keys: keys, requests: requests).run { step in
-                    if isatty(2) == 1 { writeError(step + "\n") }
-                }
+                let result = HitRatioBenchmark(keys: keys, requests: requests).run(progress: progress)
                 emit(report: result.report, json: json ? result.json : nil)
             case "release":
-                let progress = { (step: String) in if isatty(2) == 1 { writeError(step + "\n") } }
                 // The huge-page heap child measures malloc's heap, so it runs [UInt8] values only.
                 let result = try ReleaseBenchmark(values: isHugePageHeapChild ? [.arrays] : ReleasedValues.allCases).run(progress: progress)
                 if isHugePageHeapChild {

@@ -87,15 +87,10 @@ static inline void memwarn_prefetch_for_write(const void *address) {
     __builtin_prefetch((const char *)address - 16, 1, 3);
 }
 
-/// glibc declares sched_getcpu only under _GNU_SOURCE (see the top of this file); the symbol
-/// is always there.
-extern int sched_getcpu(void);
-
-/// The CPU the calling thread runs on, or -1. glibc (2.35 and later) reads it from the
+/// The CPU the calling thread runs on, or -1. glibc declares it only under _GNU_SOURCE (see the
+/// top of this file); the symbol is always there. glibc (2.35 and later) reads it from the
 /// thread's rseq area, without a system call: a few nanoseconds.
-static inline int memwarn_current_cpu(void) {
-    return sched_getcpu();
-}
+extern int sched_getcpu(void);
 
 /// Accepts a connection as a non-blocking, close-on-exec descriptor in one call, so a child
 /// spawned meanwhile never inherits it.

@@ -38,7 +38,6 @@ extension CacheStorage {
             if cost != queue.cost { problems.append("\(name) queue: cost \(cost) linked, \(queue.cost) counted") }
         }
         if seen.count != index.count { problems.append("\(seen.count) entries in the queues, \(index.count) in the index") }
-        if small.cost + main.cost != totalCost { problems.append("queues' cost \(small.cost + main.cost), total cost \(totalCost)") }
         for slot in freeSlots where nodes[Int(slot)].key != nil { problems.append("free slot \(slot) holds a key") }
         if values.count != nodes.count { problems.append("\(values.count) values for \(nodes.count) slots") }
         for slot in freeSlots where values[Int(slot)] != nil { problems.append("free slot \(slot) holds a value") }

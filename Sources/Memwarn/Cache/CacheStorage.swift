@@ -95,7 +95,8 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
     /// How many entries hold ``DiscardableContent``.
     @usableFromInline var discardableCount = 0
     @usableFromInline var freeSlots: [Int32] = []
-    @usableFromInline var totalCost = 0
+    /// The cost of every entry: the two queues' costs, which every link and unlink keeps.
+    @inlinable var totalCost: Int { small.cost + main.cost }
     @usableFromInline var countLimit = 0
     @usableFromInline var totalCostLimit = 0
     @usableFromInline var evictsDiscarded = true
@@ -162,7 +163,6 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
         if held >= 0 {
             slot = held
             let change = cost - nodes[Int(slot)].cost
-            totalCost += change
             if nodes[Int(slot)].queue == Self.smallQueue { small.cost += change } else { main.cost += change }
             values[Int(slot)] = value
             nodes[Int(slot)].cost = cost
@@ -187,7 +187,6 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
             frequencies[slot] = 0
             if previous >= 0 { nodes[Int(previous)].next = slot }
             if queue == Self.smallQueue { small.appendLinked(slot, cost: cost) } else { main.appendLinked(slot, cost: cost) }
-            totalCost += cost
         }
         if content != nil || !contents.isEmpty { setContent(content, at: slot) }
         return isOverLimits ? evictOverLimits(protecting: slot) : []
@@ -239,7 +238,6 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
         small = Queue()
         main = Queue()
         ghost = GhostKeys()
-        totalCost = 0
     }
 
     /// The value as ``DiscardableContent`` when it is one, with the answer for its dynamic
@@ -354,8 +352,8 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
         return value
     }
 
-    /// Unlinks the node in a slot, drops its value (if not taken already), frees the slot and
-    /// returns the node.
+    /// Unlinks the node in a slot, frees the slot and returns the node. Its value must have been
+    /// taken already (``remove(_:)``, or a release that dropped it).
     ///
     /// - Complexity: O(1).
     @inlinable @discardableResult
@@ -363,9 +361,7 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
         unlink(slot)
         var node = Node.empty
         swap(&node, &nodes[Int(slot)])  // a move: no retain and release of the key
-        values[Int(slot)] = nil
         index[node.key!] = nil
-        totalCost -= node.cost
         setContent(nil, at: slot)
         freeSlots.append(slot)
         return node

@@ -16,7 +16,7 @@ extension DiscardableCache {
     /// The cost of entries whose content was already discarded.
     ///
     /// - Complexity: O(n) when the cache holds discardable content, else O(1).
-    public var discardedBytes: Int { lock.withLock { storage.discardedCost } }
+    public var discardedBytes: Int { lock.withSharedLock { storage.discardedCost } }
 
     /// Releases memory: in tier ``ReleaseTier/discarded`` the entries whose content is gone;
     /// in ``ReleaseTier/caches`` entries not under access, in ``releaseOrder``, until

@@ -1,6 +1,5 @@
 import MemwarnSystem
 
-
 /// A large decoded image that can be dropped under memory pressure and rebuilt from its
 /// source file on next access: the "images and media read from files" that iOS asks apps to
 /// discard on a memory warning.

@@ -18,7 +18,9 @@ import Synchronization
 /// count reaches zero. Counting pages rather than blocks at the region level means freeing a
 /// block changes the region's count only when one of its pages empties: most frees are one or
 /// two atomic decrements, not three.
-struct PurgeableRegion {
+struct PurgeableRegion: @unchecked Sendable {
+    // @unchecked: a handle to shared memory: its header changes only by atomics or under the
+    // arena's lock (the table above), and its blocks belong to the values holding them.
     let base: UnsafeMutableRawPointer
     let geometry: Geometry
 

@@ -5,5 +5,5 @@ import CLinuxCalls
 /// reads it from the thread's rseq area, so the call costs a few nanoseconds.
 @usableFromInline
 func currentCPU() -> Int {
-    Int(memwarn_current_cpu())
+    Int(sched_getcpu())
 }
