@@ -43,7 +43,9 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The hard limit: bytes or with a unit (64M, 1.5G).", valueName: "size"))
     var memoryMax: String
 
-    @Option(name: .long, help: ArgumentHelp("The throttling limit (cgroup v2 only).", valueName: "size"))
+    @Option(name: .long, help: ArgumentHelp(
+        "The throttling limit, cgroup v2 only: a size, or max for none (default on v2: halfway between the critical mark and --memory-max, 95% on the default policy).",
+        valueName: "size|max"))
     var memoryHigh: String?
 
     @Option(name: .long, help: ArgumentHelp("Also write the report as JSON to this file.", valueName: "file"))
@@ -64,8 +66,8 @@ struct RunCommand: AsyncParsableCommand {
         guard maximum >= ByteSize.smallestLimit else {
             throw ValidationError("--memory-max: \(memoryMax) is below the smallest limit, 1M: no command can start under it")
         }
-        if let memoryHigh {
-            guard let high = ByteSize.parse(memoryHigh) else { throw ValidationError("--memory-high: \"\(memoryHigh)\" is not a size") }
+        if let memoryHigh, memoryHigh != "max" {
+            guard let high = ByteSize.parse(memoryHigh) else { throw ValidationError("--memory-high: \"\(memoryHigh)\" is not a size (or max, for none)") }
             guard high >= ByteSize.smallestLimit else {
                 throw ValidationError("--memory-high: \(memoryHigh) is below the smallest limit, 1M: no command can start under it")
             }
@@ -85,7 +87,7 @@ struct RunCommand: AsyncParsableCommand {
         var logger = Logger(label: "memwarn")
         logger.logLevel = .error
         let options = ConstrainedRun.Options(
-            command: command, memoryMaxBytes: ByteSize.parse(memoryMax) ?? 0, memoryHighBytes: memoryHigh.flatMap(ByteSize.parse), policy: policy)
+            command: command, memoryMaxBytes: ByteSize.parse(memoryMax) ?? 0, memoryHigh: Self.memoryHighSetting(memoryHigh), policy: policy)
         // The report's file is made before the command starts: a path that cannot be written
         // is an error now, not after the run.
         if let report, !FileManager.default.createFile(atPath: report, contents: nil) {
@@ -137,6 +139,12 @@ struct RunCommand: AsyncParsableCommand {
             }
         }
         throw ExitCode(result.exitCode)
+    }
+
+    /// `--memory-high`: absent, automatic; `max`, none; else the size (validated).
+    static func memoryHighSetting(_ text: String?) -> MemoryHighSetting {
+        guard let text else { return .automatic }
+        return text == "max" ? .none : ByteSize.parse(text).map { .bytes($0) } ?? .automatic
     }
 
     static func summary(_ result: ConstrainedRunReport) -> [String] {

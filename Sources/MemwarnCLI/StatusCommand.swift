@@ -64,16 +64,52 @@ struct StatusCommand: AsyncParsableCommand {
             return
         }
         let sampler = SnapshotSampler(layout: layout)
+        // A monitor armed here as a service's would be (this user, this environment): how long
+        // arming takes and how usage reaches it. Its thresholds register while growth is measured.
+        var logger = Logger(label: "memwarn")
+        logger.logLevel = .critical
+        let armed = ContinuousClock.now
+        let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy, cgroupPath: layout.memory?.path), logger: logger)
         let span = PressurePolicy.parseDuration(growthSample) ?? .zero
         let (snapshot, forecast) = span > .zero
             ? try await PressureForecast.measure(sampler: sampler, readings: 11, interval: span / 10, policy: policy)
             : (try sampler.sample(), nil)
         let level = PressureMonitor.level(of: snapshot, policy: policy)
-        let report = StatusReport(layout: layout, snapshot: snapshot, level: level, forecast: forecast)
+        let report = StatusReport(layout: layout, snapshot: snapshot, level: level, forecast: forecast,
+                                  monitor: await Self.summary(of: monitor, armedAt: armed))
         if target.json {
             print(try report.json())
         } else {
             print(report.text(policy: policy))
         }
+    }
+
+    /// What the monitor armed at `armedAt` did; waits up to a second for thresholds still being
+    /// registered (cgroup v1 as root).
+    static func summary(of monitor: PressureMonitor, armedAt: ContinuousClock.Instant) async -> StatusReport.MonitorSummary {
+        guard let arming = monitor.arming else {
+            let error: String
+            do {
+                try await monitor.run()
+                error = "unknown"
+            } catch let failure {
+                error = "\(failure)"
+            }
+            return .init(usageWatch: "none", armedMilliseconds: 0, sources: [], error: error)
+        }
+        var thresholds: Double?
+        if arming.pendingThresholds > 0 {
+            let deadline = ContinuousClock.now + .seconds(1)
+            while monitor.usageWatch != .thresholds && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            if monitor.usageWatch == .thresholds { thresholds = milliseconds(ContinuousClock.now - armedAt - arming.duration) }
+        }
+        return .init(usageWatch: (monitor.usageWatch ?? arming.usageWatch).name, armedMilliseconds: milliseconds(arming.duration),
+                     thresholdsMilliseconds: thresholds, sources: monitor.watchedSources, error: nil)
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Double {
+        (Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15 * 10).rounded() / 10
     }
 }

@@ -34,9 +34,26 @@ struct StatusReport: Encodable {
     var growthBytesPerSecond: Double?
     var secondsToCritical: Double?
     var secondsToLimit: Double?
+    /// What a monitor made here does: how long it took to arm, how usage reaches it, its sources.
+    var monitor: MonitorSummary?
     var notes: [String]
 
-    init(layout: CgroupLayout, snapshot: PressureSnapshot, level: MemoryPressureLevel, forecast: PressureForecast?) {
+    /// A monitor armed by `status` on the cgroup, as a service's would be.
+    struct MonitorSummary: Encodable {
+        /// `thresholds`, `adaptive-sampling` or `polling` (see ``MonitorArming/UsageWatch``).
+        var usageWatch: String
+        /// From creating the monitor to armed, in milliseconds.
+        var armedMilliseconds: Double
+        /// cgroup v1 as root: how long the usage thresholds took to register after arming, in
+        /// milliseconds (`nil` where there are none, or when they took longer than status waited).
+        var thresholdsMilliseconds: Double?
+        var sources: [String]
+        /// Why the monitor could not be armed, if it could not.
+        var error: String?
+    }
+
+    init(layout: CgroupLayout, snapshot: PressureSnapshot, level: MemoryPressureLevel, forecast: PressureForecast?, monitor: MonitorSummary? = nil) {
+        self.monitor = monitor
         mode = layout.mode.rawValue
         cgroupPath = snapshot.cgroup?.path
         cgroupDirectory = snapshot.cgroup?.directory
@@ -58,14 +75,14 @@ struct StatusReport: Encodable {
             notes.append("no cgroup limit applies: usage is the system's MemTotal - MemAvailable")
         }
         if let memory = layout.memory, memory.version == .v1, access(memory.file("cgroup.event_control"), W_OK) != 0 {
-            notes.append("cgroup.event_control is root's: a monitor run by this user polls usage every poll_interval instead of v1 notifications")
+            notes.append("cgroup.event_control is root's: a monitor run by this user samples usage adaptively instead of v1 notifications")
         }
         self.notes = notes
     }
 
     private enum CodingKeys: String, CodingKey {
         case mode, cgroupPath, cgroupDirectory, measure, usageBytes, cgroupUsageBytes, limitBytes, limitFile, limitCgroup
-        case systemTotalBytes, ratio, level, psi, growthBytesPerSecond, secondsToCritical, secondsToLimit, notes
+        case systemTotalBytes, ratio, level, psi, growthBytesPerSecond, secondsToCritical, secondsToLimit, monitor, notes
     }
 
     /// Seconds to a tenth.
@@ -91,6 +108,7 @@ struct StatusReport: Encodable {
         try container.encode(growthBytesPerSecond, forKey: .growthBytesPerSecond)
         try container.encode(secondsToCritical, forKey: .secondsToCritical)
         try container.encode(secondsToLimit, forKey: .secondsToLimit)
+        try container.encode(monitor, forKey: .monitor)
         try container.encode(notes, forKey: .notes)
     }
 
@@ -119,6 +137,19 @@ struct StatusReport: Encodable {
             lines.append("growth    \(Self.bytes(UInt64(max(0, growthBytesPerSecond))))/s: the limit in \(String(format: "%.1f", secondsToLimit)) s")
         } else {
             lines.append("growth    none measured")
+        }
+        if let monitor {
+            if let error = monitor.error {
+                lines.append("monitor   could not be armed: \(error)")
+            } else {
+                let watch = switch monitor.usageWatch {
+                case "thresholds": "usage thresholds (kernel events), sampled in the guard bands below the marks"
+                case "adaptive-sampling": "usage sampled adaptively (no usage events here)"
+                default: "usage polled every poll_interval (adaptive sampling off)"
+                }
+                let thresholds = monitor.thresholdsMilliseconds.map { String(format: "; thresholds registered %.0f ms later", $0) } ?? ""
+                lines.append("monitor   armed in \(String(format: "%.1f", monitor.armedMilliseconds)) ms\(thresholds); \(watch)")
+            }
         }
         lines += notes.map { "note      \($0)" }
         return lines.joined(separator: "\n")

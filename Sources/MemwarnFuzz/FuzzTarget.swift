@@ -22,6 +22,13 @@ struct FuzzTarget: Sendable {
         },
         FuzzTarget(name: "psi", seeds: ["proc/pressure/memory", "memory.pressure"]) { _ = try? PressureStall.parse(text($0), path: "memory.pressure") },
         FuzzTarget(name: "meminfo", seeds: ["proc/meminfo"]) { _ = try? SystemMemory.parse(text($0), path: "meminfo") },
+        FuzzTarget(name: "usage-file", seeds: ["memory.current", "memory.usage_in_bytes", "proc/meminfo"]) { bytes in
+            // What adaptive sampling parses in place, hundreds of times a second: a byte count, or /proc/meminfo's start.
+            bytes.withUnsafeBytes { raw in
+                _ = try? UsageFile.parseBytes(raw, path: "memory.current")
+                _ = try? UsageFile.parseMeminfo(raw, path: "meminfo")
+            }
+        },
         FuzzTarget(name: "policy-file", seeds: ["Config/memwarn.conf"]) { bytes in
             var policy = PressurePolicy()
             if (try? policy.apply(fileText: text(bytes), path: "memwarn.conf")) != nil { _ = try? policy.validate() }
@@ -37,6 +44,7 @@ struct FuzzTarget: Sendable {
         },
         FuzzTarget(name: "sizes", seeds: []) { _ = ByteSize.parse(text($0)) },
         FuzzTarget(name: "durations", seeds: []) { _ = PressurePolicy.parseDuration(text($0)) },
+        FuzzTarget(name: "growth-rates", seeds: []) { _ = PressurePolicy.parseGrowthRate(text($0)) },
         FuzzTarget(name: "control-request", seeds: []) { _ = try? ControlRequest(line: $0) },
         FuzzTarget(name: "control-reply", seeds: []) { _ = try? ControlReply(line: $0) },
         FuzzTarget(name: "ppm", seeds: []) { _ = try? PortablePixmap.decode($0, path: "fuzz.ppm") },

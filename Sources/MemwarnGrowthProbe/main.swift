@@ -4,6 +4,8 @@
 // rate until it has inserted a total. Run it under `memwarn run --memory-max SIZE`: it survives
 // or is OOM-killed. Tests and the `growth` benchmark use it. One JSON line per event on stdout:
 //
+//   {"event":"armed","usageWatch":..,"pendingThresholds":..,"armingMicros":..,"sinceStartMillis":..,
+//    "monotonicNanoseconds":.. (CLOCK_MONOTONIC once armed), "mainNanoseconds":.. (when main began)}
 //   {"event":"level","level":..,"source":..,"usage":..,"secondsToLimit":..}
 //   {"event":"release","level":..,"target":..,"headroom":..,"freed":..,"micros":..}
 //   {"event":"exhausted","floor":..,"usage":..} / {"event":"recovered","usage":..}
@@ -21,6 +23,16 @@
 //                         recovery mark) | none
 import CgroupKit
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `CLOCK_MONOTONIC` when main began (the `armed` line reports it, for the time-to-armed benchmark).
+let mainNanoseconds: Int = {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return now.tv_sec * 1_000_000_000 + now.tv_nsec
+}()
 import Logging
 import Memwarn
 import ServiceLifecycle
@@ -146,6 +158,13 @@ do {
     if options.releaser != "poller" && options.releaser != "none" {
         let configuration = MonitorConfiguration(policy: policy, environment: environment)
         let running = PressureMonitor(configuration: configuration, logger: logger)
+        // Armed by its initializer: before the load below can start.
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        emit("armed", ["usageWatch": running.arming?.usageWatch.name ?? "none", "pendingThresholds": running.arming?.pendingThresholds ?? 0,
+                       "armingMicros": running.arming.map { Int($0.duration.inSeconds * 1e6) } ?? -1,
+                       "sinceStartMillis": running.arming?.sinceProcessStart.map { Int($0.inSeconds * 1e3) } ?? -1,
+                       "monotonicNanoseconds": Int(now.tv_sec) * 1_000_000_000 + now.tv_nsec, "mainNanoseconds": mainNanoseconds])
         running.addObserver { event in
             emit("level", ["level": event.level.rawValue, "source": event.source.name, "usage": Int(event.snapshot.usageBytes),
                            "ratio": event.snapshot.ratio, "secondsToLimit": event.forecast?.secondsToLimit ?? -1])

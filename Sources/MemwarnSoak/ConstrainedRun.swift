@@ -14,9 +14,13 @@ public import Memwarn
 public final class ConstrainedRun: Sendable {
     /// What to run and how.
     public struct Options: Sendable {
+        /// The command and its arguments.
         public var command: [String]
+        /// The hard limit (`memory.max`, v1 `memory.limit_in_bytes`).
         public var memoryMaxBytes: UInt64
-        public var memoryHighBytes: UInt64?
+        /// The throttling limit (cgroup v2 `memory.high`): by default halfway between the critical
+        /// mark and the hard limit on v2, nothing on v1.
+        public var memoryHigh: MemoryHighSetting
         /// The command's environment.
         public var environment: [String: String]
         /// The monitor's policy.
@@ -30,12 +34,12 @@ public final class ConstrainedRun: Sendable {
         public var namePrefix: String
 
         /// - Parameter environment: the command's environment; `nil` passes this process's.
-        public init(command: [String], memoryMaxBytes: UInt64, memoryHighBytes: UInt64? = nil,
+        public init(command: [String], memoryMaxBytes: UInt64, memoryHigh: MemoryHighSetting = .automatic,
                     environment: [String: String]? = nil, policy: PressurePolicy = PressurePolicy(),
                     sampleInterval: Duration? = nil, standardOutput: Int32? = nil, namePrefix: String = "memwarn-run") {
             self.command = command
             self.memoryMaxBytes = memoryMaxBytes
-            self.memoryHighBytes = memoryHighBytes
+            self.memoryHigh = memoryHigh
             self.environment = environment ?? ProcessInfo.processInfo.environment
             self.policy = policy
             self.sampleInterval = sampleInterval
@@ -57,6 +61,19 @@ public final class ConstrainedRun: Sendable {
     public let leftoversRemoved: [Leftover]
     /// The cgroup it runs in.
     public let cgroup: MemoryCgroup
+    /// The run's monitor on the cgroup, armed before the command started.
+    private let monitor: PressureMonitor
+    /// The level changes since the monitor was armed, and who hears them as they come.
+    private let levels: Locked<LevelRecord>
+    /// Records the level changes from the monitor's stream, until its run ends.
+    private let recording: Task<Void, Never>
+
+    private struct LevelRecord {
+        var changes: [ConstrainedRunReport.LevelChange] = []
+        /// Changes that came before ``wait(onLevel:onSample:)`` gave a listener.
+        var unheard: [LevelEvent] = []
+        var listener: (@Sendable (LevelEvent) -> Void)?
+    }
     private let start: ContinuousClock.Instant
     private let logger: Logger
     private let forwarded = Locked(0)
@@ -82,7 +99,36 @@ public final class ConstrainedRun: Sendable {
         if let leaf = try ChildMemoryControl.enable(below: own, leafName: "\(options.namePrefix)-\(getpid())-0") {
             logger.notice("moved into a leaf cgroup so that the run's cgroup can have a memory limit", metadata: ["leaf": "\(leaf.path)"])
         }
-        let cgroup = try Self.makeCgroup(in: own, options: options)
+        let high = options.memoryHigh.bytes(memoryMax: options.memoryMaxBytes, criticalRatio: options.policy.criticalRatio,
+                                            isV2: own.version == .v2)
+        let cgroup = try Self.makeCgroup(in: own, options: options, highBytes: high)
+        // Armed before the command starts, so that its first allocation is already watched. The
+        // command's cgroup, not this process's: a service manager's MEMORY_PRESSURE_WATCH in
+        // memwarn's environment names memwarn's own unit, and PSI on v1 is not the cgroup's own.
+        var configuration = MonitorConfiguration(policy: options.policy, cgroupPath: cgroup.location.path, environment: [:])
+        configuration.watchesPressureStall = false  // usage against the limit: the cgroup's own signal
+        let monitor = PressureMonitor(configuration: configuration, logger: logger)
+        let levels = Locked(LevelRecord())
+        let start = ContinuousClock.now
+        // The stream starts with the first reading (replayed: nothing can have changed before the
+        // command starts) and buffers every change until the monitor's run ends.
+        let events = monitor.events()
+        let recording = Task {
+            for await event in events where event.level != event.previous || event.previous == nil {
+                let change = ConstrainedRunReport.LevelChange(seconds: Self.seconds(since: start), level: event.level.rawValue,
+                                                              usageBytes: event.snapshot.usageBytes)
+                let listener = levels.withLock { record in
+                    record.changes.append(change)
+                    if record.listener == nil { record.unheard.append(event) }
+                    return record.listener
+                }
+                listener?(event)
+            }
+        }
+        self.monitor = monitor
+        self.levels = levels
+        self.recording = recording
+        self.start = start
         do {
             var spawn = ChildSpawn([executable] + options.command.dropFirst(), environment: options.environment.map { "\($0.key)=\($0.value)" })
             spawn.arguments[0] = name
@@ -91,18 +137,18 @@ public final class ConstrainedRun: Sendable {
             spawn.parentDeathSignal = SIGKILL  // the command dies with this process, whatever kills it
             child = try WaitedChild(spawn)
         } catch {
+            recording.cancel()
             try? cgroup.remove()
             throw StartError(description: "\(name): \(error)")
         }
         self.cgroup = cgroup
         self.options = options
         self.logger = logger
-        start = .now
     }
 
     /// Creates the run's cgroup, `<prefix>-<pid>-<n>`, exclusively: a cgroup that already has
     /// the name (made by someone else) is never adopted — the next number is tried.
-    private static func makeCgroup(in own: CgroupLocation, options: Options) throws(CgroupError) -> MemoryCgroup {
+    private static func makeCgroup(in own: CgroupLocation, options: Options, highBytes: UInt64?) throws(CgroupError) -> MemoryCgroup {
         while true {
             let number = counter.withLock { counter in
                 counter += 1
@@ -110,7 +156,7 @@ public final class ConstrainedRun: Sendable {
             }
             do {
                 return try MemoryCgroup(parent: own, name: "\(options.namePrefix)-\(getpid())-\(number)",
-                                        maximumBytes: options.memoryMaxBytes, highBytes: options.memoryHighBytes)
+                                        maximumBytes: options.memoryMaxBytes, highBytes: highBytes)
             } catch where error.errno == EEXIST && number < 1_000 {
                 continue
             }
@@ -135,20 +181,14 @@ public final class ConstrainedRun: Sendable {
     ///   - onSample: called with each usage reading (see ``Options/sampleInterval``).
     public func wait(onLevel: @escaping @Sendable (LevelEvent) -> Void = { _ in },
                      onSample: @escaping @Sendable (SoakSample) -> Void = { _ in }) async -> ConstrainedRunReport {
-        // The command's cgroup, not this process's: a service manager's MEMORY_PRESSURE_WATCH in
-        // memwarn's environment names memwarn's own unit, and PSI on v1 is not the cgroup's own.
-        var configuration = MonitorConfiguration(policy: options.policy, cgroupPath: cgroup.location.path, environment: [:])
-        configuration.watchesPressureStall = false  // usage against the limit: the cgroup's own signal
-        let monitor = PressureMonitor(configuration: configuration, logger: logger)
-        let changes = Locked<[ConstrainedRunReport.LevelChange]>([])
+        let monitor = self.monitor
         let start = self.start
-        let watching = Task {
-            for await event in monitor.events() where event.level != event.previous || event.previous == nil {
-                let seconds = Self.seconds(since: start)
-                changes.withLock { $0.append(.init(seconds: seconds, level: event.level.rawValue, usageBytes: event.snapshot.usageBytes)) }
-                onLevel(event)
-            }
+        let unheard = levels.withLock { record in
+            record.listener = onLevel
+            defer { record.unheard = [] }
+            return record.unheard
         }
+        for event in unheard { onLevel(event) }
         let monitorError = Locked<String?>(nil)
         let monitoring = Task {
             do {
@@ -180,18 +220,18 @@ public final class ConstrainedRun: Sendable {
         sampling?.cancel()
         monitoring.cancel()
         _ = await monitoring.value
-        _ = await watching.value
+        await recording.value  // the stream ended with the run: every change is recorded
 
         let reader = cgroup.reader
         let oomKills = (try? reader.events().oomKill) ?? 0
         let peak = try? reader.peakUsage()
         let removed = removeCgroup()
-        let recorded = changes.withLock { $0 }
+        let recorded = levels.withLock { $0.changes }
         var warnings: [String: Int] = [:]
         for change in recorded where change.level != MemoryPressureLevel.normal.rawValue { warnings[change.level, default: 0] += 1 }
         return ConstrainedRunReport(
             command: options.command, cgroup: cgroup.location.path, memoryMaxBytes: options.memoryMaxBytes,
-            memoryHighBytes: options.memoryHighBytes, exit: exit, exitCode: exit.code, oomKills: oomKills,
+            memoryHighBytes: cgroup.highBytes, exit: exit, exitCode: exit.code, oomKills: oomKills,
             peakUsageBytes: peak ?? nil, warnings: warnings, levelChanges: recorded, durationSeconds: duration,
             cgroupRemoved: removed, samples: samples.withLock { $0 }, monitorError: monitorError.withLock { $0 })
     }

@@ -38,7 +38,9 @@ package final class EventLoop: @unchecked Sendable {
     private let wakeCounter: FileDescriptor
     private static let wakeTag: UInt64 = 0
     private var handlers: [UInt64: (descriptor: Int32, handler: (EpollEvents) -> Void)] = [:]
-    private var deadlines: [UInt64: (at: ContinuousClock.Instant, action: () -> Void)] = [:]
+    /// Pending deadlines, unordered: there are a handful at most, and a scan allocates nothing
+    /// (a monitor sampling usage wakes up to 200 times a second).
+    private var deadlines: [(id: UInt64, at: ContinuousClock.Instant, action: () -> Void)] = []
     private var nextTag: UInt64 = 1
     private var nextDeadline: UInt64 = 1
     private var state = State.idle
@@ -119,14 +121,14 @@ package final class EventLoop: @unchecked Sendable {
         assertOnLoop()
         let id = nextDeadline
         nextDeadline += 1
-        deadlines[id] = (instant, action)
+        deadlines.append((id, instant, action))
         return Deadline(id: id)
     }
 
     /// Cancels a deadline that has not run; a deadline that ran or was cancelled is ignored.
     package func cancel(_ deadline: Deadline) {
         assertOnLoop()
-        deadlines[deadline.id] = nil
+        if let index = deadlines.firstIndex(where: { $0.id == deadline.id }) { deadlines.swapAt(index, deadlines.count - 1); deadlines.removeLast() }
     }
 
     // MARK: Running
@@ -175,17 +177,34 @@ package final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// The index of the earliest pending deadline.
+    private func earliestDeadline() -> Int? {
+        var earliest: Int?
+        for index in deadlines.indices where earliest.map({ deadlines[index].at < deadlines[$0].at }) ?? true { earliest = index }
+        return earliest
+    }
+
     private func millisecondsToNextDeadline() -> Int32 {
-        guard let next = deadlines.values.map(\.at).min() else { return -1 }
-        let remaining = ContinuousClock.now.duration(to: next)
+        guard let next = earliestDeadline() else { return -1 }
+        let remaining = ContinuousClock.now.duration(to: deadlines[next].at)
         return remaining <= .zero ? 0 : Int32(clamping: remaining.roundedUpMilliseconds)
     }
 
+    /// Runs the deadlines due when the turn began, earliest first (one an action cancels does
+    /// not run; one it schedules waits for the next turn).
     private func runDueDeadlines() {
         let now = ContinuousClock.now
-        let due = deadlines.filter { $0.value.at <= now }.sorted { $0.value.at < $1.value.at }
-        for (id, entry) in due where deadlines.removeValue(forKey: id) != nil {
-            entry.action()
+        let scheduledBefore = nextDeadline
+        while true {
+            var due: Int?
+            for index in deadlines.indices where deadlines[index].at <= now && deadlines[index].id < scheduledBefore {
+                if due.map({ deadlines[index].at < deadlines[$0].at }) ?? true { due = index }
+            }
+            guard let index = due else { return }
+            let action = deadlines[index].action
+            deadlines.swapAt(index, deadlines.count - 1)
+            deadlines.removeLast()
+            action()
         }
     }
 }

@@ -12,6 +12,16 @@ extension FileDescriptor {
         try Syscall.nonBlocking("read") { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
     }
 
+    /// Reads up to `buffer.count` bytes from `offset` without moving the file position
+    /// (`pread`): a kernel file such as `memory.current` is generated anew by a read at offset 0,
+    /// so one open descriptor serves every reading.
+    ///
+    /// - Returns: the bytes read (0 at the end of the file).
+    /// - Throws: ``SystemError`` from `pread` (`ENODEV` for a cgroup file whose cgroup was removed).
+    package borrowing func read(into buffer: UnsafeMutableRawBufferPointer, atOffset offset: Int) throws(SystemError) -> Int {
+        try Syscall.retrying("pread") { Glibc.pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+    }
+
     /// Reads what is there into `chunk`'s storage (its count is the most read).
     ///
     /// - Returns: the bytes read, at the start of `chunk`; 0 at the end of the file; `nil` when

@@ -15,6 +15,8 @@ struct ProductPaths: Sendable {
     var hog: String { directory + "/memwarn-hog" }
     /// This runner, for `--in-container`.
     var scenarios: String { directory + "/memwarn-v2-scenarios" }
+    /// `memwarn-growth-probe`: the README's service, growing at a set rate.
+    var growthProbe: String { directory + "/memwarn-growth-probe" }
     /// `memwarn-lifecycle-probe`: client sessions as units, for terminate-suspended.
     var lifeCycleProbe: String { directory + "/memwarn-lifecycle-probe" }
 }

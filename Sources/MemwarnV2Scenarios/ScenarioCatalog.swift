@@ -10,6 +10,7 @@ enum ScenarioCatalog {
         RunCommandScenario.scenario,
         TerminateSuspendedScenario.scenario,
         SoakScenario.scenario,
+        GrowthSamplingScenario.scenario,
         ContainerScenario.scenario,
     ]
 }

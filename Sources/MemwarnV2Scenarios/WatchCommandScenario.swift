@@ -3,7 +3,7 @@ import MemwarnTestKit
 
 /// `memwarn watch --json` (the static CLI) on a v2 cgroup with a 64 MiB `memory.max`, the policy
 /// from `MEMWARN_*` variables: the initial line, then one line per change as a hog steps to
-/// 85 %, 95 % and 0 % (warning, critical, normal, found by polling `memory.current`); every
+/// 85 %, 95 % and 0 % (warning, critical, normal, found by sampling `memory.current`); every
 /// line has the same keys; SIGTERM ends it with status 0.
 enum WatchCommandScenario {
     static let scenario = Scenario(name: "cli-watch-json", timeLimit: .seconds(180), body: run)
@@ -24,7 +24,7 @@ enum WatchCommandScenario {
             try await hog.hold(fraction, of: hogCgroupLimit)
             let change = try await line(watch)
             try expect(change["level"] as? String == level && change["previous"] as? String == previous
-                       && ["poll", "recheck"].contains(change["source"] as? String ?? ""),
+                       && ["usage-sample", "poll", "recheck"].contains(change["source"] as? String ?? ""),
                        "at \(Int(fraction * 100))% expected \(previous) -> \(level) found by sampling memory.current, got \(change)")
             seen.append("\(level) by \(change["source"] as? String ?? "?") at ratio \(change["ratio"].map { "\($0)" } ?? "?")")
         }

@@ -23,6 +23,7 @@ struct MonitorIntegrationTests {
             let events = try await withRunningMonitor(monitor) { iterator in
                 let first = try await next(&iterator)
                 #expect(first.level == .normal && first.previous == nil && first.source == .initial)
+                try await waitForUsageThresholds(monitor)
                 #expect(first.snapshot.limit?.bytes == Self.limit)
                 var seen: [LevelEvent] = []
                 for fraction in [0.60, 0.85, 0.95] {
@@ -56,6 +57,7 @@ struct MonitorIntegrationTests {
             let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
             try await withRunningMonitor(monitor) { iterator in
                 _ = try await next(&iterator)
+                try await waitForUsageThresholds(monitor)
                 try hog.hold(0.85, of: cgroup, besides: overhead)
                 let warning = try await next(&iterator)
                 #expect(warning.level == .warning)
@@ -77,6 +79,7 @@ struct MonitorIntegrationTests {
             let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
             let sources = try await withRunningMonitor(monitor) { iterator in
                 _ = try await next(&iterator)
+                try await waitForUsageThresholds(monitor)
                 return monitor.watchedSources
             }
             let thresholds = sources.filter { $0.hasPrefix("usage-threshold") }
@@ -87,6 +90,7 @@ struct MonitorIntegrationTests {
             }
             #expect(sources.contains("oom-control"))
             #expect(!sources.contains { $0.hasPrefix("poll") }, "a v1 cgroup with a limit needs no polling: \(sources)")
+            #expect(sources.contains { $0.hasPrefix("sample ") && $0.contains("guard band") }, "sampled only in the guard bands: \(sources)")
         }
     }
 

@@ -20,3 +20,16 @@ func withRunningMonitor<T: Sendable>(_ monitor: PressureMonitor, _ body: (inout 
         throw error
     }
 }
+
+/// cgroup v1 as root: waits until the monitor's usage thresholds are registered. They follow
+/// arming by about 0.3 s (the kernel takes an RCU grace period for each); usage is sampled
+/// meanwhile, so a test about the kernel's events waits for them first.
+func waitForUsageThresholds(_ monitor: PressureMonitor, within limit: Duration = .seconds(10)) async throws {
+    let deadline = ContinuousClock.now + limit
+    while monitor.usageWatch != .thresholds {
+        guard ContinuousClock.now < deadline else {
+            throw ChildProcessError("the usage thresholds were not registered within \(limit): \(monitor.watchedSources)")
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}

@@ -9,21 +9,40 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
-/// CPU time of this process's threads, found by name in `/proc/self/task`.
+/// CPU time of threads — this process's or a child's —, found by name in `/proc/PID/task`.
 enum ThreadCPU {
     /// The id of this process's thread named `name` (`/proc/self/task/<tid>/comm`, set with
     /// `pthread_setname_np`), or `nil` when there is none.
     static func thread(named name: String) -> Int32? {
-        guard let directory = opendir("/proc/self/task") else { return nil }
+        threads(named: name).first
+    }
+
+    /// The ids of the threads named `name` of process `pid` (this one by default), ascending.
+    static func threads(named name: String, in pid: Int32? = nil) -> [Int32] {
+        let process = pid.map(String.init) ?? "self"
+        guard let directory = opendir("/proc/\(process)/task") else { return [] }
         defer { closedir(directory) }
+        var found: [Int32] = []
         while let entry = readdir(directory) {
             let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
             guard let tid = Int32(entryName) else { continue }
-            if readSmallFile("/proc/self/task/\(tid)/comm")?.trimmingNewline == name { return tid }
+            if readSmallFile("/proc/\(process)/task/\(tid)/comm")?.trimmingNewline == name { found.append(tid) }
         }
-        return nil
+        return found.sorted()
+    }
+
+    /// A thread's time on a CPU in nanoseconds (the first field of `/proc/PID/task/TID/schedstat`,
+    /// the scheduler's own account), for a thread of any process this one may read.
+    static func scheduledNanoseconds(pid: Int32, tid: Int32) -> UInt64? {
+        guard let text = readSmallFile("/proc/\(pid)/task/\(tid)/schedstat"), let first = text.split(separator: " ").first else { return nil }
+        return UInt64(first)
+    }
+
+    /// A thread's context switches, as ``contextSwitches(tid:)``, for a thread of process `pid`.
+    static func contextSwitches(pid: Int32, tid: Int32) -> UInt64? {
+        contextSwitches(statusPath: "/proc/\(pid)/task/\(tid)/status")
     }
 
     /// The thread's CPU time (user + system) in nanoseconds, from its per-thread CPU clock
@@ -48,7 +67,11 @@ enum ThreadCPU {
     /// The thread's context switches (`voluntary_ctxt_switches + nonvoluntary_ctxt_switches` of
     /// `/proc/self/task/<tid>/status`): about one a wake-up for a thread that sleeps between wake-ups.
     static func contextSwitches(tid: Int32) -> UInt64? {
-        guard let status = readSmallFile("/proc/self/task/\(tid)/status") else { return nil }
+        contextSwitches(statusPath: "/proc/self/task/\(tid)/status")
+    }
+
+    private static func contextSwitches(statusPath: String) -> UInt64? {
+        guard let status = readSmallFile(statusPath) else { return nil }
         var total: UInt64 = 0
         var found = 0
         for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {

@@ -5,14 +5,48 @@ import Glibc
 #endif
 
 /// `memwarn-bench growth`: whether a service holding only releasable memory survives growth,
-/// under `memwarn run --memory-max`, for three releasers side by side in one run — memwarn's
-/// release loop, the release before it (on a rise only, to the recovery mark, on the monitor's
-/// thread) and a 100 ms poller that releases to the recovery mark at or above the warning mark.
-/// The service is `memwarn-growth-probe` (default policy, one unlimited cache of 1 MiB entries,
-/// `--total` MiB inserted at each rate); it survives (exit 0) or is OOM-killed (137). Runs are
-/// sequential, the releasers taking turns at each limit and rate so contention falls on all three.
+/// under `memwarn run --memory-max`, for several peers side by side in one run. The service is
+/// `memwarn-growth-probe` (default policy, one unlimited cache of 1 MiB entries, `--total` MiB
+/// inserted at each rate); it survives (exit 0) or is OOM-killed (137). The peers differ in how
+/// the probe's monitor learns of usage (how it is run) or in how it releases:
+///
+/// - `events`: memwarn's release loop, the probe run as root: cgroup v1 usage thresholds (after
+///   the ~0.3 s they take to register, adaptive sampling before), guard bands below the marks;
+/// - `sampling`: the same probe run as nobody (`setpriv`), who may not register v1 thresholds:
+///   adaptive sampling, the path of cgroup v2 and of hosts without a limit;
+/// - `poll-1s`, `poll-100ms`: as nobody with adaptive sampling off (`MEMWARN_WORST_CASE_GROWTH=0`),
+///   usage read every second (what those hosts had before) or every 100 ms;
+/// - `rise-only`, `poller`: root, the release before the growth work (on a rise only, to the
+///   recovery mark, on the monitor's thread) and a 100 ms thread that releases to the recovery
+///   mark at or above the warning mark (the peers of the growth work's own grid).
+///
+/// Runs are sequential, the peers taking turns at each limit and rate so contention falls on all.
 struct GrowthBenchmark {
-    static let releasers = ["memwarn", "rise-only", "poller"]
+    /// One way of running the probe.
+    struct Peer: Sendable {
+        var name: String
+        /// The probe's `--releaser`.
+        var releaser: String
+        /// Run the probe as nobody (`setpriv`).
+        var asNobody: Bool
+        /// Added to the probe's environment.
+        var environment: [String: String]
+
+        static let all = [
+            Peer(name: "events", releaser: "memwarn", asNobody: false, environment: [:]),
+            Peer(name: "sampling", releaser: "memwarn", asNobody: true, environment: [:]),
+            Peer(name: "poll-1s", releaser: "memwarn", asNobody: true, environment: ["MEMWARN_WORST_CASE_GROWTH": "0"]),
+            Peer(name: "poll-100ms", releaser: "memwarn", asNobody: true,
+                 environment: ["MEMWARN_WORST_CASE_GROWTH": "0", "MEMWARN_POLL_INTERVAL": "100ms"]),
+            Peer(name: "rise-only", releaser: "rise-only", asNobody: false, environment: [:]),
+            Peer(name: "poller", releaser: "poller", asNobody: false, environment: [:]),
+        ]
+        static let defaultNames = ["events", "sampling", "poll-1s", "poll-100ms"]
+
+        static func named(_ name: String) -> Peer? { all.first { $0.name == name } }
+    }
+
+    static let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     /// A run still going after this many times its expected duration (total / rate) is killed.
     static let timeoutFactor = 3.0
     /// The least time a run gets before it counts as hung: start-up (a cgroup made, two processes
@@ -21,6 +55,7 @@ struct GrowthBenchmark {
     /// The probe's warning mark: it runs the default policy.
     static let warningRatio = PressurePolicy().warningRatio
 
+    var peers: [Peer]
     var limitsMiB: [Int]
     var rates: [Int]
     var totalMiB: Int
@@ -29,7 +64,7 @@ struct GrowthBenchmark {
     var probe: String
 
     /// Reads the two executables' paths from `MEMWARN_CLI` and `MEMWARN_GROWTH_PROBE`.
-    init(limitsMiB: [Int], rates: [Int], totalMiB: Int, repeats: Int) throws {
+    init(peers: [Peer], limitsMiB: [Int], rates: [Int], totalMiB: Int, repeats: Int) throws {
         let environment = ProcessInfo.processInfo.environment
         guard let cli = environment["MEMWARN_CLI"], !cli.isEmpty,
               let probe = environment["MEMWARN_GROWTH_PROBE"], !probe.isEmpty else {
@@ -39,7 +74,7 @@ struct GrowthBenchmark {
         for path in [cli, probe] where access(path, X_OK) != 0 {
             throw BenchmarkError("\(path) is not an executable file (from MEMWARN_CLI / MEMWARN_GROWTH_PROBE)")
         }
-        (self.limitsMiB, self.rates, self.totalMiB, self.repeats, self.cli, self.probe) = (limitsMiB, rates, totalMiB, repeats, cli, probe)
+        (self.peers, self.limitsMiB, self.rates, self.totalMiB, self.repeats, self.cli, self.probe) = (peers, limitsMiB, rates, totalMiB, repeats, cli, probe)
     }
 
     /// How a run ended.
@@ -63,7 +98,12 @@ struct GrowthBenchmark {
 
     /// One run of the probe under `memwarn run`, and what its JSON lines said.
     struct Run {
+        /// The peer's name.
         var releaser: String
+        /// Whether the peer runs memwarn's release loop (forecasts and releases are reported).
+        var runsMemwarn: Bool
+        /// How the probe's monitor watched usage (its `armed` line), e.g. `thresholds`.
+        var usageWatch: String?
         var limitMiB: Int
         var rate: Int
         var repeatIndex: Int
@@ -98,9 +138,9 @@ struct GrowthBenchmark {
         for limit in limitsMiB {
             for rate in rates {
                 for repeatIndex in 0..<repeats {
-                    for releaser in Self.releasers {
-                        let run = try self.run(releaser: releaser, limitMiB: limit, rate: rate, repeatIndex: repeatIndex)
-                        var line = "\(limit) MiB, \(rate) MiB/s, \(releaser)\(repeats > 1 ? " #\(repeatIndex + 1)" : ""): \(run.ending.cell) after \(fixed(run.seconds, 1)) s"
+                    for peer in peers {
+                        let run = try self.run(peer, limitMiB: limit, rate: rate, repeatIndex: repeatIndex)
+                        var line = "\(limit) MiB, \(rate) MiB/s, \(peer.name)\(repeats > 1 ? " #\(repeatIndex + 1)" : ""): \(run.ending.cell) after \(fixed(run.seconds, 1)) s"
                         line += ", \(run.releaseMicros.count) releases"
                         if case .timedOut = run.ending { line += " (limit \(fixed(timeout(rate: rate), 1)) s)" }
                         if case .failed(_, let reason) = run.ending { line += " (\(reason))" }
@@ -114,7 +154,7 @@ struct GrowthBenchmark {
     }
 
     /// Runs `memwarn run --memory-max <limit>M -- memwarn-growth-probe ...` to its end, or kills it at the time limit.
-    private func run(releaser: String, limitMiB: Int, rate: Int, repeatIndex: Int) throws -> Run {
+    private func run(_ peer: Peer, limitMiB: Int, rate: Int, repeatIndex: Int) throws -> Run {
         let files = FileManager.default.temporaryDirectory.appendingPathComponent("memwarn-bench-\(getpid())-growth")
         let outputPath = files.path + ".out", errorPath = files.path + ".err"
         for path in [outputPath, errorPath] where !FileManager.default.createFile(atPath: path, contents: nil) {
@@ -125,8 +165,9 @@ struct GrowthBenchmark {
         // Files, not pipes: with two pipes one could fill while the other is read.
         let process = Process()
         process.executableURL = URL(fileURLWithPath: cli)
-        process.arguments = ["run", "--memory-max", "\(limitMiB)M", "--", probe,
-                             "--rate", "\(rate)", "--total", "\(totalMiB)", "--releaser", releaser]
+        process.arguments = ["run", "--memory-max", "\(limitMiB)M", "--"] + (peer.asNobody ? Self.nobody : [])
+            + [probe, "--rate", "\(rate)", "--total", "\(totalMiB)", "--releaser", peer.releaser]
+        process.environment = ProcessInfo.processInfo.environment.merging(peer.environment) { $1 }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
@@ -159,7 +200,8 @@ struct GrowthBenchmark {
             let last = errors.split(separator: "\n").last.map(String.init) ?? "no message"
             ending = .failed(status: status, reason: last)
         }
-        var run = Run(releaser: releaser, limitMiB: limitMiB, rate: rate, repeatIndex: repeatIndex, ending: ending, status: status, seconds: seconds, releaseMicros: [])
+        var run = Run(releaser: peer.name, runsMemwarn: peer.releaser == "memwarn", limitMiB: limitMiB, rate: rate, repeatIndex: repeatIndex,
+                      ending: ending, status: status, seconds: seconds, releaseMicros: [])
         let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         run.read(probeOutput: output)
         return run
@@ -183,6 +225,8 @@ extension GrowthBenchmark.Run {
         for line in probeOutput.split(separator: "\n") {
             guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
             switch event["event"] as? String {
+            case "armed":
+                usageWatch = event["usageWatch"] as? String
             case "level" where forecastTime == nil && event["source"] as? String == "forecast":
                 forecastUsage = number(event["usage"])
                 forecastTime = number(event["t"])
@@ -228,7 +272,7 @@ extension GrowthBenchmark {
             return best
         }
 
-        var memwarnRuns: [Run] { runs.filter { $0.releaser == "memwarn" } }
+        var memwarnRuns: [Run] { runs.filter(\.runsMemwarn) }
         /// Forecast leads of the memwarn runs, in nanoseconds (for ``LatencySummary``).
         var leads: LatencySummary { LatencySummary(memwarnRuns.compactMap(\.forecastLead).map { Int64($0 * 1e9) }) }
         /// The memwarn runs' release durations, in nanoseconds.
@@ -243,17 +287,17 @@ extension GrowthBenchmark.Result {
     private func micros(_ nanoseconds: Int64) -> String { String(nanoseconds / 1_000) }
 
     var report: String {
-        let rates = benchmark.rates, limits = benchmark.limitsMiB, releasers = GrowthBenchmark.releasers
-        var grid = [["releaser", "limit"] + rates.map { "\($0) MiB/s" }]
+        let rates = benchmark.rates, limits = benchmark.limitsMiB, releasers = benchmark.peers.map(\.name)
+        var grid = [["peer", "limit"] + rates.map { "\($0) MiB/s" }]
         for limit in limits {
             for releaser in releasers { grid.append([releaser, "\(limit) MiB"] + rates.map { cell(releaser, limitMiB: limit, rate: $0) }) }
         }
-        var highestRows = [["releaser"] + limits.map { "\($0) MiB" }]
+        var highestRows = [["peer"] + limits.map { "\($0) MiB" }]
         for releaser in releasers { highestRows.append([releaser] + limits.map { highest(releaser, limitMiB: $0).map { "\($0) MiB/s" } ?? "none" }) }
-        var memwarnRows = [["limit", "rate", "ending", "forecast at s", "usage then MiB", "lead s", "forecasts raised/confirmed/false", "releases", "median release µs"]]
+        var memwarnRows = [["peer", "watch", "limit", "rate", "ending", "forecast at s", "usage then MiB", "lead s", "forecasts raised/confirmed/false", "releases", "median release µs"]]
         for run in memwarnRuns {
             memwarnRows.append([
-                "\(run.limitMiB) MiB", "\(run.rate) MiB/s" + (benchmark.repeats > 1 ? " #\(run.repeatIndex + 1)" : ""), run.ending.cell,
+                run.releaser, run.usageWatch ?? "-", "\(run.limitMiB) MiB", "\(run.rate) MiB/s" + (benchmark.repeats > 1 ? " #\(run.repeatIndex + 1)" : ""), run.ending.cell,
                 run.forecastTime.map { fixed($0, 2) } ?? "-", run.forecastUsage.map { fixed($0 / 1_048_576, 1) } ?? "-",
                 run.forecastLead.map { fixed($0, 2) } ?? "-",
                 run.forecasts.map { "\($0.raised)/\($0.confirmed)/\($0.falseAlarms)" } ?? "-",
@@ -276,6 +320,9 @@ extension GrowthBenchmark.Result {
         return """
         growth: memwarn-growth-probe (default policy, one unlimited DiscardableCache of 1 MiB entries) inserting \(benchmark.totalMiB) MiB at each rate
         under memwarn run --memory-max, sequentially, \(benchmark.repeats) run\(benchmark.repeats == 1 ? "" : "s") a cell; wall time \(fixed(runs.reduce(0) { $0 + $1.seconds }, 1)) s in runs
+        peers: events = root (v1 thresholds; sampling until they are registered), sampling = as nobody (adaptive sampling),
+        poll-1s / poll-100ms = as nobody with adaptive sampling off (worst_case_growth = 0; poll_interval 1s / 100ms),
+        rise-only = release on a rise only (root), poller = a 100 ms thread releasing at the warning mark (root)
         ok = exit 0, OOM = OOM-killed (exit 137), timeout = killed after \(fixed(GrowthBenchmark.timeoutFactor, 0)) × total / rate (at least \(fixed(GrowthBenchmark.minimumTimeout, 0)) s)
 
         \(table(grid))
@@ -283,7 +330,7 @@ extension GrowthBenchmark.Result {
         highest rate survived (every run at it and at every lower rate exited 0):
         \(table(highestRows))
 
-        memwarn releaser, run by run (forecast at = first level line from the forecast, s after the probe started;
+        memwarn's release loop, run by run (watch = how the probe's monitor watched usage when armed; forecast at = first level line from the forecast, s after the probe started;
         lead = (\(warning) % of the limit - usage then) / rate, the time the forecast warning came before usage would reach the warning mark):
         \(table(memwarnRows))
 
@@ -305,7 +352,7 @@ extension GrowthBenchmark.Result {
             ("minimum_timeout_s", .double(GrowthBenchmark.minimumTimeout, digits: 1)),
             ("runs", .array(runs.map { run in
                 var members: [(String, JSON)] = [
-                    ("releaser", .string(run.releaser)), ("limit_mib", .number(run.limitMiB)), ("rate_mib_s", .number(run.rate)),
+                    ("peer", .string(run.releaser)), ("usage_watch", run.usageWatch.map { .string($0) } ?? .raw("null")), ("limit_mib", .number(run.limitMiB)), ("rate_mib_s", .number(run.rate)),
                     ("repeat", .number(run.repeatIndex + 1)), ("outcome", .string(run.ending.cell)), ("survived", .bool(run.survived)),
                     ("exit_status", .number(Int(run.status))), ("seconds", .double(run.seconds, digits: 3)),
                     ("expected_seconds", .double(benchmark.expectedSeconds(rate: run.rate), digits: 3)),
@@ -322,8 +369,8 @@ extension GrowthBenchmark.Result {
                 if case .failed(_, let reason) = run.ending { members.append(("reason", .string(reason))) }
                 return .object(members)
             })),
-            ("highest", .array(benchmark.limitsMiB.flatMap { limit in GrowthBenchmark.releasers.map { releaser in
-                .object([("releaser", .string(releaser)), ("limit_mib", .number(limit)),
+            ("highest", .array(benchmark.limitsMiB.flatMap { limit in benchmark.peers.map(\.name).map { releaser in
+                .object([("peer", .string(releaser)), ("limit_mib", .number(limit)),
                          ("rate_mib_s", highest(releaser, limitMiB: limit).map { .number($0) } ?? .raw("null"))])
             } })),
             ("memwarn", .object([

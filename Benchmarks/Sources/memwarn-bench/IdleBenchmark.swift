@@ -1,156 +1,202 @@
 import CgroupKit
+import Foundation
 import Memwarn
 import MemwarnTestKit
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// What watching costs while nothing happens: the CPU time of the monitor's thread
-/// (`memwarn-monitor`) and of a 100 ms polling thread (`memwarn-poller`), both watching the
-/// same idle cgroup over the same interval, each measured on its own per-thread CPU clock.
+/// What watching costs while nothing happens, on each path and at several usages: idle test
+/// cgroups of 64 MiB whose hogs hold about nothing, half the limit, and just under the warning mark
+/// (2 % of the limit below it), and one of 1 GiB held at half. Each is watched, over the same
+/// interval, by a ``PressureMonitor`` in this process (root: cgroup v1 events, guard bands below
+/// the marks) and by `memwarn watch` run as nobody (adaptive sampling: the path of cgroup v2, hosts
+/// without a limit, ordinary users). Beside them: a thread reading usage every 100 ms (the obvious
+/// peer), and a thread that only sleeps 5 ms at a time — the platform's own price for a wake-up at
+/// the sampling floor.
+///
+/// Costs are the monitor threads' time on a CPU (`/proc/PID/task/TID/schedstat`, the scheduler's
+/// own account); wake-ups are their context switches, about one each (each sampled wake-up is one
+/// read of usage).
 struct IdleBenchmark {
-    static let limit: UInt64 = 64 << 20
+    /// Where the hogs sit: the limit, and the share of it held (`nil`: 2 % of it under the warning mark).
+    static let positions: [(name: String, limit: UInt64, fraction: Double?)] = [
+        ("64 MiB, hog empty", 64 << 20, 0), ("64 MiB, half", 64 << 20, 0.5), ("64 MiB, just under the warning mark", 64 << 20, nil),
+        ("1 GiB, half", 1 << 30, 0.5),
+    ]
+    static let bareTimerThreadName = "memwarn-bare5ms"
 
     var seconds: Double
+    var cli: String
 
-    struct ThreadCost {
+    struct Cost {
         var name: String
-        var tid: Int32
         var nanoseconds: UInt64
-        var ticks: UInt64
         var switches: UInt64
-        /// The thread's CPU time since it started, at the end (to show the clock reads it).
-        var totalNanoseconds: UInt64
+        var note: String
     }
 
     struct Result {
         var seconds: Double
-        var monitor: ThreadCost
-        var poller: ThreadCost
-        var processNanoseconds: UInt64
-        var monitorEvents: Int
-        var pollerReads: Int
-        var watchedSources: [String]
+        var costs: [Cost]
+        var watchedSources: [[String]]
+    }
+
+    /// A thread measured: where its counters are read.
+    private struct Measured {
+        var name: String
+        var pid: Int32
+        var tid: Int32
+        var note: String
     }
 
     func run() async throws -> Result {
-        try await withTestCgroup(limit: Self.limit) { cgroup in
-            let configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory)  // the default policy
-            let monitor = PressureMonitor(configuration: configuration, logger: quietLogger)
-            let events = Atomic<Int>(0)
-            var iterator = monitor.events().makeAsyncIterator()
-            let poller = PollingReader(location: cgroup.location, threshold: UInt64(Double(Self.limit) * configuration.policy.warningRatio))
-            let running = Task { try await monitor.run() }
-            do {
-                // Start-up (discovery, registering the sources, the first reading) is not idling.
-                _ = try await next(&iterator, waitingFor: "initial monitor event")
-                monitor.addObserver { _ in events.add(1, ordering: .relaxed) }
-                var observations = poller.observations.makeAsyncIterator()
-                poller.start()
-                _ = try await next(&observations, waitingFor: "first poll")
-                guard let monitorTid = ThreadCPU.thread(named: "memwarn-monitor") else { throw BenchmarkError("no thread named memwarn-monitor") }
-                guard let pollerTid = ThreadCPU.thread(named: PollingReader.threadName) else { throw BenchmarkError("no thread named \(PollingReader.threadName)") }
-
-                let readsBefore = poller.reads
-                let before = try Self.measure(monitorTid, pollerTid)
-                try await Task.sleep(for: .nanoseconds(Int64(seconds * 1_000_000_000)))
-                let after = try Self.measure(monitorTid, pollerTid)
-                let reads = poller.reads - readsBefore
-                let watched = monitor.watchedSources
-
-                poller.stop()
-                running.cancel()
-                try await running.value
-                let elapsed = Double(after.wall - before.wall) / 1_000_000_000
-                return Result(
-                    seconds: elapsed,
-                    monitor: ThreadCost(name: "memwarn-monitor", tid: monitorTid, nanoseconds: after.monitor - before.monitor, ticks: after.monitorTicks - before.monitorTicks,
-                                         switches: after.monitorSwitches - before.monitorSwitches, totalNanoseconds: after.monitor),
-                    poller: ThreadCost(name: PollingReader.threadName, tid: pollerTid, nanoseconds: after.poller - before.poller, ticks: after.pollerTicks - before.pollerTicks,
-                                        switches: after.pollerSwitches - before.pollerSwitches, totalNanoseconds: after.poller),
-                    processNanoseconds: after.process - before.process,
-                    monitorEvents: events.load(ordering: .relaxed), pollerReads: reads, watchedSources: watched)
-            } catch {
-                poller.stop()
-                running.cancel()
-                _ = await running.result
-                throw error
+        var cgroups: [TestCgroup] = []
+        defer {
+            for cgroup in cgroups {
+                MemoryHog.terminateAll(in: cgroup)
+                try? cgroup.remove()
             }
         }
+        for position in Self.positions { cgroups.append(try TestCgroup(limit: position.limit)) }
+        return try await measure(cgroups: cgroups)
     }
 
-    private struct Sample {
-        var wall: UInt64
-        var monitor: UInt64
-        var poller: UInt64
-        var monitorTicks: UInt64
-        var pollerTicks: UInt64
-        var monitorSwitches: UInt64
-        var pollerSwitches: UInt64
-        var process: UInt64
-    }
-
-    private static func measure(_ monitorTid: Int32, _ pollerTid: Int32) throws -> Sample {
-        guard let monitor = ThreadCPU.nanoseconds(tid: monitorTid), let poller = ThreadCPU.nanoseconds(tid: pollerTid),
-              let monitorTicks = ThreadCPU.statTicks(tid: monitorTid), let pollerTicks = ThreadCPU.statTicks(tid: pollerTid),
-              let monitorSwitches = ThreadCPU.contextSwitches(tid: monitorTid), let pollerSwitches = ThreadCPU.contextSwitches(tid: pollerTid) else {
-            throw BenchmarkError("a measured thread ended early")
+    private func measure(cgroups: [TestCgroup]) async throws -> Result {
+        let policy = PressurePolicy()
+        var hogs: [MemoryHog] = []
+        defer { for hog in hogs { hog.terminate() } }
+        for (cgroup, position) in zip(cgroups, Self.positions) {
+            let hog = try MemoryHog()
+            hogs.append(hog)
+            try cgroup.add(pid: hog.pid)
+            let overhead = Int(try cgroup.usage())
+            let target = position.fraction.map { Double(position.limit) * $0 } ?? Double(position.limit) * (policy.warningRatio - 0.02)
+            if target > 0 { try hog.hold(Int(target) - overhead) }
         }
-        return Sample(wall: monotonicNanoseconds(), monitor: monitor, poller: poller, monitorTicks: monitorTicks, pollerTicks: pollerTicks,
-                      monitorSwitches: monitorSwitches, pollerSwitches: pollerSwitches,
-                      process: ThreadCPU.processNanoseconds())
+        var measured: [Measured] = []
+        var monitors: [PressureMonitor] = []
+        var runs: [Task<Void, any Error>] = []
+        var watches: [SampledWatch] = []
+        defer {
+            for run in runs { run.cancel() }
+            for watch in watches { watch.stop() }
+        }
+        for (cgroup, position) in zip(cgroups, Self.positions) {
+            let before = Set(ThreadCPU.threads(named: "memwarn-monitor"))
+            let monitor = PressureMonitor(configuration: MonitorConfiguration(cgroupPath: cgroup.location.directory, environment: [:]), logger: quietLogger)
+            guard let tid = ThreadCPU.threads(named: "memwarn-monitor").first(where: { !before.contains($0) }) else {
+                throw BenchmarkError("no new memwarn-monitor thread")
+            }
+            monitors.append(monitor)
+            runs.append(Task { try await monitor.run() })
+            measured.append(Measured(name: "events (root), \(position.name)", pid: getpid(), tid: tid, note: ""))
+            let watch = try SampledWatch(cli: cli, cgroupPath: cgroup.location.path, environment: [:])
+            watches.append(watch)
+            guard let childTid = ThreadCPU.threads(named: "memwarn-monitor", in: watch.pid).first else {
+                throw BenchmarkError("memwarn watch (pid \(watch.pid)) has no memwarn-monitor thread")
+            }
+            measured.append(Measured(name: "adaptive sampling (nobody), \(position.name)", pid: watch.pid, tid: childTid, note: ""))
+        }
+        // The events path is in its steady state once the usage thresholds are registered.
+        let deadline = ContinuousClock.now + .seconds(15)
+        while monitors.contains(where: { $0.usageWatch != .thresholds }) {
+            guard ContinuousClock.now < deadline else { throw BenchmarkError("usage thresholds not registered within 15 s") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let poller = PollingReader(location: cgroups[0].location, threshold: UInt64(Double(Self.positions[0].limit) * policy.warningRatio))
+        poller.start()
+        defer { poller.stop() }
+        let bare = BareTimer(interval: .milliseconds(5))
+        bare.start()
+        defer { bare.stop() }
+        try await Task.sleep(for: .seconds(1))  // settled: start-up is not idling
+        guard let pollerTid = ThreadCPU.thread(named: PollingReader.threadName), let bareTid = ThreadCPU.thread(named: Self.bareTimerThreadName) else {
+            throw BenchmarkError("a peer thread is missing")
+        }
+        measured.append(Measured(name: "100 ms polling reader, \(Self.positions[0].name)", pid: getpid(), tid: pollerTid, note: "CgroupKit reader: open, read, close"))
+        measured.append(Measured(name: "bare 5 ms timer (sleeps only)", pid: getpid(), tid: bareTid, note: "the platform's price of the wake-ups"))
+
+        func sample() throws -> [(UInt64, UInt64)] {
+            try measured.map { thread in
+                guard let time = ThreadCPU.scheduledNanoseconds(pid: thread.pid, tid: thread.tid),
+                      let switches = ThreadCPU.contextSwitches(pid: thread.pid, tid: thread.tid) else {
+                    throw BenchmarkError("\(thread.name): its thread ended early")
+                }
+                return (time, switches)
+            }
+        }
+        let startWall = monotonicNanoseconds()
+        let before = try sample()
+        try await Task.sleep(for: .nanoseconds(Int64(seconds * 1_000_000_000)))
+        let after = try sample()
+        let elapsed = Double(monotonicNanoseconds() - startWall) / 1e9
+        let costs = measured.indices.map { index in
+            Cost(name: measured[index].name, nanoseconds: after[index].0 - before[index].0, switches: after[index].1 - before[index].1,
+                 note: measured[index].note)
+        }
+        return Result(seconds: elapsed, costs: costs, watchedSources: monitors.map(\.watchedSources))
     }
 }
 
+/// A thread that only sleeps `interval` at a time, forever, until stopped.
+final class BareTimer: Sendable {
+    private let interval: Duration
+    private let stopping = Atomic<Bool>(false)
+
+    init(interval: Duration) { self.interval = interval }
+
+    func start() {
+        let thread = Thread { [self] in
+            nameCurrentThread(IdleBenchmark.bareTimerThreadName)
+            let nanoseconds = interval.components.attoseconds / 1_000_000_000 + interval.components.seconds * 1_000_000_000
+            var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+            while !stopping.load(ordering: .relaxed) {
+                var remaining = timespec()
+                nanosleep(&request, &remaining)
+            }
+        }
+        thread.start()
+    }
+
+    func stop() { stopping.store(true, ordering: .relaxed) }
+}
+
 extension IdleBenchmark.Result {
-    private func seconds(_ nanoseconds: UInt64) -> Double { Double(nanoseconds) / 1_000_000_000 }
-    private func percent(_ nanoseconds: UInt64) -> Double { seconds(nanoseconds) / self.seconds * 100 }
-    private func tickSeconds(_ ticks: UInt64) -> Double { Double(ticks) / Double(ThreadCPU.ticksPerSecond) }
+    private func percent(_ nanoseconds: UInt64) -> Double { Double(nanoseconds) / 1e9 / seconds * 100 }
 
     var report: String {
-        func row(_ label: String, _ cost: IdleBenchmark.ThreadCost, _ activity: String) -> [String] {
-            [label, "\(cost.name) (\(cost.tid))", fixed(seconds(cost.nanoseconds), 6), fixed(percent(cost.nanoseconds), 4) + "%",
-             fixed(tickSeconds(cost.ticks), 2), String(cost.switches), activity]
+        var rows = [["watcher, usage", "CPU s", "% of one core", "wake-ups/s", "µs a wake-up", "note"]]
+        for cost in costs {
+            let wakes = Double(cost.switches) / seconds
+            rows.append([cost.name, fixed(Double(cost.nanoseconds) / 1e9, 4), fixed(percent(cost.nanoseconds), 4) + "%", fixed(wakes, 1),
+                         cost.switches == 0 ? "-" : fixed(Double(cost.nanoseconds) / Double(cost.switches) / 1e3, 1), cost.note])
         }
         return """
-        idle: \(fixed(seconds, 1)) s watching an idle \(IdleBenchmark.limit >> 20) MiB test cgroup (default policy); both threads ran side by side
-        CPU = per-thread CPU clock (user + system, ns resolution); /proc stat = utime + stime of /proc/self/task/<tid>/stat (1/\(ThreadCPU.ticksPerSecond) s ticks);
-        ctx switches = voluntary + involuntary context switches in the interval (about one a wake-up)
+        idle: \(fixed(seconds, 1)) s watching \(IdleBenchmark.positions.count) idle test cgroups (default policy), every watcher side by side
+        CPU = the watcher's monitor thread's time on a CPU (/proc/PID/task/TID/schedstat); wake-ups = its context switches
+        (one per wake-up; a sampled wake-up reads usage once)
 
-        \(table([
-            ["reader", "thread (tid)", "CPU s", "% of one core", "/proc stat s", "ctx switches", "activity"],
-            row("PressureMonitor", monitor, "\(monitorEvents) level events"),
-            row("100 ms polling reader", poller, "\(pollerReads) reads"),
-            ["whole process (getrusage)", "all", fixed(seconds(processNanoseconds), 6), fixed(percent(processNanoseconds), 4) + "%", "", "", ""],
-        ]))
+        \(table(rows))
 
-        CPU since each thread started: monitor \(fixed(seconds(monitor.totalNanoseconds), 6)) s, poller \(fixed(seconds(poller.totalNanoseconds), 6)) s
-        monitor sources:
-        \(watchedSources.map { "  " + $0 }.joined(separator: "\n"))
+        the in-process monitor just under the warning mark listens to:
+        \((watchedSources.count > 2 ? watchedSources[2] : []).map { "  " + $0 }.joined(separator: "\n"))
         """
     }
 
     var json: JSON {
-        func cost(_ cost: IdleBenchmark.ThreadCost, extra: [(String, JSON)]) -> JSON {
-            .object([
-                ("thread", .string(cost.name)),
-                ("tid", .number(Int(cost.tid))),
-                ("cpu_seconds", .double(seconds(cost.nanoseconds), digits: 9)),
-                ("cpu_percent_of_one_core", .double(percent(cost.nanoseconds), digits: 6)),
-                ("proc_stat_seconds", .double(tickSeconds(cost.ticks), digits: 2)),
-                ("context_switches", .number(cost.switches)),
-                ("cpu_seconds_since_thread_start", .double(seconds(cost.totalNanoseconds), digits: 9)),
-            ] + extra)
-        }
-        return .object([
+        .object([
             ("benchmark", .string("idle")),
             ("seconds", .double(seconds, digits: 3)),
-            ("limit_bytes", .number(IdleBenchmark.limit)),
-            ("monitor", cost(monitor, extra: [
-                ("level_events", .number(monitorEvents)),
-                ("watched_sources", .array(watchedSources.map { .string($0) })),
-            ])),
-            ("poller", cost(poller, extra: [("reads", .number(pollerReads)), ("poll_interval_ms", .number(100))])),
-            ("process_cpu_seconds", .double(seconds(processNanoseconds), digits: 6)),
-            ("process_cpu_percent_of_one_core", .double(percent(processNanoseconds), digits: 6)),
+            ("watchers", .array(costs.map { cost in
+                .object([
+                    ("name", .string(cost.name)),
+                    ("cpu_seconds", .double(Double(cost.nanoseconds) / 1e9, digits: 9)),
+                    ("cpu_percent_of_one_core", .double(percent(cost.nanoseconds), digits: 6)),
+                    ("wakeups_per_second", .double(Double(cost.switches) / seconds, digits: 2)),
+                ])
+            })),
         ])
     }
 }

@@ -1,32 +1,93 @@
 import CgroupKit
+import Foundation
 import Logging
 import Memwarn
 import MemwarnTestKit
+import Synchronization
 
-/// How long after usage crosses the warning mark each reader learns of it: the event-driven
-/// ``PressureMonitor`` (a kernel usage threshold on `memory.usage_in_bytes`) and a thread
-/// that polls the same file every 100 ms, side by side on the same crossings.
+/// How long after usage crosses the warning mark each reader learns of it, side by side on the
+/// same crossings: the ``PressureMonitor`` on cgroup v1 events (in this process, as root: usage
+/// thresholds, and the guard bands below the marks for crossings the kernel does not report),
+/// the same monitor sampling usage adaptively (`memwarn watch` run as nobody, who may not
+/// register thresholds: the path of cgroup v2 and of hosts without a limit), and a thread that
+/// reads the usage every 100 ms.
+///
+/// Every crossing counts, however late it is found: a reader's latency is measured to the first
+/// report of it, with no cut-off but a 5 s bound after which it counts as not found. A report
+/// older than the crossing (a late report of the one before) is skipped, never taken for this one.
 struct LatencyBenchmark {
     static let limit: UInt64 = 64 << 20
-    /// Where each cycle starts, well below the recovery mark, so the monitor goes back to `.normal`.
+    /// Where each cycle starts, well below the recovery mark, so every reader goes back to `.normal`.
     static let lowFraction = 0.60
     /// How far below the warning mark the hog waits before the final step: below it, so no event.
     static let belowMark = 1 << 20
     /// How far above the warning mark the final step ends.
     static let aboveMark = 512 << 10
-    /// How long to wait for the monitor's `.warning` before counting the crossing as missed.
-    static let missAfter: Duration = .seconds(1)
+    /// How long to wait for a reader's report before counting the crossing as not found.
+    static let giveUpAfter: Duration = .seconds(5)
+    /// A report later than this (50 ms) counts as late: the first look missed it.
+    static let lateAfterNanoseconds: Int64 = 50_000_000
 
     var crossings: Int
+    /// The `memwarn` executable for the sampling reader (`MEMWARN_CLI`).
+    var cli: String
 
-    /// What the monitor's observer saw, stamped on arrival; or, when `deadlineOf` is set, the benchmark's
-    /// own note that the monitor had not reported that crossing within ``missAfter``.
-    struct MonitorObservation: Sendable {
-        var level: MemoryPressureLevel
+    /// What one reader reported, stamped on arrival.
+    struct Report: Sendable {
+        var isRaised: Bool
         var source: String
-        var ratio: Double
+        var ratio: Double?
         var nanoseconds: UInt64
-        var deadlineOf: Int? = nil
+    }
+
+    /// One reader's reports, appended as they arrive, and looked through by the benchmark.
+    final class Reports: Sendable {
+        private let reports = Mutex<[Report]>([])
+
+        func append(_ report: Report) { reports.withLock { $0.append(report) } }
+        var latest: Report? { reports.withLock { $0.last } }
+
+        /// The first raised report at or after `start`, waiting up to ``LatencyBenchmark/giveUpAfter``;
+        /// `stale` counts raised reports before `start` met on the way.
+        func firstRaised(after start: UInt64, from index: inout Int, stale: inout Int) async throws -> Report? {
+            let deadline = ContinuousClock.now + LatencyBenchmark.giveUpAfter
+            while ContinuousClock.now < deadline {
+                let next = reports.withLock { reports -> [Report] in Array(reports[min(index, reports.count)...]) }
+                for report in next {
+                    index += 1
+                    guard report.isRaised else { continue }
+                    if report.nanoseconds < start {
+                        stale += 1
+                        continue
+                    }
+                    return report
+                }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            return nil
+        }
+
+        /// Waits until the latest report is not raised.
+        func waitUntilLowered(_ what: String) async throws {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while latest?.isRaised != false {
+                guard ContinuousClock.now < deadline else { throw BenchmarkError("\(what) did not report usage below the mark within 30 s") }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+        }
+
+        var count: Int { reports.withLock { $0.count } }
+    }
+
+    /// One reader's results.
+    struct ReaderResult {
+        var name: String
+        var latencies: LatencySummary
+        var notFound: Int
+        var late: Int
+        var stale: Int
+        var sources: [String: Int]
+        var notes: [String]
     }
 
     struct Result {
@@ -36,18 +97,11 @@ struct LatencyBenchmark {
         var belowBytes: Int
         var aboveBytes: Int
         var threshold: UInt64
-        var monitor: LatencySummary
-        var poller: LatencySummary
+        var readers: [ReaderResult]
         var finalStep: LatencySummary
         /// The cgroup's usage read just before each final step, lowest and highest.
         var usageBelow: ClosedRange<UInt64>
-        /// Crossings the monitor did not report within ``LatencyBenchmark/missAfter``.
-        var missed: [Int]
-        var monitorSources: [String: Int]
-        var warningRatios: ClosedRange<Double>
-        var pollerReads: Int
-        var pollerFailures: Int
-        var watchedSources: [String]
+        var thresholdsAfter: Duration?
     }
 
     func run(progress: @Sendable (Int) -> Void) async throws -> Result {
@@ -60,145 +114,143 @@ struct LatencyBenchmark {
             let overhead = Int(try cgroup.usage()) - empty.bytes
             let lowBytes = Int(Double(Self.limit) * Self.lowFraction) - overhead
 
-            var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory)
+            var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory, environment: [:])
             configuration.policy.holdTime = .zero
             configuration.watchesPressureStall = false
             // The monitor's own mark, computed as the monitor computes it.
             let threshold = UInt64(Double(Self.limit) * configuration.policy.warningRatio)
             let belowBytes = Int(threshold) - Self.belowMark - overhead
             let aboveBytes = Int(threshold) + Self.aboveMark - overhead
+
+            let events = Reports(), sampled = Reports(), polled = Reports()
+            let armedAt = ContinuousClock.now
             let monitor = PressureMonitor(configuration: configuration, logger: quietLogger)
-            let (monitorStream, monitorContinuation) = AsyncStream.makeStream(of: MonitorObservation.self)
             monitor.addObserver { event in
-                let now = monotonicNanoseconds()
-                monitorContinuation.yield(MonitorObservation(level: event.level, source: event.source.name, ratio: event.snapshot.ratio, nanoseconds: now))
+                events.append(Report(isRaised: event.level >= .warning, source: event.source.name, ratio: event.snapshot.ratio,
+                                     nanoseconds: monotonicNanoseconds()))
             }
-            let poller = PollingReader(location: cgroup.location, threshold: threshold)
             let running = Task { try await monitor.run() }
-            do {
-                var monitorEvents = monitorStream.makeAsyncIterator()
-                var pollerEvents = poller.observations.makeAsyncIterator()
-                var monitorLevel = try await next(&monitorEvents, waitingFor: "initial monitor event").level
-                let watched = monitor.watchedSources
-                poller.start()
-                var pollerAbove = try await next(&pollerEvents, waitingFor: "first poll").isAbove
-
-                var monitorLatencies: [Int64] = []
-                var pollerLatencies: [Int64] = []
-                var finalStep: [Int64] = []
-                var missed: [Int] = []
-                var lowestBelow = UInt64.max
-                var highestBelow = UInt64.min
-                var sources: [String: Int] = [:]
-                var lowestRatio = Double.infinity
-                var highestRatio = -Double.infinity
-                var random = SystemRandomNumberGenerator()
-                for crossing in 1...crossings {
-                    // 1. Back to normal, and both readers know it.
-                    try hog.hold(lowBytes)
-                    while monitorLevel != .normal {
-                        let event = try await next(&monitorEvents, waitingFor: "monitor .normal event")
-                        if event.deadlineOf == nil { monitorLevel = event.level }
-                    }
-                    while pollerAbove {
-                        pollerAbove = try await next(&pollerEvents, waitingFor: "poller below the mark").isAbove
-                    }
-                    // 2. Just below the mark: past the recovery mark, but from .normal that changes nothing,
-                    // so neither reader reports anything. Usage is checked so that a drift in the cgroup's
-                    // overhead cannot make the step below cross the mark unnoticed.
-                    try hog.hold(belowBytes)
-                    let below = try cgroup.usage()
-                    guard below < threshold else {
-                        throw BenchmarkError("usage \(below) is already at the warning mark \(threshold) before the final step (crossing \(crossing))")
-                    }
-                    lowestBelow = min(lowestBelow, below)
-                    highestBelow = max(highestBelow, below)
-                    // The step would otherwise follow a poll by a fixed few microseconds whenever the
-                    // poller was the last to report: a uniform random delay makes its phase arbitrary,
-                    // as it is for a real application.
-                    try await Task.sleep(for: .nanoseconds(Int64.random(in: 0..<100_000_000, using: &random)))
-
-                    // 3. A small final step across the mark; t0 is when the hog started it.
-                    let held = try hog.hold(aboveBytes)
-                    let start = held.startNanoseconds
-                    finalStep.append(Int64(held.endNanoseconds) - Int64(start))
-                    // Waiting on the stream with a timeout would cancel it (and end it), so a miss is
-                    // noted by putting a marker for this crossing into the same stream after missAfter.
-                    let deadline = Task {
-                        try await Task.sleep(for: Self.missAfter)
-                        monitorContinuation.yield(MonitorObservation(level: .normal, source: "", ratio: 0, nanoseconds: monotonicNanoseconds(), deadlineOf: crossing))
-                    }
-                    var warning: MonitorObservation
-                    repeat {
-                        warning = try await next(&monitorEvents, waitingFor: "monitor .warning event (crossing \(crossing))")
-                        if warning.deadlineOf == crossing { break }
-                        if warning.deadlineOf == nil { monitorLevel = warning.level }
-                    } while warning.deadlineOf != nil || warning.level < .warning
-                    deadline.cancel()
-                    if warning.deadlineOf == crossing {
-                        missed.append(crossing)
-                    } else {
-                        guard warning.nanoseconds >= start else {
-                            throw BenchmarkError("the monitor reported .warning before the final step (crossing \(crossing))")
-                        }
-                        monitorLatencies.append(Int64(warning.nanoseconds) - Int64(start))
-                        sources[warning.source, default: 0] += 1
-                        lowestRatio = min(lowestRatio, warning.ratio)
-                        highestRatio = max(highestRatio, warning.ratio)
-                    }
-                    var seen: PollingReader.Observation
-                    repeat {
-                        seen = try await next(&pollerEvents, waitingFor: "poller above the mark (crossing \(crossing))")
-                        pollerAbove = seen.isAbove
-                    } while !seen.isAbove
-                    guard seen.nanoseconds >= start else {
-                        throw BenchmarkError("the poller saw usage above the mark before the final step (crossing \(crossing))")
-                    }
-                    pollerLatencies.append(Int64(seen.nanoseconds) - Int64(start))
-                    progress(crossing)
+            let watch = try SampledWatch(cli: cli, cgroupPath: cgroup.location.path, environment: [
+                "MEMWARN_HOLD_TIME": "0ms", "MEMWARN_PSI_SOME_WARNING_PERCENT": "100", "MEMWARN_PSI_FULL_CRITICAL_PERCENT": "100",
+            ])
+            let poller = PollingReader(location: cgroup.location, threshold: threshold)
+            let pollForwarding = Task {
+                for await seen in poller.observations {
+                    polled.append(Report(isRaised: seen.isAbove, source: "poll", ratio: Double(seen.usage) / Double(Self.limit), nanoseconds: seen.nanoseconds))
                 }
-                try hog.hold(0)
-                poller.stop()
-                running.cancel()
-                try await running.value
-                return Result(
-                    crossings: crossings, overhead: overhead, lowBytes: lowBytes, belowBytes: belowBytes, aboveBytes: aboveBytes,
-                    threshold: threshold, monitor: LatencySummary(monitorLatencies), poller: LatencySummary(pollerLatencies),
-                    finalStep: LatencySummary(finalStep), usageBelow: lowestBelow...highestBelow, missed: missed, monitorSources: sources, warningRatios: lowestRatio <= highestRatio ? lowestRatio...highestRatio : 0...0,
-                    pollerReads: poller.reads, pollerFailures: poller.failures, watchedSources: watched)
-            } catch {
-                poller.stop()
-                running.cancel()
-                _ = await running.result
-                throw error
             }
+            let watchForwarding = Task {
+                var taken = 0
+                while !Task.isCancelled {
+                    let all = watch.observations
+                    for line in all.dropFirst(taken) { sampled.append(Report(isRaised: line.isRaised, source: line.source, nanoseconds: line.nanoseconds)) }
+                    taken = all.count
+                    try? await Task.sleep(for: .microseconds(200))
+                }
+            }
+            defer {
+                poller.stop()
+                watch.stop()
+                running.cancel()
+                pollForwarding.cancel()
+                watchForwarding.cancel()
+            }
+            // The monitor's usage thresholds follow arming (the kernel takes an RCU grace period for each).
+            while monitor.usageWatch != .thresholds {
+                guard ContinuousClock.now - armedAt < .seconds(10) else { throw BenchmarkError("the usage thresholds were not registered within 10 s") }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            let thresholdsAfter = ContinuousClock.now - armedAt
+            poller.start()
+
+            let readers: [(name: String, reports: Reports)] = [
+                ("PressureMonitor, v1 events (root, in process)", events),
+                ("PressureMonitor, adaptive sampling (memwarn watch as nobody)", sampled),
+                ("100 ms polling reader", polled),
+            ]
+            var latencies = Array(repeating: [Int64](), count: readers.count)
+            var notFound = Array(repeating: 0, count: readers.count)
+            var late = Array(repeating: 0, count: readers.count)
+            var stale = Array(repeating: 0, count: readers.count)
+            var sources = Array(repeating: [String: Int](), count: readers.count)
+            var cursors = Array(repeating: 0, count: readers.count)
+            var finalStep: [Int64] = []
+            var lowestBelow = UInt64.max, highestBelow = UInt64.min
+            var random = SystemRandomNumberGenerator()
+            for crossing in 1...crossings {
+                // 1. Back below the recovery mark, and every reader knows it.
+                try hog.hold(lowBytes)
+                for reader in readers { try await reader.reports.waitUntilLowered(reader.name) }
+                // 2. Just below the mark: nobody reports anything. Usage is checked, so that a drift
+                // of the overhead cannot make the step below cross the mark unnoticed.
+                try hog.hold(belowBytes)
+                let below = try cgroup.usage()
+                guard below < threshold else {
+                    throw BenchmarkError("usage \(below) is already at the warning mark \(threshold) before the final step (crossing \(crossing))")
+                }
+                lowestBelow = min(lowestBelow, below)
+                highestBelow = max(highestBelow, below)
+                // A uniform random pause gives the pollers an arbitrary phase, as in a real application.
+                try await Task.sleep(for: .nanoseconds(Int64.random(in: 0..<100_000_000, using: &random)))
+                for index in readers.indices { cursors[index] = readers[index].reports.count }
+
+                // 3. A small final step across the mark; t0 is when the hog started it.
+                let held = try hog.hold(aboveBytes)
+                let start = held.startNanoseconds
+                finalStep.append(Int64(held.endNanoseconds) - Int64(start))
+                for (index, reader) in readers.enumerated() {
+                    guard let report = try await reader.reports.firstRaised(after: start, from: &cursors[index], stale: &stale[index]) else {
+                        notFound[index] += 1
+                        continue
+                    }
+                    let latency = Int64(report.nanoseconds) - Int64(start)
+                    latencies[index].append(latency)
+                    if latency > Self.lateAfterNanoseconds { late[index] += 1 }
+                    sources[index][report.source, default: 0] += 1
+                }
+                progress(crossing)
+            }
+            try hog.hold(0)
+            var results: [ReaderResult] = []
+            for (index, reader) in readers.enumerated() {
+                var notes: [String] = []
+                if index == 0 { notes = monitor.watchedSources.filter { $0.hasPrefix("sample") } }
+                results.append(ReaderResult(name: reader.name, latencies: LatencySummary(latencies[index]), notFound: notFound[index], late: late[index],
+                                            stale: stale[index], sources: sources[index], notes: notes))
+            }
+            return Result(crossings: crossings, overhead: overhead, lowBytes: lowBytes, belowBytes: belowBytes, aboveBytes: aboveBytes,
+                          threshold: threshold, readers: results, finalStep: LatencySummary(finalStep),
+                          usageBelow: lowestBelow...highestBelow, thresholdsAfter: thresholdsAfter)
         }
     }
 }
 
 extension LatencyBenchmark.Result {
     var report: String {
-        func row(_ name: String, _ summary: LatencySummary) -> [String] {
+        func row(_ name: String, _ summary: LatencySummary, _ extra: [String]) -> [String] {
             [name, String(summary.count), fixed(milliseconds(summary.percentile(50))), fixed(milliseconds(summary.percentile(99))),
-             fixed(milliseconds(summary.max)), fixed(milliseconds(summary.mean)), fixed(milliseconds(summary.min))]
+             fixed(milliseconds(summary.max)), fixed(milliseconds(summary.mean)), fixed(milliseconds(summary.min))] + extra
         }
         let limit = LatencyBenchmark.limit
+        var rows = [["reader", "n", "p50 ms", "p99 ms", "max ms", "mean ms", "min ms", "later than 50 ms", "not found in 5 s"]]
+        for reader in readers { rows.append(row(reader.name, reader.latencies, [String(reader.late), String(reader.notFound)])) }
+        rows.append(row("(hog's final step, start -> end)", finalStep, ["", ""]))
+        let sourceLines = readers.map { reader in
+            "  \(reader.name): " + reader.sources.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                + (reader.stale > 0 ? "; \(reader.stale) stale report(s) of an earlier crossing skipped" : "")
+        }
         return """
-        latency: \(crossings) crossings of the warning mark (\(threshold) bytes, 80% of a \(limit >> 20) MiB limit)
-        each: hog at \(Int(LatencyBenchmark.lowFraction * 100))% of the limit until both readers are back below the mark, then mark - \(LatencyBenchmark.belowMark >> 10) KiB, then a final step to mark + \(LatencyBenchmark.aboveMark >> 10) KiB
+        latency: \(crossings) crossings of the warning mark (\(threshold) bytes, 80% of a \(limit >> 20) MiB limit), every crossing counted
+        each: hog at \(Int(LatencyBenchmark.lowFraction * 100))% of the limit until every reader is back below the mark, then mark - \(LatencyBenchmark.belowMark >> 10) KiB, then a final step to mark + \(LatencyBenchmark.aboveMark >> 10) KiB
         hog holds \(lowBytes) -> \(belowBytes) -> \(aboveBytes) bytes (cgroup overhead \(overhead) bytes; usage before the final step \(usageBelow.lowerBound)...\(usageBelow.upperBound))
         latency = reader's CLOCK_MONOTONIC on receipt - hog's CLOCK_MONOTONIC just before it started the final step
+        (the sampling reader is another process: its latency includes its JSON line through a pipe)
+        the in-process monitor's usage thresholds were registered \(thresholdsAfter.map { "\(fixed(Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18, 3)) s" } ?? "?") after arming; crossings began after
 
-        \(table([
-            ["reader", "n", "p50 ms", "p99 ms", "max ms", "mean ms", "min ms"],
-            row("PressureMonitor observer (.warning)", monitor),
-            row("100 ms polling reader", poller),
-            row("(hog's final step, start -> end)", finalStep),
-        ]))
+        \(table(rows))
 
-        monitor missed \(missed.count) of \(crossings) crossings (no .warning within \(LatencyBenchmark.missAfter))\(missed.isEmpty ? "" : ": " + missed.map(String.init).joined(separator: ", "))
-        monitor .warning sources: \(monitorSources.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")); usage at the event \(fixed(warningRatios.lowerBound * 100, 1))%...\(fixed(warningRatios.upperBound * 100, 1))% of the limit
-        poller: \(pollerReads) reads, \(pollerFailures) failed
+        what found each crossing:
+        \(sourceLines.joined(separator: "\n"))
         """
     }
 
@@ -224,16 +276,15 @@ extension LatencyBenchmark.Result {
             ("hog_above_mark_bytes", .number(aboveBytes)),
             ("usage_before_step_min_bytes", .number(usageBelow.lowerBound)),
             ("usage_before_step_max_bytes", .number(usageBelow.upperBound)),
-            ("poll_interval_ms", .number(100)),
-            ("monitor", summary(monitor, extra: [
-                ("sources", .object(monitorSources.sorted { $0.key < $1.key }.map { ($0.key, .number($0.value)) })),
-                ("usage_ratio_min", .double(warningRatios.lowerBound, digits: 4)),
-                ("usage_ratio_max", .double(warningRatios.upperBound, digits: 4)),
-                ("watched_sources", .array(watchedSources.map { .string($0) })),
-                ("missed", .number(missed.count)),
-                ("missed_crossings", .array(missed.map { .number($0) })),
-            ])),
-            ("poller", summary(poller, extra: [("reads", .number(pollerReads)), ("failed_reads", .number(pollerFailures))])),
+            ("readers", .array(readers.map { reader in
+                summary(reader.latencies, extra: [
+                    ("name", .string(reader.name)),
+                    ("later_than_50ms", .number(reader.late)),
+                    ("not_found_in_5s", .number(reader.notFound)),
+                    ("stale_reports_skipped", .number(reader.stale)),
+                    ("sources", .object(reader.sources.sorted { $0.key < $1.key }.map { ($0.key, .number($0.value)) })),
+                ])
+            })),
             ("hog_final_step", summary(finalStep)),
         ])
     }

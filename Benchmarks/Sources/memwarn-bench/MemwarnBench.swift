@@ -8,6 +8,8 @@ struct MemwarnBench {
     static let usage = """
     usage: memwarn-bench latency [--crossings N] [--json]   (N defaults to 200)
            memwarn-bench idle [--seconds S] [--json]        (S defaults to 60)
+           memwarn-bench armed [--runs N] [--json]          (time from a service's exec to its monitor armed, as root
+                                                            and as nobody; N defaults to 20)
            memwarn-bench cache [--sizes N,N,...] [--json]   (sizes default to 20000,100000,1000000;
                                                             20000, NSCache's reference size, is always run;
                                                             then hot-key reads from 1 and 2 threads)
@@ -15,15 +17,15 @@ struct MemwarnBench {
                                                             the LRU it used before and NSCache; K defaults to 100000, N to 1000000)
            memwarn-bench release [--json]                   (1 GiB in 10 DiscardableCaches, released; then the
                                                             same in a child with its heap on huge pages)
-           memwarn-bench growth [--limits 128,256] [--rates 10,25,50,100,200,400] [--total MIB] [--repeats N] [--json]
-                                                            (memwarn's release loop, the old rise-only release and a
-                                                            100 ms poller, each under memwarn run, side by side;
-                                                            total defaults to 512, N to 1)
+           memwarn-bench growth [--peers events,sampling,poll-1s,poll-100ms] [--limits 128] [--rates 10,25,50,100,200,400,800]
+                                [--total MIB] [--repeats N] [--json]
+                                                            (the README's service under memwarn run, on each peer's path:
+                                                            v1 events as root, adaptive sampling and fixed polls as nobody;
+                                                            also rise-only and poller; total defaults to 512, N to 1)
 
-    latency and idle need root and a cgroup v1 memory hierarchy, and find memwarn-hog through
-    MEMWARN_HOG (the run script builds it and sets it); growth needs the same and runs memwarn
-    and memwarn-growth-probe through MEMWARN_CLI and MEMWARN_GROWTH_PROBE (the run script
-    builds and sets those too); cache, hits and release need neither. Build in release. With --json
+    latency, idle, growth and armed need root and a cgroup v1 memory hierarchy, and find
+    memwarn-hog, memwarn and memwarn-growth-probe through MEMWARN_HOG, MEMWARN_CLI and
+    MEMWARN_GROWTH_PROBE (the run script builds and sets them); cache, hits and release need neither. Build in release. With --json
     the table goes to stderr and stdout holds one JSON object.
     """
 
@@ -40,7 +42,7 @@ struct MemwarnBench {
             case "latency":
                 let crossings = try options.integer("--crossings", default: 200)
                 guard crossings >= 1 else { throw UsageError("--crossings must be at least 1") }
-                let result = try await LatencyBenchmark(crossings: crossings).run { done in
+                let result = try await LatencyBenchmark(crossings: crossings, cli: try cliPath()).run { done in
                     if isatty(2) == 1 && (done % 20 == 0 || done == crossings) { writeError("\rcrossings: \(done)/\(crossings)" + (done == crossings ? "\n" : "")) }
                 }
                 emit(report: result.report, json: json ? result.json : nil)
@@ -48,7 +50,12 @@ struct MemwarnBench {
                 let seconds = try options.number("--seconds", default: 60)
                 guard seconds > 0 else { throw UsageError("--seconds must be positive") }
                 if isatty(2) == 1 { writeError("idling for \(fixed(seconds, 1)) s...\n") }
-                let result = try await IdleBenchmark(seconds: seconds).run()
+                let result = try await IdleBenchmark(seconds: seconds, cli: try cliPath()).run()
+                emit(report: result.report, json: json ? result.json : nil)
+            case "armed":
+                let runs = try options.integer("--runs", default: 20)
+                guard runs >= 1 else { throw UsageError("--runs must be at least 1") }
+                let result = try ArmedBenchmark(runs: runs).run(progress: progress)
                 emit(report: result.report, json: json ? result.json : nil)
             case "cache":
                 let sizes = try options.integers("--sizes", default: [20_000, 100_000, 1_000_000])
@@ -81,11 +88,18 @@ struct MemwarnBench {
             case "growth":
                 let repeats = try options.integer("--repeats", default: 1)
                 let totalMiB = try options.integer("--total", default: 512)
-                let limits = try options.integers("--limits", default: [128, 256])
-                let rates = try options.integers("--rates", default: [10, 25, 50, 100, 200, 400])
+                let limits = try options.integers("--limits", default: [128])
+                let rates = try options.integers("--rates", default: [10, 25, 50, 100, 200, 400, 800])
+                let peerNames = options.values["--peers"].map { $0.split(separator: ",").map(String.init) } ?? GrowthBenchmark.Peer.defaultNames
+                let peers = try peerNames.map { name throws(UsageError) in
+                    guard let peer = GrowthBenchmark.Peer.named(name) else {
+                        throw UsageError("unknown peer \"\(name)\" (known: \(GrowthBenchmark.Peer.all.map(\.name).joined(separator: ", ")))")
+                    }
+                    return peer
+                }
                 guard repeats >= 1, totalMiB >= 1 else { throw UsageError("--repeats and --total must be at least 1") }
                 guard limits.allSatisfy({ $0 >= 1 }), rates.allSatisfy({ $0 >= 1 }) else { throw UsageError("--limits and --rates must all be at least 1") }
-                let benchmark = try GrowthBenchmark(limitsMiB: limits, rates: rates, totalMiB: totalMiB, repeats: repeats)
+                let benchmark = try GrowthBenchmark(peers: peers, limitsMiB: limits, rates: rates, totalMiB: totalMiB, repeats: repeats)
                 let result = try benchmark.run { step in writeError(step + "\n") }
                 emit(report: result.report, json: json ? result.json : nil)
             case "-h", "--help", "help":
@@ -100,6 +114,14 @@ struct MemwarnBench {
             writeError("memwarn-bench: \(error)\n")
             exit(1)
         }
+    }
+
+    /// The `memwarn` executable (`MEMWARN_CLI`), for the peers that run it as nobody.
+    static func cliPath() throws -> String {
+        guard let path = getenv("MEMWARN_CLI").map({ String(cString: $0) }), !path.isEmpty, access(path, X_OK) == 0 else {
+            throw BenchmarkError("this benchmark runs memwarn as nobody: set MEMWARN_CLI to a release build of it (Benchmarks/run does)")
+        }
+        return path
     }
 
     /// The table on stdout; with JSON, the table on stderr and the object alone on stdout.
@@ -152,7 +174,8 @@ struct MemwarnBench {
             }
             index += 1
         }
-        let known: Set = ["--crossings", "--seconds", "--sizes", "--limits", "--rates", "--total", "--repeats", "--keys", "--requests"]
+        let known: Set = ["--crossings", "--seconds", "--sizes", "--limits", "--rates", "--total", "--repeats", "--keys", "--requests", "--peers",
+                          "--position", "--runs"]
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) { throw UsageError("unknown option \(unknown)") }
         return Options(values: values)
     }

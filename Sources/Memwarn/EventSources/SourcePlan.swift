@@ -1,5 +1,6 @@
 import CgroupKit
 import Logging
+import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,16 +15,18 @@ struct SourcePlan {
     /// listen to (``PressureMonitor/watchedSources``).
     private(set) var lines: [String] = []
 
-    /// Whether usage is polled (no event tells of its changes), which bounds detection by the
-    /// poll interval.
-    var pollsUsage: Bool { sources.contains { $0 is UsagePoll } }
+    /// The usage sampler, when usage is sampled (continuously, or in guard bands on cgroup v1).
+    private(set) var usageSampling: UsageSampling?
+    /// cgroup v1 as root: the usage thresholds and guards, registered after arming, off the loop
+    /// thread (``ThresholdRegistrar``); usage is sampled continuously until they are in.
+    private(set) var pendingThresholds: ThresholdRegistrar.Plan?
 
     /// Makes the sources.
     ///
     /// - Parameters:
     ///   - snapshot: the first reading (its limit sets the v1 usage thresholds).
     ///   - logger: told of each fallback.
-    ///   - policy: the marks, the poll interval and the PSI settings.
+    ///   - policy: the marks, the sampling bounds and the PSI settings.
     ///   - environment: read for systemd's `MEMORY_PRESSURE_WATCH` and `MEMORY_PRESSURE_WRITE`.
     ///   - watchesPressureStall: whether to register PSI triggers (or their fallback).
     /// - Throws: ``CgroupError`` when a source the kernel offers cannot be made (a cgroup file
@@ -31,18 +34,27 @@ struct SourcePlan {
     ///   ``SystemError`` when the system is out of eventfds or inotify instances.
     init(sampler: SnapshotSampler, snapshot: PressureSnapshot, policy: PressurePolicy, environment: [String: String],
          watchesPressureStall: Bool, logger: Logger) throws {
+        let noLimit = snapshot.limit == nil
         if let cgroup = sampler.layout.memory {
             switch cgroup.version {
             case .v1: try planV1(cgroup, snapshot: snapshot, files: sampler.files, policy: policy, logger: logger)
             case .v2:
-                add(UsagePoll(cgroup.file("memory.current"), every: policy.pollInterval, because: "cgroup v2 has no usage thresholds"))
+                try addSampling(cgroup, noLimit: noLimit, mode: .continuous, policy: policy, files: sampler.files,
+                                because: noLimit ? "no cgroup limit" : "cgroup v2 has no usage thresholds")
                 add(try MemoryEventsWatch(cgroup: cgroup, files: sampler.files))
             }
         } else {
-            add(UsagePoll("/proc/meminfo", every: policy.pollInterval, because: "no memory controller"))
+            try addSampling(nil, noLimit: true, mode: .continuous, policy: policy, files: sampler.files, because: "no memory controller")
         }
         if watchesPressureStall { try planPressureStall(sampler, policy: policy, logger: logger) }
         if let systemd = try SystemdPressureWatch.fromEnvironment(environment) { add(systemd) }
+    }
+
+    private mutating func addSampling(_ cgroup: CgroupLocation?, noLimit: Bool, mode: UsageSampling.Mode, policy: PressurePolicy,
+                                      files: KernelFiles, because reason: String) throws(CgroupError) {
+        let sampling = try UsageSampling(cgroup: cgroup, measuresSystem: noLimit, mode: mode, policy: policy, files: files, because: reason)
+        usageSampling = sampling
+        add(sampling)
     }
 
     private mutating func add(_ source: any PressureSource) {
@@ -50,23 +62,17 @@ struct SourcePlan {
         lines.append(source.description)
     }
 
-    /// The v1 sources, all through `cgroup.event_control`: usage thresholds (or polling without a
-    /// limit), OOM and pressure-level notifications. A user who may not write
-    /// `cgroup.event_control` (it is root's) gets usage polled instead.
+    /// The v1 sources, all through `cgroup.event_control`: OOM and pressure-level notifications
+    /// at once; usage sampled continuously until the usage thresholds — and a guard threshold
+    /// below each level mark — are registered in the background (``pendingThresholds``), after
+    /// which usage is sampled only inside the guard bands. Without a limit usage is sampled. A
+    /// user who may not write `cgroup.event_control` (it is root's) gets usage sampled
+    /// continuously instead.
     private mutating func planV1(_ cgroup: CgroupLocation, snapshot: PressureSnapshot, files: KernelFiles, policy: PressurePolicy,
                                  logger: Logger) throws {
         let before = sources.count
         do {
-            if let limit = snapshot.limit?.bytes {
-                for ratio in Self.thresholdRatios(policy) {
-                    let bytes = UInt64(Double(limit) * ratio)
-                    add(try CgroupV1Notification(
-                        cgroup: cgroup, file: "memory.usage_in_bytes", argument: String(bytes), files: files, hint: .normal, signal: .usageThreshold,
-                        description: "usage-threshold \(bytes) bytes (\(Int((ratio * 100).rounded()))% of \(limit))"))
-                }
-            } else {
-                add(UsagePoll("/proc/meminfo", every: policy.pollInterval, because: "no cgroup limit"))
-            }
+            // First: the write that tells whether this user may register notifications at all.
             add(try CgroupV1Notification(cgroup: cgroup, file: "memory.oom_control", argument: "", files: files, hint: .critical, signal: .oom,
                                          description: "oom-control"))
             for (level, argument) in [(MemoryPressureLevel.warning, "medium"), (.critical, "critical")] {
@@ -78,12 +84,36 @@ struct SourcePlan {
             for source in sources[before...] { source.tearDown() }
             sources.removeSubrange(before...)
             lines.removeSubrange(before...)
-            add(UsagePoll(cgroup.file("memory.usage_in_bytes"), every: policy.pollInterval,
-                          because: "v1 notifications need write access to cgroup.event_control, which is root's"))
-            logger.notice("cgroup v1 notifications are not permitted for this user; polling usage instead", metadata: [
-                "cgroup": "\(cgroup.directory)", "pollInterval": "\(policy.pollInterval)", "error": "\(error)",
+            try addSampling(cgroup, noLimit: snapshot.limit == nil, mode: .continuous, policy: policy, files: files,
+                            because: "v1 notifications need write access to cgroup.event_control, which is root's")
+            logger.notice("cgroup v1 notifications are not permitted for this user; sampling usage instead", metadata: [
+                "cgroup": "\(cgroup.directory)", "worstCaseGrowth": "\(policy.worstCaseGrowthBytesPerSecond)",
+                "pollInterval": "\(policy.pollInterval)", "error": "\(error)",
             ])
+            return
         }
+        guard let limit = snapshot.limit?.bytes else {
+            try addSampling(cgroup, noLimit: true, mode: .continuous, policy: policy, files: files, because: "no cgroup limit")
+            return
+        }
+        try addSampling(cgroup, noLimit: false, mode: .continuous, policy: policy, files: files,
+                        because: "until the usage thresholds are registered, then only in the guard bands below the marks")
+        let band = usageSampling!.guardBand(capacity: limit)
+        var requests: [ThresholdRegistrar.Request] = []
+        // The level marks and their guards first, then the 5 % steps (readings for the growth estimate).
+        for ratio in [policy.warningRatio, policy.criticalRatio, policy.recoveryRatio] where ratio <= 1 {
+            let mark = UInt64(Double(limit) * ratio)
+            requests.append(.init(bytes: mark, description: "usage-threshold \(mark) bytes (\(Int((ratio * 100).rounded()))% of \(limit))"))
+            if mark > band {
+                requests.append(.init(bytes: mark - band,
+                                      description: "usage-guard \(mark - band) bytes (\(ByteSize.describe(band)) below the \(Int((ratio * 100).rounded()))% mark)"))
+            }
+        }
+        for ratio in Self.thresholdRatios(policy) where !requests.contains(where: { $0.bytes == UInt64(Double(limit) * ratio) }) {
+            let bytes = UInt64(Double(limit) * ratio)
+            requests.append(.init(bytes: bytes, description: "usage-threshold \(bytes) bytes (\(Int((ratio * 100).rounded()))% of \(limit))"))
+        }
+        pendingThresholds = ThresholdRegistrar.Plan(cgroup: cgroup, files: files, requests: requests)
     }
 
     /// The v1 usage thresholds: the recovery, warning and critical marks, and every 5 % of the

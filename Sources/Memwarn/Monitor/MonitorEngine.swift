@@ -20,10 +20,17 @@ final class MonitorEngine {
     private var growth: GrowthTracker
     /// The sources, with their registrations (`nil`: periodic, or no longer watched).
     private var sources: [(source: any PressureSource, registration: EventLoop.Registration?)] = []
-    private var pollsUsage = false
+    /// The usage sampler, when usage is sampled (continuously, or in guard bands on cgroup v1).
+    private var usageSampling: UsageSampling?
+    private var sampleDeadline: EventLoop.Deadline?
+    /// What the monitor listens to, one line a source (as ``PressureMonitor/watchedSources``).
+    private var lines: [String] = []
+    /// Set when the engine tears down: the threshold registrar then stops registering.
+    private let registrarCancelled = Locked(false)
+    /// cgroup v1 as root: usage thresholds still being registered when the engine started.
+    private(set) var pendingThresholds = 0
     private var stepDown: (deadline: EventLoop.Deadline, source: PressureSignal)?
     private var recheckDeadline: EventLoop.Deadline?
-    private var lastRatio = 0.0
     /// While reads fail transiently: the retry's wait (doubling, at most a second), the
     /// strongest hint and its signal still to be evaluated, a source to drain again, whether a
     /// retry is scheduled, and the failures so far.
@@ -51,6 +58,12 @@ final class MonitorEngine {
         growth = GrowthTracker(policy: configuration.policy)
     }
 
+    /// How changes of usage reach the engine (known once it started).
+    var usageWatch: MonitorArming.UsageWatch {
+        guard let usageSampling, usageSampling.mode == .continuous else { return .thresholds }
+        return usageSampling.rule.isAdaptive ? .adaptiveSampling : .polling
+    }
+
     // MARK: Register
 
     /// Takes the first reading, registers every source, and emits the first event. Loop thread.
@@ -67,7 +80,7 @@ final class MonitorEngine {
         } catch let error as SystemError {
             throw MonitorError(error)
         }
-        pollsUsage = plan.pollsUsage
+        usageSampling = plan.usageSampling
         var periods: [Duration: [any PressureSource]] = [:]
         for source in plan.sources {
             do {
@@ -80,15 +93,27 @@ final class MonitorEngine {
             if let period = source.period { periods[period, default: []].append(source) }
         }
         for (period, group) in periods { schedulePoll(group, every: period) }
-        output.engineListens(to: plan.lines)
+        lines = plan.lines
+        if let pending = plan.pendingThresholds {
+            pendingThresholds = pending.requests.count
+            lines.append("usage thresholds: \(pending.requests.count) being registered (the kernel takes an RCU grace period for each)")
+            do {
+                try ThresholdRegistrar.start(pending, loop: loop, cancelled: registrarCancelled) { [unowned self] delivery in
+                    thresholdsDelivered(delivery)
+                }
+            } catch {
+                throw MonitorError(error)
+            }
+        }
+        output.engineListens(to: lines)
         // Emitted once every source is live, so an observer of the first event misses nothing.
-        lastRatio = snapshot.limit == nil ? 0 : snapshot.ratio
         let forecast = growth.observe(snapshot, ledgerBefore: ledger.current, ledgerAfter: ledger.current)
         _ = evaluator.evaluate(snapshot, hint: .normal, now: .now)
         let event = LevelEvent(level: evaluator.level, previous: nil, source: .initial, snapshot: snapshot, forecast: forecast)
         output.engineEmitted(event)
         output.engineRead(reading(event, rise: nil))
         scheduleRecheckIfRaised()
+        resample(after: snapshot)
     }
 
     /// What a source that fired says, acted on.
@@ -135,6 +160,39 @@ final class MonitorEngine {
         }
     }
 
+    /// A threshold the registrar registered, or its end (loop thread).
+    private func thresholdsDelivered(_ delivery: ThresholdRegistrar.Delivery) {
+        loop.assertOnLoop()
+        guard failure == nil, !registrarCancelled.withLock({ $0 }) else { return }
+        switch delivery {
+        case .registered(let notification):
+            do {
+                let registration = try notification.register(on: loop) { [unowned self, unowned notification] fired in drain(notification, fired) }
+                sources.append((notification, registration))
+                lines.insert(notification.description, at: max(0, lines.count - 1))
+            } catch {
+                notification.tearDown()
+                logger.warning("a usage threshold could not be watched; usage is still sampled", metadata: ["error": "\(error)"])
+            }
+        case .finished(let count, let took):
+            pendingThresholds = 0
+            lines.removeLast()
+            usageSampling?.enterGuardedMode()
+            if let usageSampling { lines[lines.firstIndex { $0.hasPrefix("sample ") } ?? 0] = usageSampling.description }
+            output.engineListens(to: lines)
+            output.engineWatchesUsage(by: usageWatch)
+            logger.info("memory monitor: usage thresholds registered; usage is now sampled only in the guard bands below the marks",
+                        metadata: ["thresholds": "\(count)", "took": "\(took)"])
+            resample(afterReading: nil)
+        case .failed(let error, let registered):
+            pendingThresholds = 0
+            lines[lines.count - 1] = "usage thresholds: \(registered) registered, then one failed (\(error)); usage is sampled continuously"
+            output.engineListens(to: lines)
+            logger.warning("memory monitor: a usage threshold could not be registered; usage is sampled continuously instead",
+                           metadata: ["registered": "\(registered)", "error": "\(error)"])
+        }
+    }
+
     private func stopWatching(_ source: any PressureSource) {
         guard let index = sources.firstIndex(where: { $0.source === source }), let registration = sources[index].registration else { return }
         loop.unwatch(registration)
@@ -176,7 +234,6 @@ final class MonitorEngine {
     }
 
     private func evaluate(_ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal, forecast: PressureForecast?) {
-        lastRatio = snapshot.limit == nil ? 0 : snapshot.ratio
         let previous = evaluator.level
         let outcome = evaluator.evaluate(snapshot, hint: hint, now: .now)
         var rise: MemoryPressureLevel?
@@ -201,14 +258,19 @@ final class MonitorEngine {
             output.engineRead(reading(event, rise: nil))
         }
         scheduleRecheckIfRaised()
+        resample(after: snapshot)
     }
 
     private func reading(_ event: LevelEvent, rise: MemoryPressureLevel?) -> MonitorReading {
         MonitorReading(event: event, rise: rise, growthBytesPerSecond: growth.bytesPerSecond, tally: growth.tally, detectionBound: detectionBound)
     }
 
-    /// How long the next detection of a usage change can take.
-    private var detectionBound: Duration { pollsUsage ? policy.pollInterval : MonitorReading.eventDrivenDetection }
+    /// How long the next detection of a usage change can take: the sampler's wait where usage is
+    /// sampled continuously, else the kernel's event latency.
+    private var detectionBound: Duration {
+        guard let usageSampling, usageSampling.mode == .continuous else { return MonitorReading.eventDrivenDetection }
+        return usageSampling.currentInterval
+    }
 
     // MARK: Schedule
 
@@ -226,19 +288,64 @@ final class MonitorEngine {
         stepDown = nil
     }
 
-    /// Re-reads every recheck interval while the level is raised (to find the way down) and
-    /// while usage sits between the recovery and warning marks: the kernel checks v1 usage
-    /// thresholds only every 128 page events per CPU, so a crossing followed by silence can
-    /// go unreported; near a mark the re-check bounds that delay. Below the recovery mark at
-    /// `.normal` nothing is scheduled and the loop sleeps.
+    /// Re-reads every recheck interval while the level is raised, to find the way down. At
+    /// `.normal` nothing is scheduled here (usage sampling, where there is some, schedules itself).
     private func scheduleRecheckIfRaised() {
         if let deadline = recheckDeadline { loop.cancel(deadline) }
         recheckDeadline = nil
-        let nearMark = lastRatio >= policy.recoveryRatio && sampler.layout.memory?.version == .v1
-        guard evaluator.level > .normal || nearMark, stepDown == nil else { return }
+        guard evaluator.level > .normal, stepDown == nil else { return }
         recheckDeadline = loop.schedule(at: .now + policy.recheckInterval) { [unowned self] in
             recheckDeadline = nil
             wake(hint: .normal, source: .recheck)
+        }
+    }
+
+    /// Hands a full reading to the usage sampler and schedules its next read.
+    private func resample(after snapshot: PressureSnapshot) {
+        resample(afterReading: snapshot)
+    }
+
+    /// Hands a full reading (if any) to the usage sampler and schedules its next read.
+    private func resample(afterReading snapshot: PressureSnapshot?) {
+        guard let usageSampling else { return }
+        let now = ContinuousClock.now
+        if let snapshot { usageSampling.observe(snapshot, at: now) }
+        scheduleSample(after: now)
+    }
+
+    /// Schedules the sampler's next read (none when it asks for none: a guarded sampler outside
+    /// its bands).
+    private func scheduleSample(after now: ContinuousClock.Instant) {
+        guard let usageSampling else { return }
+        if let pending = sampleDeadline { loop.cancel(pending) }
+        sampleDeadline = nil
+        guard let at = usageSampling.nextRead(after: now) else { return }
+        sampleDeadline = loop.schedule(at: at, sampleAction)
+    }
+
+    /// The sampler's deadline action, made once: scheduled up to 200 times a second, it should
+    /// not allocate a closure each time.
+    private lazy var sampleAction: () -> Void = { [unowned self] in
+        sampleDeadline = nil
+        sampleUsage()
+    }
+
+    /// One cheap read of usage: a crossing (or a due full reading) wakes the monitor, which
+    /// reschedules after its full reading; otherwise the next read is scheduled from this one.
+    private func sampleUsage() {
+        guard failure == nil, let usageSampling else { return }
+        let now = ContinuousClock.now
+        switch usageSampling.sample(at: now) {
+        case .wake(let hint, let signal, _):
+            wake(hint: hint, source: signal)
+            if sampleDeadline == nil { scheduleSample(after: .now) }  // the full reading failed transiently
+        case .failed(let error):
+            fail(error)
+        case .retry(let error):
+            retry(after: error, wake: nil, source: nil)
+            scheduleSample(after: now)
+        case .quiet, .gone:
+            scheduleSample(after: now)
         }
     }
 
@@ -306,6 +413,7 @@ final class MonitorEngine {
     /// Unwatches and closes every source. Loop thread, after the loop ended.
     func tearDown() {
         loop.assertOnLoop()
+        registrarCancelled.withLock { $0 = true }
         for (source, registration) in sources {
             if let registration { loop.unwatch(registration) }
             source.tearDown()

@@ -8,6 +8,9 @@ protocol MonitorEngineOutput: AnyObject {
     func engineRead(_ reading: MonitorReading)
     /// What the monitor listens to, one line a source, once the sources are registered.
     func engineListens(to sources: [String])
+    /// How changes of usage reach the engine changed (cgroup v1 as root: from continuous
+    /// sampling to the usage thresholds, once they are registered).
+    func engineWatchesUsage(by watch: MonitorArming.UsageWatch)
     /// A read failed transiently and will be retried (`nil`: reads succeed again).
     func engineNoted(transientError: CgroupError?)
 }

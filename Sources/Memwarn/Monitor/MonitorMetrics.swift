@@ -18,6 +18,7 @@ import MemwarnSystem
 /// | `memwarn_exhausted` | gauge | 1 while exhausted |
 /// | `memwarn_exhaustions_total` | counter | entries into the exhausted state |
 /// | `memwarn_floor_bytes` | gauge | the floor reported on entering it |
+/// | `memwarn_armed_after_seconds{since}` | gauge | arming's duration (`since="monitor_created"`) and the process's age when armed (`since="process_start"`) |
 final class MonitorMetrics: Sendable {
     private let factory: any MetricsFactory
     private let level: Gauge
@@ -64,6 +65,14 @@ final class MonitorMetrics: Sendable {
         exhaustions = Counter(label: "memwarn_exhaustions_total", factory: factory)
         floor = Gauge(label: "memwarn_floor_bytes", factory: factory)
         transientErrors = Counter(label: "memwarn_transient_errors_total", factory: factory)
+    }
+
+    /// The monitor was armed.
+    func record(_ arming: MonitorArming) {
+        Gauge(label: "memwarn_armed_after_seconds", dimensions: [("since", "monitor_created")], factory: factory).record(arming.duration.seconds)
+        if let age = arming.sinceProcessStart {
+            Gauge(label: "memwarn_armed_after_seconds", dimensions: [("since", "process_start")], factory: factory).record(age.seconds)
+        }
     }
 
     /// A read failed transiently (the monitor retries it).

@@ -8,13 +8,19 @@ import Synchronization
 /// Watches a memory cgroup and the kernel's pressure signals, and reports memory-pressure
 /// levels: the Linux counterpart of iOS's memory warnings.
 ///
-/// Run it as a `Service` in a `ServiceGroup` (or call ``run()`` yourself); it stops on
-/// graceful shutdown or task cancellation. While it runs, a thread of its own sleeps in
+/// Creating a monitor **arms** it: it finds the cgroup, opens and registers its sources, takes
+/// the first reading and starts its release thread before the initializer returns (a few
+/// milliseconds; ``arming`` says how long), so the services started after it are protected from
+/// their first instruction. Run it as a `Service` in a `ServiceGroup` (or call ``run()``
+/// yourself) to keep it running; it stops on graceful shutdown or task cancellation, and a
+/// failure to arm is thrown by ``run()``. While it runs, a thread of its own sleeps in
 /// `epoll_wait` until the kernel reports something — a v1 usage threshold crossed, a
 /// pressure or OOM notification, a PSI trigger, a change of v2 `memory.events`, systemd's
-/// pressure watch — and only then reads the cgroup's files. Where the kernel offers no
-/// event (cgroup v2 usage, system memory when no limit applies, a refused PSI trigger) it
-/// samples every ``PressurePolicy/pollInterval``; ``watchedSources`` says which.
+/// pressure watch — and only then reads the cgroup's files. Where the kernel sends no usage
+/// events (cgroup v2, a v1 monitor not run as root, no limit) it samples usage adaptively: as
+/// soon as usage, growing at ``PressurePolicy/worstCaseGrowthBytesPerSecond``, could reach the
+/// next mark (every 5 ms near a mark, at most every ``PressurePolicy/pollInterval`` far from
+/// them); ``watchedSources`` says which.
 ///
 /// ```swift
 /// let monitor = PressureMonitor(configuration: .init(policy: try .load(environment: env)), logger: logger)
@@ -30,14 +36,27 @@ public final class PressureMonitor: Service, Sendable {
         fileprivate let id: Int
     }
 
+    /// Where the monitor is in its life.
+    private enum Phase {
+        /// Not armed: a run ended, or arming is under way.
+        case idle
+        /// Armed, waiting for ``run()``.
+        case armed(MonitorSession)
+        /// Arming failed; the next ``run()`` throws this.
+        case failedToArm(any Error)
+        /// ``run()`` is under way with this session.
+        case running(MonitorSession)
+    }
+
     private struct State {
-        var running = false
+        var phase = Phase.idle
+        var arming: MonitorArming?
+        var usageWatch: MonitorArming.UsageWatch?
         var sources: [String] = []
         var coordinators: [Int: ReleaseCoordinator] = [:]
         var exhaustion: MemoryExhaustion?
         var tally = ForecastTally()
         var latestForecast: PressureForecast?
-        var releaseLoop: ReleaseLoop?
         var transientErrors = 0
         var lastTransientError: CgroupError?
         var retryingReads = false
@@ -52,7 +71,9 @@ public final class PressureMonitor: Service, Sendable {
     private let exhausted = Atomic<Bool>(false)
     private let metrics: MonitorMetrics
 
-    /// Creates a monitor; it does nothing until ``run()``.
+    /// Creates a monitor and arms it: when it returns, the cgroup's sources are registered, the
+    /// first reading is taken (``latestEvent``) and the release thread waits for readings. A
+    /// failure to arm is kept and thrown by ``run()``.
     ///
     /// - Parameters:
     ///   - configuration: what to watch and the policy.
@@ -65,7 +86,30 @@ public final class PressureMonitor: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         metrics = MonitorMetrics(factory: metricsFactory ?? MetricsSystem.factory)
+        let phase: Phase
+        do {
+            phase = .armed(try arm())
+        } catch {
+            phase = .failedToArm(error)
+            logger.error("memory monitor could not be armed; run() reports why", metadata: ["error": "\(error)"])
+        }
+        state.withLock { $0.phase = phase }
     }
+
+    deinit {
+        // A monitor armed but never run (or dropped while running) ends its threads.
+        if case .armed(let session) = state.withLock({ $0.phase }) { session.stop() }
+    }
+
+    /// How the monitor was armed — how long it took, how changes of usage reached it — or `nil`
+    /// while it is not armed (arming failed, or a run ended).
+    public var arming: MonitorArming? { state.withLock { $0.arming } }
+
+    /// How changes of usage reach the monitor now, or `nil` while it is not armed. On cgroup v1
+    /// as root it is ``MonitorArming/UsageWatch/adaptiveSampling`` from arming until the usage
+    /// thresholds are registered (about 0.3 s; ``MonitorArming/pendingThresholds``), then
+    /// ``MonitorArming/UsageWatch/thresholds``.
+    public var usageWatch: MonitorArming.UsageWatch? { state.withLock { $0.usageWatch } }
 
     /// The current level (`.normal` before the first reading).
     public var level: MemoryPressureLevel { levelEvents.latest?.level ?? .normal }
@@ -89,13 +133,28 @@ public final class PressureMonitor: Service, Sendable {
         levelEvents.stream()
     }
 
-    /// Calls `observer` with every level event, on the monitor's thread: return quickly.
+    /// Calls `observer` with the latest level event — the first reading, taken when the monitor
+    /// was armed, or a later one — and then with every level event after it, in order, on the
+    /// monitor's thread: return quickly.
     ///
     /// - Parameter observer: called with each level event.
     /// - Returns: a token for ``removeObserver(_:)``.
     @discardableResult
     public func addObserver(_ observer: @escaping @Sendable (LevelEvent) -> Void) -> ObserverToken {
-        ObserverToken(id: levelEvents.addObserver(observer))
+        let once = LatestFirst(observer)
+        let token = ObserverToken(id: levelEvents.addObserver { event in once.deliver(event) })
+        // The latest event, handed over on the monitor's thread, where every event is posted: it
+        // comes first, unless an event posted meanwhile reached the observer already.
+        let session: MonitorSession? = state.withLock { state in
+            switch state.phase {
+            case .armed(let session), .running(let session): session
+            case .idle, .failedToArm: nil
+            }
+        }
+        session?.onLoop { [levelEvents] in
+            if let latest = levelEvents.latest { once.deliverFirst(latest) }
+        }
+        return token
     }
 
     /// Stops calling an observer, or detaches a coordinator (the token of
@@ -156,108 +215,93 @@ public final class PressureMonitor: Service, Sendable {
         }
     }
 
-    /// Discovers the cgroup, registers the kernel's event sources and reports levels until
-    /// graceful shutdown or cancellation.
+    /// Keeps the armed monitor running — reporting levels and releasing — until graceful
+    /// shutdown or cancellation. A monitor run again after it stopped is armed anew here.
     ///
     /// - Throws: ``MonitorError`` when already running or when the system refuses a thread, an
     ///   epoll instance or an eventfd; ``PolicyError`` for an inconsistent policy; CgroupKit's
     ///   `CgroupError` when the cgroup cannot be found or read, or is deleted while watched.
     public func run() async throws {
-        try state.withLock { (state: inout State) throws(MonitorError) in
-            guard !state.running else { throw MonitorError("the monitor is already running") }
-            state.running = true
+        let claimed = try state.withLock { (state: inout State) throws(MonitorError) -> Result<MonitorSession, any Error>? in
+            switch state.phase {
+            case .running:
+                throw MonitorError("the monitor is already running")
+            case .armed(let session):
+                state.phase = .running(session)
+                return .success(session)
+            case .failedToArm(let error):
+                state.phase = .idle
+                return .failure(error)
+            case .idle:
+                return nil
+            }
         }
-        levelEvents.reopen()
+        let session: MonitorSession
+        switch claimed {
+        case .success(let armed)?:
+            session = armed
+        case .failure(let error)?:
+            levelEvents.finish()  // streams made meanwhile end, as after a run
+            throw error
+        case nil:
+            levelEvents.reopen()
+            do {
+                session = try arm()
+            } catch {
+                levelEvents.finish()
+                throw error
+            }
+            try state.withLock { (state: inout State) throws(MonitorError) in
+                if case .running = state.phase {
+                    session.stop()
+                    throw MonitorError("the monitor is already running")
+                }
+                state.phase = .running(session)
+            }
+        }
         defer {
-            state.withLock { $0.running = false }
+            state.withLock { state in
+                state.phase = .idle
+                state.arming = nil
+                state.usageWatch = nil
+            }
             levelEvents.finish()
         }
-        try configuration.policy.validate()
-        let discovery = CgroupDiscovery(files: configuration.files)
-        let layout = try configuration.cgroupPath.map { (path) throws(CgroupError) in try discovery.layout(cgroupPath: path) } ?? discovery.layout()
-        for note in layout.notes { logger.notice("\(note)") }
-        try await watch(layout)
+        try await withTaskCancellationOrGracefulShutdownHandler {
+            try await session.waitUntilEnded()
+        } onCancelOrGracefulShutdown: {
+            session.stop()
+        }
     }
 
-    /// Runs the engine on its thread until shutdown, cancellation or a failed source, with the
-    /// release thread beside it.
-    private func watch(_ layout: CgroupLayout) async throws {
-        let loop: EventLoop
-        do {
-            loop = try EventLoop()
-        } catch {
-            throw MonitorError(error)
-        }
-        let sampler = SnapshotSampler(layout: layout, files: configuration.files)
-        let ledger = ReleaseLedger()
-        let releaseLoop = ReleaseLoop(context: .init(
-            sampler: sampler, policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall, ledger: ledger, metrics: metrics, logger: logger,
+    /// Arms a new session: blocks until its sources are registered and its first reading taken.
+    private func arm() throws -> MonitorSession {
+        let session = try MonitorSession.arm(.init(
+            configuration: configuration, logger: logger, metrics: metrics,
+            output: { [weak self] in EngineOutput(self) },
             coordinators: { [weak self] in self?.state.withLock { state in state.coordinators.sorted { $0.key < $1.key }.map(\.value) } ?? [] },
             exhaustionChanged: { [weak self] change in self?.publish(change) }))
-        let engine = MonitorEngine(loop: loop, sampler: sampler, configuration: configuration, logger: logger, ledger: ledger,
-                                   output: EngineOutput(self))
-        let box = EngineBox(engine)
-        // The release thread lives as long as the engine's: started first, ended after it.
-        let (releaseEnded, endRelease) = AsyncStream.makeStream(of: Void.self)
-        state.withLock { $0.releaseLoop = releaseLoop }
-        do {
-            try releaseLoop.start { endRelease.finish() }
-        } catch {
-            state.withLock { $0.releaseLoop = nil }
-            throw MonitorError(error)
+        var arming = session.arming
+        state.withLock { state in
+            arming.sources = state.sources
+            state.arming = arming
+            if state.usageWatch == nil || arming.pendingThresholds == 0 { state.usageWatch = arming.usageWatch }
         }
-        let outcome: Result<Void, any Error>
-        do {
-            try await runEngine(box, loop: loop)
-            outcome = .success(())
-        } catch {
-            outcome = .failure(error)
-        }
-        state.withLock { $0.releaseLoop = nil }
-        releaseLoop.stop()
-        for await _ in releaseEnded {}
-        try outcome.get()
+        metrics.record(arming)
+        logger.notice("memory monitor armed", metadata: [
+            "in": "\(arming.duration)", "sinceProcessStart": "\(arming.sinceProcessStart.map { "\($0)" } ?? "unknown")",
+            "usageWatch": "\(arming.usageWatch)", "pendingThresholds": "\(arming.pendingThresholds)", "sources": "\(arming.sources.count)",
+        ])
+        return session
     }
 
-    /// Runs the engine on its thread until shutdown, cancellation or a failed source.
-    private func runEngine(_ box: EngineBox, loop: EventLoop) async throws {
-        try await withTaskCancellationOrGracefulShutdownHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                do throws(SystemError) {
-                    try SystemThread.start(name: "memwarn-monitor") {
-                        let engine = box.engine
-                        do {
-                            try engine.loop.run { try engine.start() }
-                        } catch {
-                            engine.tearDown()
-                            continuation.resume(throwing: (error as? SystemError).map(MonitorError.init) ?? error)
-                            return
-                        }
-                        engine.tearDown()
-                        if let failure = engine.failure {
-                            continuation.resume(throwing: failure)
-                        } else {
-                            continuation.resume()
-                        }
-                    }
-                } catch {
-                    continuation.resume(throwing: MonitorError(error))
-                }
-            }
-        } onCancelOrGracefulShutdown: {
-            loop.execute { box.engine.loop.stop() }
-        }
-    }
-
-    /// Every reading: metrics, the latest forecast, and the release loop.
+    /// Every reading: metrics and the latest forecast (the session hands it to the release loop).
     fileprivate func take(_ reading: MonitorReading) {
         metrics.record(reading)
-        let releaseLoop = state.withLock { state in
+        state.withLock { state in
             state.tally = reading.tally
             state.latestForecast = reading.event.forecast
-            return state.releaseLoop
         }
-        releaseLoop?.offer(reading)
     }
 
     /// The exhausted state changed (release thread).
@@ -290,6 +334,10 @@ public final class PressureMonitor: Service, Sendable {
         if error != nil { metrics.recordTransientError() }
     }
 
+    fileprivate func noteUsageWatch(_ watch: MonitorArming.UsageWatch) {
+        state.withLock { $0.usageWatch = watch }
+    }
+
     fileprivate func noteSources(_ sources: [String]) {
         state.withLock { $0.sources = sources }
     }
@@ -303,23 +351,39 @@ public final class PressureMonitor: Service, Sendable {
     }
 }
 
-/// The monitor's side of its engine, on the loop thread.
+/// The monitor's side of its engine, on the loop thread. It holds the monitor weakly: a
+/// monitor dropped while armed ends its session (``PressureMonitor/deinit``).
 private final class EngineOutput: MonitorEngineOutput {
-    private let monitor: PressureMonitor
+    private weak let monitor: PressureMonitor?
 
-    init(_ monitor: PressureMonitor) { self.monitor = monitor }
+    init(_ monitor: PressureMonitor?) { self.monitor = monitor }
 
-    func engineEmitted(_ event: LevelEvent) { monitor.publish(event) }
-    func engineRead(_ reading: MonitorReading) { monitor.take(reading) }
-    func engineListens(to sources: [String]) { monitor.noteSources(sources) }
-    func engineNoted(transientError: CgroupError?) { monitor.noteTransient(transientError) }
+    func engineEmitted(_ event: LevelEvent) { monitor?.publish(event) }
+    func engineRead(_ reading: MonitorReading) { monitor?.take(reading) }
+    func engineListens(to sources: [String]) { monitor?.noteSources(sources) }
+    func engineNoted(transientError: CgroupError?) { monitor?.noteTransient(transientError) }
+    func engineWatchesUsage(by watch: MonitorArming.UsageWatch) { monitor?.noteUsageWatch(watch) }
 }
 
-/// Hands the engine to its thread. The engine is used only there once handed over.
-private final class EngineBox: @unchecked Sendable {
-    // @unchecked: `engine` is touched only on the monitor's loop thread after `run()` hands it over.
-    let engine: MonitorEngine
-    init(_ engine: MonitorEngine) { self.engine = engine }
+/// An observer of level events that is handed the latest event first, unless a newer one reached
+/// it before.
+private final class LatestFirst: @unchecked Sendable {
+    // @unchecked: `delivered` is touched only on the monitor's loop thread, where every level
+    // event is posted and the latest one is handed over.
+    private let observer: @Sendable (LevelEvent) -> Void
+    private var delivered = false
+
+    init(_ observer: @escaping @Sendable (LevelEvent) -> Void) { self.observer = observer }
+
+    func deliver(_ event: LevelEvent) {
+        delivered = true
+        observer(event)
+    }
+
+    func deliverFirst(_ latest: LevelEvent) {
+        guard !delivered else { return }
+        deliver(latest)
+    }
 }
 
 /// Misuse of a ``PressureMonitor``.

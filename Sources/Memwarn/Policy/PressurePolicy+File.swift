@@ -1,4 +1,5 @@
 import CgroupKit
+import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -80,7 +81,7 @@ extension PressurePolicy {
     static let keys = [
         "warning_ratio", "critical_ratio", "recovery_ratio", "psi_some_warning_percent", "psi_full_critical_percent",
         "psi_window", "hold_time", "recheck_interval", "poll_interval", "pressure_level_quiet_time",
-        "forecast_horizon", "growth_window",
+        "forecast_horizon", "growth_window", "worst_case_growth",
     ]
 
     /// Sets one setting by its file key.
@@ -108,6 +109,11 @@ extension PressurePolicy {
         case "pressure_level_quiet_time": pressureLevelQuietTime = try duration()
         case "forecast_horizon": forecastHorizon = try duration()
         case "growth_window": growthWindow = try duration()
+        case "worst_case_growth":
+            guard let rate = Self.growthRate(value) else {
+                throw PolicyError("\(origin): \(key) must be a rate such as 1G/s or 512M/s, or 0, is \(Self.quoted(value))")
+            }
+            worstCaseGrowthBytesPerSecond = rate
         default: throw PolicyError("\(origin): unknown key \(Self.quoted(key)) (known: \(Self.keys.joined(separator: ", ")))")
         }
     }
@@ -117,6 +123,30 @@ extension PressurePolicy {
     /// - Parameter text: the duration, with its unit.
     /// - Returns: the duration, or `nil` for anything else (a negative or absurdly large value included).
     public static func parseDuration(_ text: String) -> Duration? { duration(text) }
+
+    /// Parses a growth rate as policy files write it: a size per second (`1G/s`, `512M/s`,
+    /// `1.5GiB/s`; K, M, G and T are powers of 1024), or `0`.
+    ///
+    /// - Parameter text: the rate.
+    /// - Returns: bytes a second, or `nil` for anything else.
+    public static func parseGrowthRate(_ text: String) -> UInt64? { growthRate(text) }
+
+    static func growthRate(_ text: String) -> UInt64? {
+        if text == "0" { return 0 }
+        guard text.hasSuffix("/s") else { return nil }
+        return ByteSize.parse(String(text.dropLast(2)))
+    }
+
+    /// A duration as policy files write it: `5ms`, `250ms`, `1s`, `1.5s`.
+    ///
+    /// - Parameter duration: the duration.
+    /// - Returns: milliseconds below a second, seconds from one on.
+    public static func formatDuration(_ duration: Duration) -> String {
+        let milliseconds = Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15
+        if milliseconds < 1000 { return "\(ByteSize.fixed(milliseconds, decimals: milliseconds.rounded() == milliseconds ? 0 : 1))ms" }
+        let seconds = milliseconds / 1000
+        return "\(ByteSize.fixed(seconds, decimals: seconds.rounded() == seconds ? 0 : 1))s"
+    }
 
     /// Parses `250ms`, `2s`, `1.5s`, `1m`.
     static func duration(_ text: String) -> Duration? {

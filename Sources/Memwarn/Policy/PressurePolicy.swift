@@ -23,10 +23,18 @@ public struct PressurePolicy: Sendable, Hashable {
     public var holdTime: Duration = .seconds(2)
     /// How often the monitor re-reads while the level is raised, to find the way down.
     public var recheckInterval: Duration = .seconds(1)
-    /// The fallback sampling period, used only where the kernel gives no event: cgroup v2
-    /// usage (v2 has no usage thresholds), system memory when no limit applies, and PSI
-    /// when a trigger cannot be registered.
+    /// The longest wait between two readings of usage where the kernel sends no usage events
+    /// (cgroup v2, a cgroup v1 monitor not run as root, a host without a limit), and the period
+    /// of PSI's sampling fallback where a trigger cannot be registered. Adaptive sampling
+    /// (``worstCaseGrowthBytesPerSecond``) reads sooner wherever usage could reach a mark sooner.
     public var pollInterval: Duration = .seconds(1)
+    /// The growth rate adaptive sampling defends against, in bytes a second: where usage is
+    /// sampled, the next reading is due when usage, growing this fast (or as fast as it was
+    /// measured growing, if faster), could first reach the next mark — never sooner than 5 ms,
+    /// never later than ``pollInterval``. Near a mark it reads every few milliseconds; far below
+    /// the marks it barely reads. The default, 1 GiB/s, is about what one thread touching fresh
+    /// pages reaches. `0` turns adaptive sampling off: usage is then read every ``pollInterval``.
+    public var worstCaseGrowthBytesPerSecond: UInt64 = 1 << 30
     /// The quiet time after a v1 `memory.pressure_level` notification before the next one
     /// is listened to (the kernel sends tens of thousands a second under thrash).
     public var pressureLevelQuietTime: Duration = .milliseconds(100)
@@ -60,6 +68,9 @@ public struct PressurePolicy: Sendable, Hashable {
             throw PolicyError("growth_window must be within 1s...300s, is \(growthWindow)")
         }
         guard forecastHorizon <= .seconds(3600) else { throw PolicyError("forecast_horizon must be at most 1h, is \(forecastHorizon)") }
+        guard worstCaseGrowthBytesPerSecond == 0 || (1 << 20...1 << 40).contains(worstCaseGrowthBytesPerSecond) else {
+            throw PolicyError("worst_case_growth must be 0 (adaptive sampling off) or within 1M/s...1T/s, is \(worstCaseGrowthBytesPerSecond) bytes/s")
+        }
         guard psiWindow <= .seconds(10) else { throw PolicyError("psi_window must be at most 10s (the kernel's limit), is \(psiWindow)") }
     }
 }

@@ -48,8 +48,15 @@ public struct PressureSignal: Sendable, Hashable, CustomStringConvertible {
     public static let psiTrigger = PressureSignal("psi-trigger", eventDriven: true)
     /// systemd's `MEMORY_PRESSURE_WATCH` fired.
     public static let systemd = PressureSignal("systemd-memory-pressure", eventDriven: true)
-    /// The documented fallback: a periodic sample where the kernel offers no event.
+    /// A periodic reading: where usage is sampled, the full reading taken once every
+    /// ``PressurePolicy/pollInterval`` (every reading when adaptive sampling is off); also PSI's
+    /// sampling fallback where a trigger was refused.
     public static let poll = PressureSignal("poll", eventDriven: false)
+    /// Adaptive sampling found usage across a mark (or one of the usage thresholds every 5 % of
+    /// the limit from half of it up): where the kernel sends no usage events (cgroup v2, a cgroup
+    /// v1 monitor not run as root, no limit), and on cgroup v1 inside a guard band below a mark,
+    /// for a crossing the kernel did not report.
+    public static let usageSample = PressureSignal("usage-sample", eventDriven: false)
     /// A re-check while the level is raised, to find the way down after the hold time.
     public static let recheck = PressureSignal("recheck", eventDriven: false)
     /// The growth forecast: usage, growing as measured, would reach the critical mark within

@@ -2,26 +2,6 @@ import CgroupKit
 import Logging
 import MemwarnSystem
 
-/// A file read every poll interval where the kernel offers no event: usage (cgroup v2
-/// `memory.current`, a v1 cgroup this user may not get notifications for, `/proc/meminfo`
-/// without a limit). The engine reads the snapshot at every period; this source only asks it to.
-final class UsagePoll: PressureSource {
-    let interval: Duration
-    let description: String
-
-    /// - Parameters:
-    ///   - what: the file polled, for the description.
-    ///   - reason: why it is polled, for the description.
-    init(_ what: String, every interval: Duration, because reason: String) {
-        self.interval = interval
-        description = "poll \(what) every \(interval) (\(reason))"
-    }
-
-    var period: Duration? { interval }
-
-    func drain(_ fired: EpollEvents) -> PressureSourceReport { .wake(.normal, .poll) }
-}
-
 /// PSI's documented fallback where the kernel refused a trigger: the PSI file's `total` read
 /// every poll interval, the share of time stalled since the last read compared with the
 /// policy's percentage (``PressureSampler``).

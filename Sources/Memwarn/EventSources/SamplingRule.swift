@@ -1,0 +1,111 @@
+/// When adaptive sampling reads usage next. Pure: no clock, no I/O, tested without a kernel.
+///
+/// **The rule.** The next reading is due when usage could first reach the next mark: the
+/// distance from usage to the nearest mark above it where crossing upwards changes something
+/// (the warning mark, the critical mark, the limit), over the faster of the worst-case growth
+/// rate (``PressurePolicy/worstCaseGrowthBytesPerSecond``) and the rise measured between the
+/// last two readings; and, while usage falls, the distance to the nearest mark below (the
+/// recovery, warning or critical mark) over the measured fall. The result is bounded by
+/// ``shortestInterval`` and by ``PressurePolicy/pollInterval``. With a worst-case rate of 0
+/// (adaptive sampling off) it is always the poll interval.
+///
+/// Reads a second, at the default 1 GiB/s: `1 GiB/s ÷ distance`, so 10 a second 100 MiB below
+/// a mark, 100 a second 10 MiB below it, and at most 200 a second (``shortestInterval``) within
+/// 5 MiB of one; 1 a second (the poll interval) from 1 GiB below.
+///
+/// **Guard bands** (cgroup v1 as root, where the kernel reports crossings of usage thresholds
+/// but checks them only every 128 page events per CPU): a crossing by a small step can go
+/// unreported. Only usage within ``guardBand(capacity:processors:)`` below a mark can cross it
+/// that way, so a guard threshold sits there; while usage is inside the band, usage is sampled,
+/// from ``shortestInterval`` and doubling while it stays unchanged, up to
+/// ``guardLongestInterval`` — a fast climb needs no sampling there, the kernel reports it.
+struct SamplingRule: Sendable, Hashable {
+    /// The shortest wait between two readings.
+    static let shortestInterval = Duration.milliseconds(5)
+    /// The longest wait between two readings inside a guard band while usage stays unchanged.
+    static let guardLongestInterval = Duration.milliseconds(40)
+    /// What one CPU can charge to a v1 memory cgroup between two threshold checks: 128 page
+    /// events, plus the 64 pages of its charge stock (4 KiB pages).
+    static let uncheckedBytesPerProcessor: UInt64 = (128 + 64) * 4096
+
+    /// The worst-case growth rate, bytes a second; 0: adaptive sampling off.
+    var worstCaseBytesPerSecond: Double
+    /// The longest wait (``PressurePolicy/pollInterval``).
+    var longestInterval: Duration
+
+    init(policy: PressurePolicy) {
+        worstCaseBytesPerSecond = Double(policy.worstCaseGrowthBytesPerSecond)
+        longestInterval = policy.pollInterval
+    }
+
+    init(worstCaseBytesPerSecond: Double, longestInterval: Duration) {
+        self.worstCaseBytesPerSecond = worstCaseBytesPerSecond
+        self.longestInterval = longestInterval
+    }
+
+    /// Whether the interval adapts (a worst-case rate is set).
+    var isAdaptive: Bool { worstCaseBytesPerSecond > 0 }
+
+    /// The shortest wait this rule allows: ``shortestInterval``, or the poll interval when it is
+    /// shorter or adaptive sampling is off.
+    var floor: Duration { isAdaptive ? min(Self.shortestInterval, longestInterval) : longestInterval }
+
+    /// The wait until the next reading.
+    ///
+    /// - Parameters:
+    ///   - usage: the latest usage, in bytes.
+    ///   - marksAbove: the marks whose upward crossing matters, ascending: warning, critical, the
+    ///     capacity (the limit).
+    ///   - marksBelow: the marks whose downward crossing matters, ascending: recovery, warning,
+    ///     critical.
+    ///   - risingBytesPerSecond: how fast usage rose between the last two readings (0 when it
+    ///     did not).
+    ///   - fallingBytesPerSecond: how fast it fell (0 when it did not).
+    /// - Returns: a wait within ``floor``...``longestInterval``.
+    func interval(usage: UInt64, marksAbove: [UInt64], marksBelow: [UInt64], risingBytesPerSecond: Double,
+                  fallingBytesPerSecond: Double) -> Duration {
+        guard isAdaptive else { return longestInterval }
+        var seconds = Double.infinity
+        if let above = marksAbove.first(where: { $0 > usage }) {
+            seconds = Double(above - usage) / max(worstCaseBytesPerSecond, risingBytesPerSecond)
+        } else {
+            seconds = 0  // at or past the limit: as often as the rule allows
+        }
+        if fallingBytesPerSecond > 0, let below = marksBelow.last(where: { $0 <= usage }) {
+            seconds = min(seconds, Double(usage - below) / fallingBytesPerSecond)
+        }
+        return Self.clamp(seconds, floor, longestInterval)
+    }
+
+    /// The width of the band below a mark where a v1 crossing can go unreported: what every CPU
+    /// together can charge between two threshold checks, twice over (a margin for the check's
+    /// own timing), at least 1 MiB, and at most 5 % of the capacity (where the next 5 % usage
+    /// threshold takes over).
+    ///
+    /// - Parameters:
+    ///   - capacity: the limit in bytes.
+    ///   - processors: the CPUs that may charge the cgroup.
+    /// - Returns: the band's width in bytes.
+    static func guardBand(capacity: UInt64, processors: Int) -> UInt64 {
+        let unchecked = UInt64(max(1, processors)) * uncheckedBytesPerProcessor * 2
+        return min(max(unchecked, 1 << 20), capacity / 20)
+    }
+
+    /// The next wait inside a guard band: ``shortestInterval`` after a change, doubling while
+    /// usage stays unchanged, up to ``guardLongestInterval``.
+    ///
+    /// - Parameters:
+    ///   - previous: the wait before the latest reading, or `nil` on entering the band.
+    ///   - changed: whether the latest reading differs from the one before.
+    /// - Returns: the next wait.
+    func guardInterval(previous: Duration?, changed: Bool) -> Duration {
+        guard let previous, !changed else { return floor }
+        return min(previous * 2, max(floor, Self.guardLongestInterval))
+    }
+
+    private static func clamp(_ seconds: Double, _ low: Duration, _ high: Duration) -> Duration {
+        guard seconds.isFinite else { return high }
+        let wanted = Duration.nanoseconds(Int64(min(seconds, 1e9) * 1e9))
+        return min(max(wanted, low), high)
+    }
+}

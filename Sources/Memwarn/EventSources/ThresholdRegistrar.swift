@@ -1,0 +1,79 @@
+import CgroupKit
+import Logging
+import MemwarnSystem
+
+/// Registers cgroup v1 usage thresholds on a thread of its own, after the monitor is armed.
+///
+/// The kernel waits for an RCU grace period inside every usage-threshold registration
+/// (`synchronize_rcu()` in `__mem_cgroup_usage_register_event`, under a per-cgroup mutex): 8 to
+/// 35 ms each on the development machine, about 300 ms for the 13 thresholds and guards of the
+/// default policy. Registered on the loop thread before arming, they kept the monitor deaf for
+/// that long at start-up. Here each one is handed to the loop as soon as it is registered, and
+/// usage is sampled continuously until the last one is in.
+enum ThresholdRegistrar {
+    /// One threshold to register.
+    struct Request: Sendable, Hashable {
+        /// The usage in bytes whose crossing (either way) the kernel reports.
+        var bytes: UInt64
+        /// Its line in ``PressureMonitor/watchedSources``.
+        var description: String
+    }
+
+    /// What to register, and where.
+    struct Plan: Sendable {
+        var cgroup: CgroupLocation
+        var files: KernelFiles
+        var requests: [Request]
+    }
+
+    /// What the registrar hands the loop thread.
+    enum Delivery {
+        /// A threshold registered: watch it.
+        case registered(CgroupV1Notification)
+        /// Every threshold is registered.
+        case finished(count: Int, took: Duration)
+        /// A registration failed: the monitor goes on sampling usage continuously.
+        case failed(CgroupError, registered: Int)
+    }
+
+    /// Starts the thread. `deliver` runs on the loop thread (through ``EventLoop/execute(_:)``),
+    /// once a threshold, then once at the end; nothing is delivered after `cancelled` is set,
+    /// and a delivery the stopped loop never runs closes its notification when dropped.
+    ///
+    /// - Throws: ``SystemError`` when the thread cannot be started.
+    static func start(_ plan: Plan, loop: EventLoop, cancelled: Locked<Bool>, deliver: @escaping (Delivery) -> Void) throws(SystemError) {
+        let handOff = LoopBound(deliver)
+        try SystemThread.start(name: "memwarn-thresh") { [cancelled] in
+            let began = ContinuousClock.now
+            var registered = 0
+            for request in plan.requests {
+                guard !cancelled.withLock({ $0 }) else { return }
+                let notification: CgroupV1Notification
+                do {
+                    notification = try CgroupV1Notification(
+                        cgroup: plan.cgroup, file: "memory.usage_in_bytes", argument: String(request.bytes), files: plan.files, hint: .normal,
+                        signal: .usageThreshold, description: request.description)
+                } catch {
+                    let failure = (error as? CgroupError) ?? CgroupError(.unwritable, "\(error)", path: plan.cgroup.file("cgroup.event_control"))
+                    let count = registered
+                    loop.execute { handOff.value(.failed(failure, registered: count)) }
+                    return
+                }
+                registered += 1
+                let box = LoopBound(notification)
+                loop.execute { handOff.value(.registered(box.value)) }
+            }
+            let took = ContinuousClock.now - began
+            let count = registered
+            loop.execute { handOff.value(.finished(count: count, took: took)) }
+        }
+    }
+}
+
+/// A value made on one thread and used only on the monitor's loop thread once handed over.
+final class LoopBound<Value>: @unchecked Sendable {
+    // @unchecked: `value` is read only on the loop thread, after the hand-over through the
+    // loop's locked inbox (which orders the write before the read).
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

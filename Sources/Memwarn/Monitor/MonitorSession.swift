@@ -1,0 +1,174 @@
+import CgroupKit
+import Logging
+import MemwarnSystem
+
+/// One armed run of a monitor: its loop thread (the engine: sources, readings, levels) and its
+/// release thread, from arming until stopped.
+///
+/// ``arm(_:)`` blocks its caller until the engine has registered every source and taken the
+/// first reading (or failed to), so that whatever the caller starts next is already watched.
+final class MonitorSession: Sendable {
+    /// What a session is made from.
+    struct Parts: Sendable {
+        var configuration: MonitorConfiguration
+        var logger: Logger
+        var metrics: MonitorMetrics
+        /// The monitor's side of the engine (events, readings, sources, transient errors).
+        var output: @Sendable () -> any MonitorEngineOutput
+        /// The coordinators attached now.
+        var coordinators: @Sendable () -> [ReleaseCoordinator]
+        /// The exhausted state changed.
+        var exhaustionChanged: @Sendable (MemoryExhaustion) -> Void
+    }
+
+    private let loop: EventLoop
+    private let releaseLoop: ReleaseLoop
+    /// How arming went.
+    let arming: MonitorArming
+    /// The engine's end: its failure, or success after a stop.
+    private let engineEnded: AsyncStream<Result<Void, any Error>>
+    private let releaseEnded: AsyncStream<Void>
+
+    private init(loop: EventLoop, releaseLoop: ReleaseLoop, arming: MonitorArming, engineEnded: AsyncStream<Result<Void, any Error>>,
+                 releaseEnded: AsyncStream<Void>) {
+        self.loop = loop
+        self.releaseLoop = releaseLoop
+        self.arming = arming
+        self.engineEnded = engineEnded
+        self.releaseEnded = releaseEnded
+    }
+
+    /// Finds the cgroup, starts the release thread and the engine's thread, and returns once
+    /// every source is registered and the first reading taken.
+    ///
+    /// - Throws: ``PolicyError`` for an inconsistent policy; CgroupKit's `CgroupError` when the
+    ///   cgroup cannot be found or read; ``MonitorError`` when the system refuses a thread, an
+    ///   epoll instance or an eventfd.
+    static func arm(_ parts: Parts) throws -> MonitorSession {
+        let began = ContinuousClock.now
+        let configuration = parts.configuration
+        try configuration.policy.validate()
+        let discovery = CgroupDiscovery(files: configuration.files)
+        let layout = try configuration.cgroupPath.map { (path) throws(CgroupError) in try discovery.layout(cgroupPath: path) } ?? discovery.layout()
+        for note in layout.notes { parts.logger.notice("\(note)") }
+
+        let loop: EventLoop
+        do {
+            loop = try EventLoop()
+        } catch {
+            throw MonitorError(error)
+        }
+        let sampler = SnapshotSampler(layout: layout, files: configuration.files)
+        let ledger = ReleaseLedger()
+        let releaseLoop = ReleaseLoop(context: .init(
+            sampler: sampler, policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall, ledger: ledger,
+            metrics: parts.metrics, logger: parts.logger, coordinators: parts.coordinators, exhaustionChanged: parts.exhaustionChanged))
+        // The release thread lives as long as the engine's: started first, ended after it.
+        let (releaseEnded, endRelease) = AsyncStream.makeStream(of: Void.self)
+        do {
+            try releaseLoop.start { endRelease.finish() }
+        } catch {
+            throw MonitorError(error)
+        }
+        let output = SessionOutput(parts.output(), releaseLoop: releaseLoop)
+        let engine = EngineBox(MonitorEngine(loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
+                                             ledger: ledger, output: output))
+        let (engineEnded, endEngine) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
+        let armed = ConditionLock<Result<(watch: MonitorArming.UsageWatch, pendingThresholds: Int), any Error>?>(nil)
+        do throws(SystemError) {
+            try SystemThread.start(name: "memwarn-monitor") {
+                let engine = engine.engine
+                var outcome: Result<Void, any Error> = .success(())
+                do {
+                    try engine.loop.run {
+                        do {
+                            try engine.start()
+                        } catch let error as SystemError {
+                            throw MonitorError(error)
+                        }
+                        armed.withLock { $0 = .success((engine.usageWatch, engine.pendingThresholds)) }
+                    }
+                } catch {
+                    outcome = .failure(error)
+                }
+                engine.tearDown()
+                if case .success = outcome, let failure = engine.failure { outcome = .failure(failure) }
+                armed.withLock { state in
+                    if state == nil, case .failure(let error) = outcome { state = .failure(error) }
+                }
+                endEngine.yield(outcome)
+                endEngine.finish()
+            }
+        } catch {
+            releaseLoop.stop()
+            throw MonitorError(error)
+        }
+        let usageWatch: MonitorArming.UsageWatch
+        let pendingThresholds: Int
+        switch armed.wait(timeout: nil, until: { $0 }) {
+        case .success(let started)?:
+            (usageWatch, pendingThresholds) = started
+        case .failure(let error)?:
+            releaseLoop.stop()
+            throw error
+        case nil:
+            preconditionFailure("an untimed wait returned nothing")
+        }
+        let duration = ContinuousClock.now - began
+        let arming = MonitorArming(duration: duration, sinceProcessStart: ProcessAge.now(files: configuration.files),
+                                   usageWatch: usageWatch, pendingThresholds: pendingThresholds, sources: [])
+        return MonitorSession(loop: loop, releaseLoop: releaseLoop, arming: arming, engineEnded: engineEnded, releaseEnded: releaseEnded)
+    }
+
+    /// Runs `work` on the engine's thread (any thread may ask); never, once the engine stopped.
+    func onLoop(_ work: @escaping @Sendable () -> Void) {
+        loop.execute(work)
+    }
+
+    /// Asks the engine to stop (any thread); ``waitUntilEnded()`` returns once it has.
+    func stop() {
+        loop.execute { [loop] in loop.stop() }
+    }
+
+    /// Waits until the engine has ended (stopped, or failed for good), then ends the release
+    /// thread after the release under way.
+    ///
+    /// - Throws: what ended the engine: CgroupKit's `CgroupError` for a cgroup deleted while
+    ///   watched, ``MonitorError`` when `epoll_wait` failed.
+    func waitUntilEnded() async throws {
+        var outcome: Result<Void, any Error> = .success(())
+        for await ended in engineEnded { outcome = ended }
+        releaseLoop.stop()
+        for await _ in releaseEnded {}
+        try outcome.get()
+    }
+}
+
+/// Hands the engine to its thread. The engine is used only there once handed over.
+private final class EngineBox: @unchecked Sendable {
+    // @unchecked: `engine` is touched only on the monitor's loop thread after `arm` hands it over.
+    let engine: MonitorEngine
+    init(_ engine: MonitorEngine) { self.engine = engine }
+}
+
+/// The engine's output as the session passes it on: to the monitor, and every reading to the
+/// release loop as well (from the first one on, before the monitor has the session).
+private final class SessionOutput: MonitorEngineOutput {
+    private let monitor: any MonitorEngineOutput
+    private let releaseLoop: ReleaseLoop
+
+    init(_ monitor: any MonitorEngineOutput, releaseLoop: ReleaseLoop) {
+        self.monitor = monitor
+        self.releaseLoop = releaseLoop
+    }
+
+    func engineEmitted(_ event: LevelEvent) { monitor.engineEmitted(event) }
+    func engineListens(to sources: [String]) { monitor.engineListens(to: sources) }
+    func engineNoted(transientError: CgroupError?) { monitor.engineNoted(transientError: transientError) }
+    func engineWatchesUsage(by watch: MonitorArming.UsageWatch) { monitor.engineWatchesUsage(by: watch) }
+
+    func engineRead(_ reading: MonitorReading) {
+        monitor.engineRead(reading)
+        releaseLoop.offer(reading)
+    }
+}

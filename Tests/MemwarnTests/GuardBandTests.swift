@@ -1,0 +1,108 @@
+import CgroupKit
+#if canImport(Glibc)
+import Glibc
+#endif
+import MemwarnSystem
+import MemwarnTestKit
+import MemwarnTestTraits
+import Testing
+@testable import Memwarn
+
+/// cgroup v1 as root: the kernel checks usage thresholds only every 128 page events per CPU, so
+/// a crossing by a small step followed by silence can go unreported. The guard threshold below
+/// each mark starts sampling there, and the sampler finds the crossing in milliseconds. (Before
+/// the guards, a 1 s re-read found it while usage sat between the recovery and warning marks; at
+/// `.normal` nothing else would.)
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
+struct GuardBandTests {
+    static let limit: UInt64 = 64 << 20
+
+    @Test func registersAGuardThresholdBelowEachMarkAndSamplesOnlyInsideTheBands() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory, environment: [:])
+            configuration.watchesPressureStall = false
+            let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
+            // Armed at once, sampling, while the thresholds are registered behind it.
+            #expect(monitor.arming?.usageWatch == .adaptiveSampling)
+            #expect(monitor.arming?.pendingThresholds == 13, "10 thresholds and 3 guards")
+            #expect(monitor.watchedSources.contains { $0.hasPrefix("sample ") && $0.contains("adaptively") }, "\(monitor.watchedSources)")
+            try await waitForUsageThresholds(monitor)
+            let sources = monitor.watchedSources
+            let guards = sources.filter { $0.hasPrefix("usage-guard") }
+            #expect(guards.count == 3, "one guard below the recovery, warning and critical marks: \(sources)")
+            let band = SamplingRule.guardBand(capacity: Self.limit, processors: Int(sysconfProcessors()))
+            for ratio in [0.7, 0.8, 0.9] {
+                let guardBytes = UInt64(Double(Self.limit) * ratio) - band
+                #expect(guards.contains { $0.hasPrefix("usage-guard \(guardBytes) bytes") }, "no guard at \(guardBytes): \(guards)")
+            }
+            #expect(sources.contains { $0.hasPrefix("sample ") && $0.contains("guard band") }, "\(sources)")
+        }
+    }
+
+    @Test func aCrossingTheKernelDoesNotReportIsFoundByTheGuardsSampling() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            let hog = try MemoryHog()
+            defer { hog.terminate() }
+            try cgroup.add(pid: hog.pid)
+            var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory, environment: [:])
+            configuration.watchesPressureStall = false
+            configuration.policy.holdTime = .zero
+            let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
+            let seen = Locked<[(event: LevelEvent, nanoseconds: UInt64)]>([])
+            monitor.addObserver { event in seen.withLock { $0.append((event, monotonicNanosecondsNow())) } }
+            let mark = Int(Double(Self.limit) * configuration.policy.warningRatio)
+            var found: [(source: PressureSignal, milliseconds: Int64)] = []
+            let running = Task { try await monitor.run() }
+            defer { running.cancel() }
+            try await waitForUsageThresholds(monitor)
+            for _ in 0..<60 where found.count < 16 {
+                // Back below the recovery mark, and known to be there.
+                var held = try hog.hold(Int(Double(Self.limit) * 0.6))
+                try await waitUntil { monitor.level == .normal }
+                // Just under the mark (the cgroup's usage, measured, not guessed) …
+                held = try hog.hold(held.bytes + mark - Int(try cgroup.usage()) - (256 << 10))
+                held = try hog.hold(held.bytes + mark - Int(try cgroup.usage()) - (16 << 10))
+                guard try cgroup.usage() < UInt64(mark), monitor.level == .normal else { continue }  // the charge stock jumped
+                // … then steps of a few pages until usage is across it by more than a CPU's charge
+                // stock (64 pages, which the kernel may give back when another cgroup charges on
+                // that CPU), so it stays across; then silence.
+                var step = held
+                var began: UInt64?
+                while try cgroup.usage() < UInt64(mark + (320 << 10)) {
+                    step = try hog.hold(step.bytes + (32 << 10))
+                    began = began ?? step.startNanoseconds
+                }
+                let stepsBegan = began ?? step.startNanoseconds
+                var warning: (event: LevelEvent, nanoseconds: UInt64)?
+                try await waitUntil(within: .seconds(5), "no warning after a small crossing") {
+                    warning = seen.withLock { $0.last { $0.event.level == .warning && $0.nanoseconds >= stepsBegan } }
+                    return warning != nil
+                }
+                if let warning { found.append((warning.event.source, max(0, Int64(warning.nanoseconds) - Int64(step.endNanoseconds)) / 1_000_000)) }
+            }
+            let byGuard = found.filter { $0.source == .usageSample }
+            #expect(found.count == 16, "too few crossings could be set up: \(found.count) of 60 attempts")
+            #expect(found.allSatisfy { $0.source == .usageSample || $0.source == .usageThreshold }, "\(found.map(\.source))")
+            #expect(!byGuard.isEmpty, "the kernel reported every small crossing: the guard was not exercised (\(found.map(\.source)))")
+            // Found in milliseconds: two reads of the band, at most 40 ms apart, not a 1 s re-read.
+            #expect(byGuard.allSatisfy { $0.milliseconds < 250 }, "\(byGuard.map(\.milliseconds)) ms")
+        }
+    }
+}
+
+/// Waits, looking every 5 ms, until `condition` holds.
+private func waitUntil(within limit: Duration = .seconds(5), _ what: String = "the condition", _ condition: () throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + limit
+    while try !condition() {
+        guard ContinuousClock.now < deadline else { throw ChildProcessError("\(what) within \(limit)") }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+private func sysconfProcessors() -> Int { sysconf(Int32(_SC_NPROCESSORS_ONLN)) }
+
+private func monotonicNanosecondsNow() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
