@@ -12,6 +12,7 @@ test:   ## every test (unit, fixture, real-cgroup integration, CLI)
 setup:  ## install libcgroup-dev when missing, then build
 	Scripts/setup
 
-bench:  ## detection latency and idle CPU, peers side by side
+bench:  ## detection latency, idle CPU and time to armed, peers side by side (growth: Benchmarks/run growth)
 	Benchmarks/run latency --crossings 200
 	Benchmarks/run idle --seconds 60
+	Benchmarks/run armed --runs 20

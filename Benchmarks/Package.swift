@@ -2,8 +2,10 @@
 // memwarn's benchmarks, a package of their own so the library's users never resolve or build them.
 //
 //   memwarn-bench latency   how long after memory crosses the warning mark each reader hears of it:
-//                           the event-driven PressureMonitor versus a 100 ms polling thread
-//   memwarn-bench idle      CPU the monitor's thread and a 100 ms polling thread use while nothing happens
+//                           the PressureMonitor on v1 events and on adaptive sampling, a 100 ms polling thread
+//   memwarn-bench idle      CPU the monitor's thread uses while nothing happens, on each path and usage
+//   memwarn-bench armed     from a service's exec to its monitor armed
+//   memwarn-bench growth    who survives growth under a real limit, on each path
 //   memwarn-bench cache     set and get throughput of DiscardableCache beside NSCache and a locked Dictionary
 //   memwarn-bench release   how long a ReleaseCoordinator takes to give back 1 GiB held by ten caches
 //

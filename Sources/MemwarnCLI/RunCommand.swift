@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 import CgroupKit
 import Foundation
 import Logging
@@ -98,6 +99,12 @@ struct RunCommand: AsyncParsableCommand {
         // A hang-up or a closed output pipe ends the run as SIGTERM does: the command is told,
         // and the cgroup removed.
         let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup, .sigpipe)
+        // libdispatch opens its event loop's descriptors lazily, on a thread of its own, and traps
+        // when it cannot: under a tiny descriptor limit that raced with the cgroup files opened
+        // below (a crash instead of "Error: … Too many open files"). A timer makes it open them now.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) { done.resume() }
+        }
         let run: ConstrainedRun
         do {
             run = try ConstrainedRun(options, logger: logger)

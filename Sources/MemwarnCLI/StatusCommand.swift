@@ -11,6 +11,11 @@ struct StatusCommand: AsyncParsableCommand {
         commandName: "status",
         abstract: "Print one snapshot: usage, effective limit, PSI and the level it means.",
         discussion: """
+            It also arms a memory monitor on the cgroup for a moment, as a service of this user \
+            would (as root on cgroup v1 it registers usage thresholds there, gone when status \
+            exits), and reports how long arming took and how usage reaches the monitor \
+            ("monitor": usageWatch thresholds, adaptive-sampling or polling; armedMilliseconds; \
+            thresholdsMilliseconds; sources).
             With --all: every memory cgroup at and below the one named (default: this \
             process's own; --cgroup / for the whole hierarchy), one row each, sorted by path: \
             path, the cgroup's own usage, its effective limit, the ratio and the level (no \
@@ -68,15 +73,14 @@ struct StatusCommand: AsyncParsableCommand {
         // arming takes and how usage reaches it. Its thresholds register while growth is measured.
         var logger = Logger(label: "memwarn")
         logger.logLevel = .critical
-        let armed = ContinuousClock.now
-        let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy, cgroupPath: layout.memory?.path), logger: logger)
+        let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy, cgroupPath: target.cgroup), logger: logger)
         let span = PressurePolicy.parseDuration(growthSample) ?? .zero
         let (snapshot, forecast) = span > .zero
             ? try await PressureForecast.measure(sampler: sampler, readings: 11, interval: span / 10, policy: policy)
             : (try sampler.sample(), nil)
         let level = PressureMonitor.level(of: snapshot, policy: policy)
         let report = StatusReport(layout: layout, snapshot: snapshot, level: level, forecast: forecast,
-                                  monitor: await Self.summary(of: monitor, armedAt: armed))
+                                  monitor: await Self.summary(of: monitor))
         if target.json {
             print(try report.json())
         } else {
@@ -84,9 +88,9 @@ struct StatusCommand: AsyncParsableCommand {
         }
     }
 
-    /// What the monitor armed at `armedAt` did; waits up to a second for thresholds still being
+    /// What the monitor armed here did; waits up to a second for thresholds still being
     /// registered (cgroup v1 as root).
-    static func summary(of monitor: PressureMonitor, armedAt: ContinuousClock.Instant) async -> StatusReport.MonitorSummary {
+    static func summary(of monitor: PressureMonitor) async -> StatusReport.MonitorSummary {
         guard let arming = monitor.arming else {
             let error: String
             do {
@@ -103,7 +107,7 @@ struct StatusCommand: AsyncParsableCommand {
             while monitor.usageWatch != .thresholds && ContinuousClock.now < deadline {
                 try? await Task.sleep(for: .milliseconds(5))
             }
-            if monitor.usageWatch == .thresholds { thresholds = milliseconds(ContinuousClock.now - armedAt - arming.duration) }
+            thresholds = monitor.arming?.thresholdsRegisteredAfter.map(milliseconds)
         }
         return .init(usageWatch: (monitor.usageWatch ?? arming.usageWatch).name, armedMilliseconds: milliseconds(arming.duration),
                      thresholdsMilliseconds: thresholds, sources: monitor.watchedSources, error: nil)

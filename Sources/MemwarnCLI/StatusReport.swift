@@ -75,7 +75,7 @@ struct StatusReport: Encodable {
             notes.append("no cgroup limit applies: usage is the system's MemTotal - MemAvailable")
         }
         if let memory = layout.memory, memory.version == .v1, access(memory.file("cgroup.event_control"), W_OK) != 0 {
-            notes.append("cgroup.event_control is root's: a monitor run by this user samples usage adaptively instead of v1 notifications")
+            notes.append("cgroup.event_control is root's: a monitor run by this user samples usage instead of v1 notifications")
         }
         self.notes = notes
     }

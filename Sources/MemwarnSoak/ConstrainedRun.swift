@@ -137,6 +137,7 @@ public final class ConstrainedRun: Sendable {
             spawn.parentDeathSignal = SIGKILL  // the command dies with this process, whatever kills it
             child = try WaitedChild(spawn)
         } catch {
+            monitor.disarm()  // its sources closed before the cgroup goes, so it reads nothing gone
             recording.cancel()
             try? cgroup.remove()
             throw StartError(description: "\(name): \(error)")
@@ -183,12 +184,17 @@ public final class ConstrainedRun: Sendable {
                      onSample: @escaping @Sendable (SoakSample) -> Void = { _ in }) async -> ConstrainedRunReport {
         let monitor = self.monitor
         let start = self.start
-        let unheard = levels.withLock { record in
-            record.listener = onLevel
-            defer { record.unheard = [] }
-            return record.unheard
+        // The changes that came before, in order; the listener takes over once none is left
+        // (a change arriving meanwhile joins them, so onLevel hears every change in order).
+        while true {
+            let unheard = levels.withLock { record in
+                defer { record.unheard = [] }
+                if record.unheard.isEmpty { record.listener = onLevel }
+                return record.unheard
+            }
+            if unheard.isEmpty { break }
+            for event in unheard { onLevel(event) }
         }
-        for event in unheard { onLevel(event) }
         let monitorError = Locked<String?>(nil)
         let monitoring = Task {
             do {

@@ -45,7 +45,9 @@ package final class EventLoop: @unchecked Sendable {
     private var nextDeadline: UInt64 = 1
     private var state = State.idle
     private var owner: pthread_t?
-    private let inbox = Locked<[@Sendable () -> Void]>([])
+    /// Work handed over by other threads; `closed` once the loop has ended (later work is dropped,
+    /// so nothing it holds is kept alive by a loop that will never run it).
+    private let inbox = Locked<(work: [@Sendable () -> Void], closed: Bool)>(([], false))
 
     /// A loop that is not running yet.
     ///
@@ -133,9 +135,15 @@ package final class EventLoop: @unchecked Sendable {
 
     // MARK: Running
 
-    /// Runs `work` on the loop's thread soon. Safe from any thread, also before the loop runs.
+    /// Runs `work` on the loop's thread soon. Safe from any thread, also before the loop runs;
+    /// work handed over after the loop ended is dropped.
     package func execute(_ work: @escaping @Sendable () -> Void) {
-        inbox.withLock { $0.append(work) }
+        let accepted = inbox.withLock { inbox in
+            guard !inbox.closed else { return false }
+            inbox.work.append(work)
+            return true
+        }
+        guard accepted else { return }
         do {
             try wakeCounter.signalCounter()
         } catch {
@@ -159,6 +167,15 @@ package final class EventLoop: @unchecked Sendable {
         precondition(owner == nil && state == .idle, "EventLoop.run: a loop runs once")
         owner = pthread_self()
         state = .running
+        defer {
+            // Ended: work handed over from now on is dropped, and what waits now never runs.
+            let dropped = inbox.withLock { inbox in
+                inbox.closed = true
+                defer { inbox.work.removeAll() }
+                return inbox.work
+            }
+            withExtendedLifetime(dropped) {}
+        }
         try setup()
         var events = [epoll_event](repeating: epoll_event(), count: 32)
         while state == .running {
@@ -167,7 +184,7 @@ package final class EventLoop: @unchecked Sendable {
                 let tag = events[index].data.u64
                 if tag == Self.wakeTag {
                     _ = try? wakeCounter.readCounter()
-                    for work in inbox.withLock({ work in defer { work.removeAll() }; return work }) { work() }
+                    for work in inbox.withLock({ inbox in defer { inbox.work.removeAll() }; return inbox.work }) { work() }
                 } else if let entry = handlers[tag] {
                     entry.handler(EpollEvents(rawValue: events[index].events))
                 }

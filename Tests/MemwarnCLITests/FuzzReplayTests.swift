@@ -33,7 +33,7 @@ import Testing
 
     @Test func everySeedAndEveryPastFindingGoesThroughItsParser() throws {
         let inputs = try Self.inputs()
-        #expect(inputs.count == 12, "the targets: \(inputs.map(\.target))")
+        #expect(inputs.count == 14, "the targets: \(inputs.map(\.target))")
         #expect(inputs.filter { !$0.files.isEmpty }.count >= 6, "the file parsers have seeds among the fixtures")
         for (target, files) in inputs where !files.isEmpty {
             let result = try ChildProcess.run([Self.fuzz, target] + files)

@@ -55,8 +55,6 @@ struct SamplingSurvivalTests {
         #expect(run.done?["inserted"] as? Int == 512)
         let armed = try #require(run.all("armed").first, "no armed line")
         #expect(armed["usageWatch"] as? String == "adaptive-sampling" && (armed["pendingThresholds"] as? Int ?? 0) > 0, "\(armed)")
-        let firstRelease = try #require(run.all("release").first?["t"] as? Double, "nothing was released")
-        #expect((armed["t"] as? Double ?? .infinity) < firstRelease)
         #expect(run.all("release").filter { ($0["freed"] as? Int ?? 0) > 0 }.count >= 10)
     }
 }

@@ -24,18 +24,21 @@ struct GuardBandTests {
             let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
             // Armed at once, sampling, while the thresholds are registered behind it.
             #expect(monitor.arming?.usageWatch == .adaptiveSampling)
-            #expect(monitor.arming?.pendingThresholds == 13, "10 thresholds and 3 guards")
+            let expected = expectedUsageThresholds(limit: Self.limit)
+            #expect(monitor.arming?.pendingThresholds == expected.thresholds.union(expected.guards).count, "10 thresholds and 3 guards, less any that coincide")
             #expect(monitor.watchedSources.contains { $0.hasPrefix("sample ") && $0.contains("adaptively") }, "\(monitor.watchedSources)")
             try await waitForUsageThresholds(monitor)
             let sources = monitor.watchedSources
             let guards = sources.filter { $0.hasPrefix("usage-guard") }
             #expect(guards.count == 3, "one guard below the recovery, warning and critical marks: \(sources)")
-            let band = SamplingRule.guardBand(capacity: Self.limit, processors: Int(sysconfProcessors()))
-            for ratio in [0.7, 0.8, 0.9] {
-                let guardBytes = UInt64(Double(Self.limit) * ratio) - band
+            for guardBytes in expected.guards {
                 #expect(guards.contains { $0.hasPrefix("usage-guard \(guardBytes) bytes") }, "no guard at \(guardBytes): \(guards)")
             }
             #expect(sources.contains { $0.hasPrefix("sample ") && $0.contains("guard band") }, "\(sources)")
+            // Far below every mark (an empty cgroup), nothing is sampled: the kernel's thresholds watch.
+            let before = monitor.usageSampleCount
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(monitor.usageSampleCount == before, "\(monitor.usageSampleCount - before) reads far below the marks")
         }
     }
 
@@ -98,8 +101,6 @@ private func waitUntil(within limit: Duration = .seconds(5), _ what: String = "t
         try await Task.sleep(for: .milliseconds(5))
     }
 }
-
-private func sysconfProcessors() -> Int { sysconf(Int32(_SC_NPROCESSORS_ONLN)) }
 
 private func monotonicNanosecondsNow() -> UInt64 {
     var now = timespec()

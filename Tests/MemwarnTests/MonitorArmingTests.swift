@@ -1,4 +1,5 @@
 @testable import CgroupKit
+import Metrics
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
@@ -19,15 +20,18 @@ struct MonitorArmingTests {
     @Test func theInitializerReturnsArmedWithAFirstReadingAndThresholdsFollow() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
             let monitor = PressureMonitor(configuration: Self.configuration(cgroup), logger: testLogger)
+            let expected = expectedUsageThresholds(limit: Self.limit)
+            let count = expected.thresholds.union(expected.guards).count  // 13 on 1 or 2 CPUs
             let arming = try #require(monitor.arming, "armed by its initializer")
-            #expect(arming.usageWatch == .adaptiveSampling && arming.pendingThresholds == 13)
+            #expect(arming.usageWatch == .adaptiveSampling && arming.pendingThresholds == count)
             #expect(arming.duration > .zero && arming.sinceProcessStart != nil)
             #expect(monitor.latestEvent?.source == .initial && monitor.latestEvent?.snapshot.limit?.bytes == Self.limit)
             #expect(monitor.watchedSources.contains("oom-control"))
-            #expect(monitor.watchedSources.contains { $0.hasPrefix("usage thresholds: 13 being registered") }, "\(monitor.watchedSources)")
+            #expect(monitor.watchedSources.contains { $0.hasPrefix("usage thresholds: \(count) being registered") }, "\(monitor.watchedSources)")
             // Not yet run: the thresholds register all the same (protection does not wait for run()).
             try await waitForUsageThresholds(monitor)
-            #expect(monitor.watchedSources.filter { $0.hasPrefix("usage-threshold") || $0.hasPrefix("usage-guard") }.count == 13)
+            #expect(monitor.watchedSources.filter { $0.hasPrefix("usage-threshold") || $0.hasPrefix("usage-guard") }.count == count)
+            #expect(arming.thresholdsRegisteredAfter == nil && monitor.arming?.thresholdsRegisteredAfter != nil)
             #expect(!monitor.watchedSources.contains { $0.hasPrefix("usage thresholds:") })
         }
     }
@@ -62,6 +66,34 @@ struct MonitorArmingTests {
                 try await running.value
                 #expect(monitor.arming == nil && monitor.usageWatch == nil, "a stopped monitor is not armed")
             }
+        }
+    }
+
+    @Test func aMonitorReleasedUnrunIsFreedAndASessionStoppedUnrunEndsBothThreads() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            weak var released: PressureMonitor?
+            do {
+                let monitor = PressureMonitor(configuration: Self.configuration(cgroup), logger: testLogger)
+                released = monitor
+                #expect(monitor.arming != nil)
+            }
+            #expect(released == nil, "nothing of its own threads keeps a monitor alive")
+
+            let metrics = MonitorMetrics(factory: MetricsSystem.factory)
+            final class Output: MonitorEngineOutput {
+                func engineEmitted(_ event: LevelEvent) {}
+                func engineRead(_ reading: MonitorReading) {}
+                func engineListens(to sources: [String]) {}
+                func engineWatchesUsage(by watch: MonitorArming.UsageWatch, after: Duration) {}
+                func engineSampledUsage() {}
+                func engineNoted(transientError: CgroupError?) {}
+            }
+            let session = try MonitorSession.arm(.init(configuration: Self.configuration(cgroup), logger: testLogger, metrics: metrics,
+                                                       output: { Output() }, coordinators: { [] }, exhaustionChanged: { _ in }))
+            session.stop()
+            // Returns once the engine's thread and the release thread have both ended.
+            try await session.waitUntilEnded()
+            session.stop()  // a stopped session may be asked again: the work is dropped
         }
     }
 

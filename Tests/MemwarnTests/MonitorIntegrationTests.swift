@@ -82,11 +82,13 @@ struct MonitorIntegrationTests {
                 try await waitForUsageThresholds(monitor)
                 return monitor.watchedSources
             }
-            let thresholds = sources.filter { $0.hasPrefix("usage-threshold") }
-            // The marks, and every 5 % from half the limit up (readings for the growth estimate).
-            #expect(thresholds.count == 10, "\(thresholds)")
-            for ratio in [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95] {
-                #expect(thresholds.contains { $0.hasPrefix("usage-threshold \(UInt64(Double(Self.limit) * ratio)) ") })
+            let registered = sources.filter { $0.hasPrefix("usage-threshold") || $0.hasPrefix("usage-guard") }
+            // The marks, and every 5 % from half the limit up (readings for the growth estimate), and
+            // a guard below each mark; each byte count once.
+            let expected = expectedUsageThresholds(limit: Self.limit)
+            #expect(registered.count == expected.thresholds.union(expected.guards).count, "\(registered)")
+            for bytes in expected.thresholds.union(expected.guards) {
+                #expect(registered.contains { $0.hasPrefix("usage-threshold \(bytes) ") || $0.hasPrefix("usage-guard \(bytes) ") }, "\(bytes): \(registered)")
             }
             #expect(sources.contains("oom-control"))
             #expect(!sources.contains { $0.hasPrefix("poll") }, "a v1 cgroup with a limit needs no polling: \(sources)")

@@ -35,7 +35,7 @@ struct UnprivilegedMonitorTests {
         let status = try ChildProcess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                                            ChildProcess.productsDirectory + "/memwarn", "status", "--json"])
         #expect(status.status == 0, "\(status.standardError)")
-        #expect(status.standardOutput.contains("cgroup.event_control is root's: a monitor run by this user samples usage adaptively"), "\(status.standardOutput)")
+        #expect(status.standardOutput.contains("cgroup.event_control is root's: a monitor run by this user samples usage"), "\(status.standardOutput)")
         let root = try ChildProcess.run([ChildProcess.productsDirectory + "/memwarn", "status", "--json"])
         #expect(!root.standardOutput.contains("cgroup.event_control"), "root is not told so")
     }

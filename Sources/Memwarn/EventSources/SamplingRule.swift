@@ -92,15 +92,16 @@ struct SamplingRule: Sendable, Hashable {
     }
 
     /// The next wait inside a guard band: ``shortestInterval`` after a change, doubling while
-    /// usage stays unchanged, up to ``guardLongestInterval``.
+    /// usage stays unchanged, up to ``guardLongestInterval`` — whatever the worst-case rate: the
+    /// bands belong to the kernel's events, not to adaptive sampling.
     ///
     /// - Parameters:
     ///   - previous: the wait before the latest reading, or `nil` on entering the band.
     ///   - changed: whether the latest reading differs from the one before.
     /// - Returns: the next wait.
     func guardInterval(previous: Duration?, changed: Bool) -> Duration {
-        guard let previous, !changed else { return floor }
-        return min(previous * 2, max(floor, Self.guardLongestInterval))
+        guard let previous, !changed else { return Self.shortestInterval }
+        return min(previous * 2, Self.guardLongestInterval)
     }
 
     private static func clamp(_ seconds: Double, _ low: Duration, _ high: Duration) -> Duration {

@@ -37,7 +37,8 @@ enum ThresholdRegistrar {
     }
 
     /// Starts the thread. `deliver` runs on the loop thread (through ``EventLoop/execute(_:)``),
-    /// once a threshold, then once at the end; nothing is delivered after `cancelled` is set,
+    /// once a threshold, then once at the end. `cancelled` is looked at before each registration
+    /// (one under way finishes and is delivered: the engine drops deliveries after it tore down),
     /// and a delivery the stopped loop never runs closes its notification when dropped.
     ///
     /// - Throws: ``SystemError`` when the thread cannot be started.

@@ -48,6 +48,9 @@ final class UsageSampling: PressureSource {
     /// Warning, critical, the limit (bytes, ascending): where a rise matters.
     private var marksAbove: [UInt64] = []
     private var band: UInt64 = 0
+    /// How far below a threshold usage must fall before the fall counts as a crossing (1 % of
+    /// the capacity): usage wavering on a threshold costs reads, not full readings.
+    private var slack: UInt64 = 0
     private var lastFullReading: ContinuousClock.Instant?
 
     // From the latest reading of either kind.
@@ -59,6 +62,10 @@ final class UsageSampling: PressureSource {
     private var guardWait: Duration?
     /// Guarded mode: a crossing one read saw, which the kernel has not reported yet.
     private var unconfirmedCrossing = false
+    /// Guarded mode: usage was inside a band at the last read. Sampling goes on until usage is a
+    /// second band's width below the mark: a fall out of the band by a few unchecked pages leaves
+    /// the kernel's guard "crossed", and it would not report usage coming back.
+    private var guarding = false
 
     /// The wait chosen before the next read: how late a change of usage can be seen.
     private(set) var currentInterval: Duration
@@ -99,8 +106,8 @@ final class UsageSampling: PressureSource {
         case .continuous:
             "poll \(file) every \(text(rule.longestInterval)) (\(reason); adaptive sampling is off: worst_case_growth = 0)"
         case .guarded:
-            "sample \(file) while usage is in a guard band below a mark, every \(text(rule.floor)) to "
-                + "\(text(max(rule.floor, SamplingRule.guardLongestInterval))) (\(reason))"
+            "sample \(file) while usage is in a guard band below a mark, every \(text(SamplingRule.shortestInterval)) to "
+                + "\(text(SamplingRule.guardLongestInterval)) (\(reason))"
         }
     }
 
@@ -110,6 +117,7 @@ final class UsageSampling: PressureSource {
     func enterGuardedMode() {
         mode = .guarded
         guardWait = nil
+        guarding = false
         unconfirmedCrossing = false
         description = describe(because: "the kernel checks usage thresholds only every 128 page events per CPU")
     }
@@ -129,6 +137,7 @@ final class UsageSampling: PressureSource {
         levelMarks = [policy.recoveryRatio, policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }.map(bytes).sorted()
         marksAbove = ([policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }.map(bytes) + [capacity]).sorted()
         band = guardBand(capacity: capacity)
+        slack = capacity / 100
         lastFullReading = now
         record(snapshot.usageBytes, at: now)
         position = thresholds.count(where: { $0 <= snapshot.usageBytes })
@@ -144,9 +153,11 @@ final class UsageSampling: PressureSource {
             currentInterval = rule.interval(usage: usage, marksAbove: marksAbove, marksBelow: levelMarks, risingBytesPerSecond: rising,
                                             fallingBytesPerSecond: falling)
         case .guarded where unconfirmedCrossing:
-            currentInterval = rule.floor
+            currentInterval = SamplingRule.shortestInterval
         case .guarded:
-            guard levelMarks.contains(where: { usage < $0 && usage + band >= $0 }) else {
+            let width = guarding ? 2 * band : band
+            guarding = levelMarks.contains { usage < $0 && usage + width >= $0 }
+            guard guarding else {
                 guardWait = nil
                 return nil
             }
@@ -173,8 +184,10 @@ final class UsageSampling: PressureSource {
         }
         reads += 1
         record(usage, at: now)
+        // Up across a threshold, or down below one by the slack.
         let crossed = thresholds.count(where: { $0 <= usage })
-        guard crossed != position else {
+        let fell = thresholds.count(where: { $0 <= usage + slack }) < position
+        guard crossed > position || fell else {
             unconfirmedCrossing = false
             if mode == .continuous, let lastFullReading, now - lastFullReading >= rule.longestInterval { return .wake(.normal, .poll) }
             return .quiet

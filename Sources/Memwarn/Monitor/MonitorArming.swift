@@ -39,6 +39,9 @@ public struct MonitorArming: Sendable, Hashable {
     /// usage is sampled adaptively; ``PressureMonitor/usageWatch`` turns to ``UsageWatch/thresholds``
     /// once they are in.
     public var pendingThresholds: Int
+    /// How long after the monitor armed its pending thresholds were all registered, once they are
+    /// (`nil` before, and where there were none).
+    public var thresholdsRegisteredAfter: Duration?
     /// What it listens to, as ``PressureMonitor/watchedSources`` lists it.
     public var sources: [String]
 

@@ -25,6 +25,10 @@ final class MonitorEngine {
     private var sampleDeadline: EventLoop.Deadline?
     /// What the monitor listens to, one line a source (as ``PressureMonitor/watchedSources``).
     private var lines: [String] = []
+    /// Where the usage sampler's line is in ``lines`` (it changes when the thresholds are in).
+    private var samplerLine: Int?
+    /// When the engine started, for how long the thresholds took.
+    private var started = ContinuousClock.now
     /// Set when the engine tears down: the threshold registrar then stops registering.
     private let registrarCancelled = Locked(false)
     /// cgroup v1 as root: usage thresholds still being registered when the engine started.
@@ -72,6 +76,7 @@ final class MonitorEngine {
     ///   ``MonitorError`` when the loop cannot watch a source.
     func start() throws {
         loop.assertOnLoop()
+        started = .now
         let snapshot = try sampler.sample()
         let plan: SourcePlan
         do {
@@ -94,6 +99,7 @@ final class MonitorEngine {
         }
         for (period, group) in periods { schedulePoll(group, every: period) }
         lines = plan.lines
+        samplerLine = usageSampling.flatMap { sampler in lines.firstIndex(of: sampler.description) }
         if let pending = plan.pendingThresholds {
             pendingThresholds = pending.requests.count
             lines.append("usage thresholds: \(pending.requests.count) being registered (the kernel takes an RCU grace period for each)")
@@ -109,11 +115,11 @@ final class MonitorEngine {
         // Emitted once every source is live, so an observer of the first event misses nothing.
         let forecast = growth.observe(snapshot, ledgerBefore: ledger.current, ledgerAfter: ledger.current)
         _ = evaluator.evaluate(snapshot, hint: .normal, now: .now)
+        resample(after: snapshot)  // first: the reading carries the sampler's wait as its detection bound
         let event = LevelEvent(level: evaluator.level, previous: nil, source: .initial, snapshot: snapshot, forecast: forecast)
         output.engineEmitted(event)
         output.engineRead(reading(event, rise: nil))
         scheduleRecheckIfRaised()
-        resample(after: snapshot)
     }
 
     /// What a source that fired says, acted on.
@@ -178,9 +184,9 @@ final class MonitorEngine {
             pendingThresholds = 0
             lines.removeLast()
             usageSampling?.enterGuardedMode()
-            if let usageSampling { lines[lines.firstIndex { $0.hasPrefix("sample ") } ?? 0] = usageSampling.description }
+            if let usageSampling, let samplerLine { lines[samplerLine] = usageSampling.description }
             output.engineListens(to: lines)
-            output.engineWatchesUsage(by: usageWatch)
+            output.engineWatchesUsage(by: usageWatch, after: ContinuousClock.now - started)
             logger.info("memory monitor: usage thresholds registered; usage is now sampled only in the guard bands below the marks",
                         metadata: ["thresholds": "\(count)", "took": "\(took)"])
             resample(afterReading: nil)
@@ -234,6 +240,7 @@ final class MonitorEngine {
     }
 
     private func evaluate(_ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal, forecast: PressureForecast?) {
+        resample(after: snapshot)  // first: the reading carries the sampler's wait as its detection bound
         let previous = evaluator.level
         let outcome = evaluator.evaluate(snapshot, hint: hint, now: .now)
         var rise: MemoryPressureLevel?
@@ -258,7 +265,6 @@ final class MonitorEngine {
             output.engineRead(reading(event, rise: nil))
         }
         scheduleRecheckIfRaised()
-        resample(after: snapshot)
     }
 
     private func reading(_ event: LevelEvent, rise: MemoryPressureLevel?) -> MonitorReading {
@@ -335,7 +341,15 @@ final class MonitorEngine {
     private func sampleUsage() {
         guard failure == nil, let usageSampling else { return }
         let now = ContinuousClock.now
-        switch usageSampling.sample(at: now) {
+        let report = usageSampling.sample(at: now)
+        if !report.isRetry && !report.isFailure { output.engineSampledUsage() }
+        if let episode = transient, !report.isRetry {
+            // The sampler reads again: the episode is over (a retry still scheduled finds nothing to do).
+            transient = nil
+            logger.notice("memory monitor reads again after transient errors", metadata: ["failures": "\(episode.failures)"])
+            output.engineNoted(transientError: nil)
+        }
+        switch report {
         case .wake(let hint, let signal, _):
             wake(hint: hint, source: signal)
             if sampleDeadline == nil { scheduleSample(after: .now) }  // the full reading failed transiently

@@ -18,6 +18,7 @@ import MemwarnSystem
 /// | `memwarn_exhausted` | gauge | 1 while exhausted |
 /// | `memwarn_exhaustions_total` | counter | entries into the exhausted state |
 /// | `memwarn_floor_bytes` | gauge | the floor reported on entering it |
+/// | `memwarn_usage_samples_total` | counter | cheap reads of usage (adaptive sampling, guard bands) |
 /// | `memwarn_armed_after_seconds{since}` | gauge | arming's duration (`since="monitor_created"`) and the process's age when armed (`since="process_start"`) |
 final class MonitorMetrics: Sendable {
     private let factory: any MetricsFactory
@@ -38,6 +39,7 @@ final class MonitorMetrics: Sendable {
     private let exhaustions: Counter
     private let floor: Gauge
     private let transientErrors: Counter
+    private let usageSamples: Counter
     private let reportedTally = Locked(ForecastTally())
 
     init(factory: any MetricsFactory) {
@@ -65,6 +67,7 @@ final class MonitorMetrics: Sendable {
         exhaustions = Counter(label: "memwarn_exhaustions_total", factory: factory)
         floor = Gauge(label: "memwarn_floor_bytes", factory: factory)
         transientErrors = Counter(label: "memwarn_transient_errors_total", factory: factory)
+        usageSamples = Counter(label: "memwarn_usage_samples_total", factory: factory)
     }
 
     /// The monitor was armed.
@@ -74,6 +77,9 @@ final class MonitorMetrics: Sendable {
             Gauge(label: "memwarn_armed_after_seconds", dimensions: [("since", "process_start")], factory: factory).record(age.seconds)
         }
     }
+
+    /// Usage was sampled once.
+    func recordUsageSample() { usageSamples.increment() }
 
     /// A read failed transiently (the monitor retries it).
     func recordTransientError() { transientErrors.increment() }

@@ -10,10 +10,11 @@ struct MonitorReading: Sendable {
     /// The forecast warnings so far.
     var tally: ForecastTally
     /// How long the next detection of a usage change can take: ``eventDrivenDetection`` where
-    /// the kernel reports usage crossings, the poll interval where usage is polled.
+    /// the kernel reports usage crossings, the sampler's current wait where usage is sampled.
     var detectionBound: Duration
 
     /// The longest a detection takes where the kernel reports usage crossings (measured p99
-    /// 4.4 ms on cgroup v1, see the README's latency table), rounded up.
+    /// 1.5 ms on cgroup v1, see the README's latency table), rounded up; a crossing it leaves
+    /// unreported is found by guard-band sampling.
     static let eventDrivenDetection = Duration.milliseconds(10)
 }

@@ -28,14 +28,17 @@ final class MonitorSession: Sendable {
     /// The engine's end: its failure, or success after a stop.
     private let engineEnded: AsyncStream<Result<Void, any Error>>
     private let releaseEnded: AsyncStream<Void>
+    /// Set by the engine's thread as it ends.
+    private let threadEnded: ConditionLock<Bool>
 
     private init(loop: EventLoop, releaseLoop: ReleaseLoop, arming: MonitorArming, engineEnded: AsyncStream<Result<Void, any Error>>,
-                 releaseEnded: AsyncStream<Void>) {
+                 releaseEnded: AsyncStream<Void>, threadEnded: ConditionLock<Bool>) {
         self.loop = loop
         self.releaseLoop = releaseLoop
         self.arming = arming
         self.engineEnded = engineEnded
         self.releaseEnded = releaseEnded
+        self.threadEnded = threadEnded
     }
 
     /// Finds the cgroup, starts the release thread and the engine's thread, and returns once
@@ -75,6 +78,7 @@ final class MonitorSession: Sendable {
                                              ledger: ledger, output: output))
         let (engineEnded, endEngine) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
         let armed = ConditionLock<Result<(watch: MonitorArming.UsageWatch, pendingThresholds: Int), any Error>?>(nil)
+        let threadEnded = ConditionLock(false)
         do throws(SystemError) {
             try SystemThread.start(name: "memwarn-monitor") {
                 let engine = engine.engine
@@ -96,8 +100,12 @@ final class MonitorSession: Sendable {
                 armed.withLock { state in
                     if state == nil, case .failure(let error) = outcome { state = .failure(error) }
                 }
+                // The release thread ends with the engine, whoever stopped it (a run's end, the
+                // monitor released unrun, a failed source), after the release under way.
+                releaseLoop.stop()
                 endEngine.yield(outcome)
                 endEngine.finish()
+                threadEnded.withLock { $0 = true }
             }
         } catch {
             releaseLoop.stop()
@@ -117,7 +125,8 @@ final class MonitorSession: Sendable {
         let duration = ContinuousClock.now - began
         let arming = MonitorArming(duration: duration, sinceProcessStart: ProcessAge.now(files: configuration.files),
                                    usageWatch: usageWatch, pendingThresholds: pendingThresholds, sources: [])
-        return MonitorSession(loop: loop, releaseLoop: releaseLoop, arming: arming, engineEnded: engineEnded, releaseEnded: releaseEnded)
+        return MonitorSession(loop: loop, releaseLoop: releaseLoop, arming: arming, engineEnded: engineEnded, releaseEnded: releaseEnded,
+                              threadEnded: threadEnded)
     }
 
     /// Runs `work` on the engine's thread (any thread may ask); never, once the engine stopped.
@@ -125,20 +134,27 @@ final class MonitorSession: Sendable {
         loop.execute(work)
     }
 
-    /// Asks the engine to stop (any thread); ``waitUntilEnded()`` returns once it has.
+    /// Asks the engine to stop (any thread); ``waitUntilEnded()`` returns once it has. Asking a
+    /// stopped engine does nothing (the loop drops work handed to it after it ended).
     func stop() {
-        loop.execute { [loop] in loop.stop() }
+        loop.execute { [weak loop] in loop?.stop() }
     }
 
-    /// Waits until the engine has ended (stopped, or failed for good), then ends the release
-    /// thread after the release under way.
+    /// Stops the engine and blocks until its thread has torn every source down (the cgroup can
+    /// then be removed without the monitor reading it gone).
+    func stopAndWait() {
+        stop()
+        _ = threadEnded.wait(timeout: nil) { $0 ? true : nil }
+    }
+
+    /// Waits until the engine has ended (stopped, or failed for good) and the release thread with
+    /// it, after the release under way.
     ///
     /// - Throws: what ended the engine: CgroupKit's `CgroupError` for a cgroup deleted while
     ///   watched, ``MonitorError`` when `epoll_wait` failed.
     func waitUntilEnded() async throws {
         var outcome: Result<Void, any Error> = .success(())
         for await ended in engineEnded { outcome = ended }
-        releaseLoop.stop()
         for await _ in releaseEnded {}
         try outcome.get()
     }
@@ -165,7 +181,8 @@ private final class SessionOutput: MonitorEngineOutput {
     func engineEmitted(_ event: LevelEvent) { monitor.engineEmitted(event) }
     func engineListens(to sources: [String]) { monitor.engineListens(to: sources) }
     func engineNoted(transientError: CgroupError?) { monitor.engineNoted(transientError: transientError) }
-    func engineWatchesUsage(by watch: MonitorArming.UsageWatch) { monitor.engineWatchesUsage(by: watch) }
+    func engineSampledUsage() { monitor.engineSampledUsage() }
+    func engineWatchesUsage(by watch: MonitorArming.UsageWatch, after: Duration) { monitor.engineWatchesUsage(by: watch, after: after) }
 
     func engineRead(_ reading: MonitorReading) {
         monitor.engineRead(reading)

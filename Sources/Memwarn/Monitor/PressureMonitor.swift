@@ -16,11 +16,13 @@ import Synchronization
 /// failure to arm is thrown by ``run()``. While it runs, a thread of its own sleeps in
 /// `epoll_wait` until the kernel reports something — a v1 usage threshold crossed, a
 /// pressure or OOM notification, a PSI trigger, a change of v2 `memory.events`, systemd's
-/// pressure watch — and only then reads the cgroup's files. Where the kernel sends no usage
-/// events (cgroup v2, a v1 monitor not run as root, no limit) it samples usage adaptively: as
-/// soon as usage, growing at ``PressurePolicy/worstCaseGrowthBytesPerSecond``, could reach the
-/// next mark (every 5 ms near a mark, at most every ``PressurePolicy/pollInterval`` far from
-/// them); ``watchedSources`` says which.
+/// pressure watch — and then reads the cgroup's files. Where the kernel sends no usage events
+/// (cgroup v2, a v1 monitor not run as root, no limit) it samples usage adaptively, one `pread`
+/// a reading: as soon as usage, growing at ``PressurePolicy/worstCaseGrowthBytesPerSecond``,
+/// could reach the next mark (every 5 ms near a mark, at most every
+/// ``PressurePolicy/pollInterval`` far from them); on cgroup v1 as root it samples only in the
+/// guard bands just below the marks, for crossings the kernel leaves unreported.
+/// ``watchedSources`` says which.
 ///
 /// ```swift
 /// let monitor = PressureMonitor(configuration: .init(policy: try .load(environment: env)), logger: logger)
@@ -69,6 +71,7 @@ public final class PressureMonitor: Service, Sendable {
     private let levelEvents = Broadcaster<LevelEvent>(replaysLatest: true)
     private let exhaustionChanges = Broadcaster<MemoryExhaustion>()
     private let exhausted = Atomic<Bool>(false)
+    private let samples = Atomic<Int>(0)
     private let metrics: MonitorMetrics
 
     /// Creates a monitor and arms it: when it returns, the cgroup's sources are registered, the
@@ -97,8 +100,22 @@ public final class PressureMonitor: Service, Sendable {
     }
 
     deinit {
-        // A monitor armed but never run (or dropped while running) ends its threads.
+        // A monitor armed but never run ends its threads (the engine's, and the release thread with it).
         if case .armed(let session) = state.withLock({ $0.phase }) { session.stop() }
+    }
+
+    /// Stops an armed monitor that was never run, and waits until its sources are torn down: for
+    /// `memwarn run`, whose command could not start, before it removes the cgroup.
+    package func disarm() {
+        let session: MonitorSession? = state.withLock { state in
+            guard case .armed(let session) = state.phase else { return nil }
+            state.phase = .idle
+            state.arming = nil
+            state.usageWatch = nil
+            return session
+        }
+        session?.stopAndWait()
+        levelEvents.finish()
     }
 
     /// How the monitor was armed — how long it took, how changes of usage reached it — or `nil`
@@ -187,6 +204,11 @@ public final class PressureMonitor: Service, Sendable {
     /// counts them (`memwarn_transient_errors_total`) and reads again after a wait that doubles
     /// up to a second.
     public var transientErrorCount: Int { state.withLock { $0.transientErrors } }
+
+    /// How many times usage was sampled since the monitor was made: the cheap reads of adaptive
+    /// sampling (where the kernel sends no usage events) and of the guard bands (cgroup v1 as
+    /// root); one `pread` each (`memwarn_usage_samples_total`).
+    public var usageSampleCount: Int { samples.load(ordering: .relaxed) }
 
     /// The latest transient read error, if any.
     public var lastTransientError: CgroupError? { state.withLock { $0.lastTransientError } }
@@ -334,8 +356,17 @@ public final class PressureMonitor: Service, Sendable {
         if error != nil { metrics.recordTransientError() }
     }
 
-    fileprivate func noteUsageWatch(_ watch: MonitorArming.UsageWatch) {
-        state.withLock { $0.usageWatch = watch }
+    fileprivate func noteUsageWatch(_ watch: MonitorArming.UsageWatch, after: Duration) {
+        state.withLock { state in
+            state.usageWatch = watch
+            if watch == .thresholds { state.arming?.thresholdsRegisteredAfter = after }
+        }
+    }
+
+    /// One cheap read of usage (monitor thread).
+    fileprivate func noteSample() {
+        samples.add(1, ordering: .relaxed)
+        metrics.recordUsageSample()
     }
 
     fileprivate func noteSources(_ sources: [String]) {
@@ -362,7 +393,8 @@ private final class EngineOutput: MonitorEngineOutput {
     func engineRead(_ reading: MonitorReading) { monitor?.take(reading) }
     func engineListens(to sources: [String]) { monitor?.noteSources(sources) }
     func engineNoted(transientError: CgroupError?) { monitor?.noteTransient(transientError) }
-    func engineWatchesUsage(by watch: MonitorArming.UsageWatch) { monitor?.noteUsageWatch(watch) }
+    func engineSampledUsage() { monitor?.noteSample() }
+    func engineWatchesUsage(by watch: MonitorArming.UsageWatch, after: Duration) { monitor?.noteUsageWatch(watch, after: after) }
 }
 
 /// An observer of level events that is handed the latest event first, unless a newer one reached

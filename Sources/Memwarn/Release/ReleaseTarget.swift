@@ -5,8 +5,8 @@
 /// `headroom = growth × lead time`, capped at the recovery mark itself. The growth is the
 /// monitor's measured rate (``GrowthEstimate/sustainedBytesPerSecond``); the lead time is how
 /// long the next detection and release take: the monitor's detection bound (10 ms where the
-/// kernel reports usage crossings, ``PressurePolicy/pollInterval`` where usage is polled)
-/// plus the duration of the last release.
+/// kernel reports usage crossings, the sampler's current wait where usage is sampled — 5 ms near
+/// a mark, at most ``PressurePolicy/pollInterval``) plus the duration of the last release.
 public struct ReleaseTarget: Sendable, Hashable {
     /// The bytes wanted.
     public var bytes: Int

@@ -1,0 +1,93 @@
+import CgroupKit
+import MemwarnSystem
+import MemwarnTestKit
+import Testing
+@testable import Memwarn
+
+/// A monitor on a synthetic cgroup v2 host (plain files, no kernel, no root): usage written in
+/// place is found by adaptive sampling within milliseconds, or by the poll every poll_interval
+/// when adaptive sampling is off.
+@Suite(.serialized)
+struct SyntheticHostMonitorTests {
+    static let limit: UInt64 = 128 << 20
+
+    static func monitor(_ host: SyntheticHost, policy: PressurePolicy = PressurePolicy()) -> PressureMonitor {
+        var configuration = MonitorConfiguration(policy: policy, environment: [:])
+        configuration.files = host.files
+        configuration.watchesPressureStall = false
+        return PressureMonitor(configuration: configuration, logger: testLogger)
+    }
+
+    @Test func usageWrittenAcrossTheMarksIsFoundByAdaptiveSampling() async throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        let monitor = Self.monitor(host)
+        #expect(monitor.arming?.usageWatch == .adaptiveSampling)
+        #expect(monitor.watchedSources.contains { $0.hasPrefix("sample /sys/fs/cgroup/app/memory.current adaptively") }, "\(monitor.watchedSources)")
+        try await withRunningMonitor(monitor) { iterator in
+            #expect(try await next(&iterator).source == .initial)
+            for (fraction, level) in [(0.85, MemoryPressureLevel.warning), (0.95, .critical)] {
+                try host.setUsage(fraction)
+                let event = try await next(&iterator, within: .seconds(5))
+                #expect(event.level == level && event.source == .usageSample, "\(event.level) from \(event.source)")
+            }
+        }
+        #expect(monitor.usageSampleCount > 0)
+    }
+
+    @Test func withAdaptiveSamplingOffTheSameClimbWaitsForThePoll() async throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        var policy = PressurePolicy()
+        policy.worstCaseGrowthBytesPerSecond = 0
+        policy.pollInterval = .milliseconds(200)
+        let monitor = Self.monitor(host, policy: policy)
+        #expect(monitor.arming?.usageWatch == .polling)
+        try await withRunningMonitor(monitor) { iterator in
+            _ = try await next(&iterator)
+            let samplesBefore = monitor.usageSampleCount
+            let began = ContinuousClock.now
+            try host.setUsage(0.85)
+            let event = try await next(&iterator, within: .seconds(5))
+            #expect(event.level == .warning && event.source == .usageSample)
+            // One read per poll interval (the adaptive rule would read every 5 ms this close to a mark).
+            let intervals = Int(((ContinuousClock.now - began) / .milliseconds(200)).rounded(.up))
+            #expect(monitor.usageSampleCount - samplesBefore <= intervals + 1, "\(monitor.usageSampleCount - samplesBefore) reads in \(intervals) intervals")
+        }
+    }
+
+    @Test func aMemoryEventsChangeWakesTheMonitorAtOnce() async throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        let monitor = Self.monitor(host)
+        try await withRunningMonitor(monitor) { iterator in
+            _ = try await next(&iterator)
+            try host.overwrite("/sys/fs/cgroup/app/memory.events", "low 0\nhigh 3\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
+            let event = try await next(&iterator, within: .seconds(5))
+            #expect(event.level == .warning && event.source == .memoryEvents, "\(event.level) from \(event.source)")
+        }
+    }
+
+    @Test func observersAddedWhileLevelsChangeHearEachEventOnceAndInOrder() async throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        var policy = PressurePolicy()
+        policy.holdTime = .zero
+        let monitor = Self.monitor(host, policy: policy)
+        let running = Task { try await monitor.run() }
+        defer { running.cancel() }
+        var heard: [Locked<[LevelEvent]>] = []
+        for round in 0..<40 {
+            try host.setUsage(round.isMultiple(of: 2) ? 0.85 : 0.5)
+            let log = Locked<[LevelEvent]>([])
+            monitor.addObserver { event in log.withLock { $0.append(event) } }
+            heard.append(log)
+            try await Task.sleep(for: .milliseconds(3))
+        }
+        try host.setUsage(0.5)
+        try await Task.sleep(for: .milliseconds(200))  // the last readings land
+        for (index, log) in heard.enumerated() {
+            let events = log.withLock { $0 }
+            #expect(!events.isEmpty, "observer \(index) heard nothing, not even the latest event")
+            for (earlier, later) in zip(events, events.dropFirst()) {
+                #expect(earlier.snapshot.time < later.snapshot.time, "observer \(index): \(earlier.level) then \(later.level), out of order or twice")
+            }
+        }
+    }
+}

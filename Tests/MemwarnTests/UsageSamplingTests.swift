@@ -1,0 +1,126 @@
+import CgroupKit
+import Testing
+@testable import Memwarn
+
+/// The usage sampler's own logic, driven by hand on a synthetic host's files (no kernel, no
+/// engine): when it reads, what a reading says, and how guarded mode and the slack behave.
+struct UsageSamplingTests {
+    static let limit: UInt64 = 128 << 20
+
+    static func sampler(_ host: SyntheticHost, mode: UsageSampling.Mode, policy: PressurePolicy = PressurePolicy()) throws -> UsageSampling {
+        try UsageSampling(cgroup: host.cgroup, measuresSystem: false, mode: mode, policy: policy, files: host.files, because: "a test")
+    }
+
+    static func snapshot(_ host: SyntheticHost, _ fraction: Double) -> PressureSnapshot {
+        PressureSnapshot(time: .zero, cgroup: host.cgroup, usageBytes: UInt64(Double(host.limit) * fraction),
+                         limit: EffectiveLimit(bytes: host.limit, file: "memory.max", cgroupPath: "/app"), system: nil, pressure: nil, pressureFile: nil)
+    }
+
+    static func isWake(_ report: PressureSourceReport, _ signal: PressureSignal) -> Bool {
+        if case .wake(.normal, let seen, _) = report { return seen == signal }
+        return false
+    }
+
+    static func isQuiet(_ report: PressureSourceReport) -> Bool {
+        if case .quiet = report { return true }
+        return false
+    }
+
+    @Test func continuousSamplingWakesOnAThresholdCrossingAndWaitsByTheDistanceToTheNextMark() throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        let sampler = try Self.sampler(host, mode: .continuous)
+        let start = ContinuousClock.now
+        sampler.observe(Self.snapshot(host, 0.5), at: start)
+        let next = try #require(sampler.nextRead(after: start))
+        let expected = Double(Self.limit) * 0.3 / Double(1 << 30)  // 30 % of 128 MiB to the warning mark, at 1 GiB/s
+        #expect(abs((next - start).seconds - expected) < 0.001, "\(next - start)")
+        try host.setUsage(0.5)
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(20))))
+        try host.setUsage(0.56)
+        #expect(Self.isWake(sampler.sample(at: start + .milliseconds(40)), .usageSample), "across the 55 % threshold")
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(60))), "the same side: nothing new")
+        #expect(sampler.reads == 3)
+    }
+
+    @Test func aFallCountsOnlyOnceUsageIsASlackBelowTheThreshold() throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        let sampler = try Self.sampler(host, mode: .continuous)
+        let start = ContinuousClock.now
+        sampler.observe(Self.snapshot(host, 0.56), at: start)
+        try host.setUsage(0.545)  // below 55 %, within 1 % of it
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(10))))
+        try host.setUsage(0.535)
+        #expect(Self.isWake(sampler.sample(at: start + .milliseconds(20)), .usageSample))
+    }
+
+    @Test func aFullReadingIsDueOncePerPollInterval() throws {
+        let host = try SyntheticHost(limit: Self.limit, usage: 0)
+        let sampler = try Self.sampler(host, mode: .continuous)
+        let start = ContinuousClock.now
+        sampler.observe(Self.snapshot(host, 0), at: start)
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(500))))
+        #expect(Self.isWake(sampler.sample(at: start + .seconds(1)), .poll))
+    }
+
+    @Test func withAdaptiveSamplingOffItPollsEveryPollInterval() throws {
+        var policy = PressurePolicy()
+        policy.worstCaseGrowthBytesPerSecond = 0
+        let host = try SyntheticHost(limit: Self.limit)
+        let sampler = try Self.sampler(host, mode: .continuous, policy: policy)
+        #expect(sampler.description.hasPrefix("poll /sys/fs/cgroup/app/memory.current every 1s"), "\(sampler.description)")
+        let start = ContinuousClock.now
+        sampler.observe(Self.snapshot(host, 0.79), at: start)
+        #expect(sampler.nextRead(after: start) == start + .seconds(1))
+    }
+
+    @Test func guardedSamplingReadsOnlyInABandAndWakesOnASecondLookAtACrossing() throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        let sampler = try Self.sampler(host, mode: .continuous)
+        sampler.enterGuardedMode()
+        let band = sampler.guardBand(capacity: Self.limit)
+        let mark = UInt64(Double(Self.limit) * 0.8)
+        let start = ContinuousClock.now
+        sampler.observe(Self.snapshot(host, 0.5), at: start)
+        #expect(sampler.nextRead(after: start) == nil, "far below every mark: no sampling")
+
+        let inBand = Double(mark - band / 2) / Double(Self.limit)
+        sampler.observe(Self.snapshot(host, inBand), at: start)
+        #expect(sampler.nextRead(after: start) == start + .milliseconds(5))
+        try host.setUsage(inBand)
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(5))))
+        #expect(sampler.nextRead(after: start) == start + .milliseconds(10), "unchanged: the wait doubles")
+
+        try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark + 4096))
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(15))), "first look: the kernel may report it yet")
+        #expect(sampler.nextRead(after: start) == start + .milliseconds(5), "looked at again soon")
+        #expect(Self.isWake(sampler.sample(at: start + .milliseconds(20)), .usageSample), "second look: unreported")
+    }
+
+    @Test func aCrossingTheKernelReportedMeanwhileIsNotReportedAgain() throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        let sampler = try Self.sampler(host, mode: .continuous)
+        sampler.enterGuardedMode()
+        let mark = UInt64(Double(Self.limit) * 0.8)
+        let start = ContinuousClock.now
+        sampler.observe(Self.snapshot(host, 0.79), at: start)
+        try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark + 4096))
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(5))))
+        sampler.observe(Self.snapshot(host, Double(mark + 4096) / Double(Self.limit)), at: start + .milliseconds(6))  // the kernel's event
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(10))))
+    }
+
+    @Test func leavingABandDownwardsKeepsSamplingForASecondBandWidth() throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        let sampler = try Self.sampler(host, mode: .continuous)
+        sampler.enterGuardedMode()
+        let band = sampler.guardBand(capacity: Self.limit)
+        let mark = UInt64(Double(Self.limit) * 0.8)
+        let start = ContinuousClock.now
+        sampler.observe(Self.snapshot(host, Double(mark - band / 2) / Double(Self.limit)), at: start)
+        #expect(sampler.nextRead(after: start) != nil)
+        sampler.observe(Self.snapshot(host, Double(mark - band * 3 / 2) / Double(Self.limit)), at: start)
+        #expect(sampler.nextRead(after: start) != nil, "just out of the band: still sampled")
+        sampler.observe(Self.snapshot(host, Double(mark - band * 5 / 2) / Double(Self.limit)), at: start)
+        #expect(sampler.nextRead(after: start) == nil, "two band widths below: the kernel's guard sees a return")
+    }
+}
