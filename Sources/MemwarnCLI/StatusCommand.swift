@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Memwarn
 import MemwarnSoak
+import MemwarnSystem
 
 /// `memwarn status`: one snapshot.
 struct StatusCommand: AsyncParsableCommand {
@@ -113,7 +114,6 @@ struct StatusCommand: AsyncParsableCommand {
                      thresholdsMilliseconds: thresholds, sources: monitor.watchedSources, error: nil)
     }
 
-    private static func milliseconds(_ duration: Duration) -> Double {
-        (Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15 * 10).rounded() / 10
-    }
+    /// Milliseconds to a tenth.
+    private static func milliseconds(_ duration: Duration) -> Double { (duration.seconds * 10_000).rounded() / 10 }
 }

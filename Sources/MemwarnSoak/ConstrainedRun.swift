@@ -63,17 +63,9 @@ public final class ConstrainedRun: Sendable {
     public let cgroup: MemoryCgroup
     /// The run's monitor on the cgroup, armed before the command started.
     private let monitor: PressureMonitor
-    /// The level changes since the monitor was armed, and who hears them as they come.
-    private let levels: Locked<LevelRecord>
-    /// Records the level changes from the monitor's stream, until its run ends.
-    private let recording: Task<Void, Never>
-
-    private struct LevelRecord {
-        var changes: [ConstrainedRunReport.LevelChange] = []
-        /// Changes that came before ``wait(onLevel:onSample:)`` gave a listener.
-        var unheard: [LevelEvent] = []
-        var listener: (@Sendable (LevelEvent) -> Void)?
-    }
+    /// The monitor's level events from its first reading on, made before the command started:
+    /// the stream keeps every change until ``wait(onLevel:onSample:)`` takes them.
+    private let levelEvents: AsyncStream<LevelEvent>
     private let start: ContinuousClock.Instant
     private let logger: Logger
     private let forwarded = Locked(0)
@@ -108,27 +100,11 @@ public final class ConstrainedRun: Sendable {
         var configuration = MonitorConfiguration(policy: options.policy, cgroupPath: cgroup.location.path, environment: [:])
         configuration.watchesPressureStall = false  // usage against the limit: the cgroup's own signal
         let monitor = PressureMonitor(configuration: configuration, logger: logger)
-        let levels = Locked(LevelRecord())
-        let start = ContinuousClock.now
-        // The stream starts with the first reading (replayed: nothing can have changed before the
-        // command starts) and buffers every change until the monitor's run ends.
-        let events = monitor.events()
-        let recording = Task {
-            for await event in events where event.level != event.previous || event.previous == nil {
-                let change = ConstrainedRunReport.LevelChange(seconds: Self.seconds(since: start), level: event.level.rawValue,
-                                                              usageBytes: event.snapshot.usageBytes)
-                let listener = levels.withLock { record in
-                    record.changes.append(change)
-                    if record.listener == nil { record.unheard.append(event) }
-                    return record.listener
-                }
-                listener?(event)
-            }
-        }
+        // The stream starts with the first reading (replayed: nothing can change before the
+        // command starts) and keeps every change until the monitor's run ends.
+        levelEvents = monitor.events()
         self.monitor = monitor
-        self.levels = levels
-        self.recording = recording
-        self.start = start
+        start = .now
         do {
             var spawn = ChildSpawn([executable] + options.command.dropFirst(), environment: options.environment.map { "\($0.key)=\($0.value)" })
             spawn.arguments[0] = name
@@ -138,7 +114,6 @@ public final class ConstrainedRun: Sendable {
             child = try WaitedChild(spawn)
         } catch {
             monitor.disarm()  // its sources closed before the cgroup goes, so it reads nothing gone
-            recording.cancel()
             try? cgroup.remove()
             throw StartError(description: "\(name): \(error)")
         }
@@ -184,16 +159,13 @@ public final class ConstrainedRun: Sendable {
                      onSample: @escaping @Sendable (SoakSample) -> Void = { _ in }) async -> ConstrainedRunReport {
         let monitor = self.monitor
         let start = self.start
-        // The changes that came before, in order; the listener takes over once none is left
-        // (a change arriving meanwhile joins them, so onLevel hears every change in order).
-        while true {
-            let unheard = levels.withLock { record in
-                defer { record.unheard = [] }
-                if record.unheard.isEmpty { record.listener = onLevel }
-                return record.unheard
+        let changes = Locked<[ConstrainedRunReport.LevelChange]>([])
+        let watching = Task { [levelEvents] in
+            for await event in levelEvents where event.level != event.previous || event.previous == nil {
+                let seconds = Self.seconds(since: start)
+                changes.withLock { $0.append(.init(seconds: seconds, level: event.level.rawValue, usageBytes: event.snapshot.usageBytes)) }
+                onLevel(event)
             }
-            if unheard.isEmpty { break }
-            for event in unheard { onLevel(event) }
         }
         let monitorError = Locked<String?>(nil)
         let monitoring = Task {
@@ -226,13 +198,13 @@ public final class ConstrainedRun: Sendable {
         sampling?.cancel()
         monitoring.cancel()
         _ = await monitoring.value
-        await recording.value  // the stream ended with the run: every change is recorded
+        _ = await watching.value  // the stream ended with the run: every change is recorded
 
         let reader = cgroup.reader
         let oomKills = (try? reader.events().oomKill) ?? 0
         let peak = try? reader.peakUsage()
         let removed = removeCgroup()
-        let recorded = levels.withLock { $0.changes }
+        let recorded = changes.withLock { $0 }
         var warnings: [String: Int] = [:]
         for change in recorded where change.level != MemoryPressureLevel.normal.rawValue { warnings[change.level, default: 0] += 1 }
         return ConstrainedRunReport(

@@ -194,10 +194,12 @@ package final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// The index of the earliest pending deadline.
-    private func earliestDeadline() -> Int? {
+    /// The index of the earliest pending deadline among those `included` admits.
+    private func earliestDeadline(where included: (UInt64, ContinuousClock.Instant) -> Bool = { _, _ in true }) -> Int? {
         var earliest: Int?
-        for index in deadlines.indices where earliest.map({ deadlines[index].at < deadlines[$0].at }) ?? true { earliest = index }
+        for index in deadlines.indices where included(deadlines[index].id, deadlines[index].at) {
+            if earliest.map({ deadlines[index].at < deadlines[$0].at }) ?? true { earliest = index }
+        }
         return earliest
     }
 
@@ -212,12 +214,7 @@ package final class EventLoop: @unchecked Sendable {
     private func runDueDeadlines() {
         let now = ContinuousClock.now
         let scheduledBefore = nextDeadline
-        while true {
-            var due: Int?
-            for index in deadlines.indices where deadlines[index].at <= now && deadlines[index].id < scheduledBefore {
-                if due.map({ deadlines[index].at < deadlines[$0].at }) ?? true { due = index }
-            }
-            guard let index = due else { return }
+        while let index = earliestDeadline(where: { id, at in at <= now && id < scheduledBefore }) {
             let action = deadlines[index].action
             deadlines.swapAt(index, deadlines.count - 1)
             deadlines.removeLast()

@@ -1,4 +1,7 @@
 import MemwarnSystem
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Commands run to their end, and where the harness finds the products it runs.
 public enum ChildProcess {
@@ -13,6 +16,19 @@ public enum ChildProcess {
     /// The folder of the running executable, where SwiftPM puts the test runner and the
     /// products (`memwarn`, `memwarn-hog`, the probes).
     public static var productsDirectory: String { ExecutablePath.productsDirectory }
+
+    /// The words that run a command as nobody (uid and gid 65534, no supplementary groups):
+    /// `setpriv`, from util-linux. Put in front of a command to try it as an ordinary user, who
+    /// may not register cgroup v1 notifications or write other users' files.
+    public static let asNobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+    /// `CLOCK_MONOTONIC` now, in nanoseconds: the clock `memwarn-hog` and the growth probe stamp
+    /// their replies with, comparable across processes.
+    public static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
 
     /// The running executable's path (`/proc/self/exe`), to start it again; `nil` when it
     /// cannot be read.

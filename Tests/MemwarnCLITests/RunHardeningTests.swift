@@ -174,7 +174,7 @@ extension RunCommandTests {
             #expect(echoed.status != 0)
             #expect(echoed.standardError.count < 600 && echoed.standardError.contains(" characters)…"), "\(echoed.standardError.count) characters")
 
-            let unprivileged = try ChildProcess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            let unprivileged = try ChildProcess.run(ChildProcess.asNobody + [
                                                      Self.memwarn, "run", "--memory-max", "64M", "--", "/bin/true"])
             #expect(unprivileged.status == 125)
             #expect(unprivileged.standardError.contains("permission denied. Creating cgroups needs root, or a cgroup delegated to your user"),

@@ -11,11 +11,10 @@ extension RunCommandTests {
 /// Nested in the serialized `memwarn run` suite (its leftover check must not see these runs).
 @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct SamplingSurvivalTests {
-    static let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
     /// `environment` is added to this process's (the policy's `MEMWARN_*` keys reach the probe).
     static func run(_ probeArguments: [String], asNobody: Bool, environment: [String: String] = [:]) throws -> GrowthTests.Run {
-        let command = [GrowthTests.memwarn, "run", "--memory-max", "128M", "--"] + (asNobody ? nobody : []) + [GrowthTests.probe] + probeArguments
+        let command = [GrowthTests.memwarn, "run", "--memory-max", "128M", "--"] + (asNobody ? ChildProcess.asNobody : []) + [GrowthTests.probe] + probeArguments
         let inherited = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let result = try ChildProcess.run(command, environment: inherited.map { "\($0.key)=\($0.value)" })
         let events = result.standardOutput.split(separator: "\n").compactMap {

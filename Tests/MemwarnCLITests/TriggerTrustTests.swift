@@ -79,7 +79,7 @@ struct TriggerTrustTests {
                     c.close()
                 """
             let python = ["/usr/bin/python3", "-c", server, path, reply, "\(chunk)", "\(pause)"]
-            process = try LineChild(asNobody ? ["/usr/bin/setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"] + python : python)
+            process = try LineChild(asNobody ? ChildProcess.asNobody + python : python)
             #expect(try process.nextLine(timeout: .seconds(20)) == "ready")
         }
 

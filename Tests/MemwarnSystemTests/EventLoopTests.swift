@@ -129,4 +129,37 @@ import Glibc
         struct SetupFailed: Error {}
         #expect(throws: SetupFailed.self) { _ = try Self.runLoop { _, _ in throw SetupFailed() } }
     }
+
+    @Test func aDeadlineAnActionSchedulesInThePastWaitsForTheNextTurnAndCancellingWithinATurnHolds() throws {
+        let events = try Self.runLoop { loop, recorder in
+            let now = ContinuousClock.now
+            var later: EventLoop.Deadline?
+            loop.schedule(at: now + .milliseconds(10)) {
+                recorder.record("first")
+                loop.schedule(at: now) { recorder.record("scheduled in the past") }  // due, but the next turn's
+                if let later { loop.cancel(later) }
+            }
+            later = loop.schedule(at: now + .milliseconds(10)) { recorder.record("cancelled by the first") }
+            loop.schedule(at: now + .milliseconds(50)) { loop.stop() }
+        }
+        #expect(events == ["first", "scheduled in the past"])
+    }
+
+    @Test func workHandedOverAfterTheLoopEndedIsDroppedAndReleased() throws {
+        final class Token: Sendable {}
+        let loop = try EventLoop()
+        let ended = ConditionLock(false)
+        try SystemThread.start(name: "test-loop") {
+            try? loop.run { loop.stop() }
+            ended.withLock { $0 = true }
+        }
+        _ = ended.wait(timeout: .seconds(10)) { $0 ? true : nil }
+        weak var released: Token?
+        do {
+            let token = Token()
+            released = token
+            loop.execute { withExtendedLifetime(token) {} }
+        }
+        #expect(released == nil, "the loop kept work it will never run")
+    }
 }

@@ -320,7 +320,7 @@ struct ControlEndpointTests {
             let parent = String(directory[..<directory.lastIndex(of: "/")!])
             #expect(chmod(parent, 0o711) == 0 && chmod(directory, 0o711) == 0 && chmod(socket, 0o666) == 0)
             let result = try ChildProcess.run(
-                ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", ChildProcess.productsDirectory + "/memwarn", "trigger", "--pid", "\(getpid())"],
+                ChildProcess.asNobody + [ChildProcess.productsDirectory + "/memwarn", "trigger", "--pid", "\(getpid())"],
                 environment: ["XDG_RUNTIME_DIR=\(parent)"])
             #expect(result.status != 0)
             #expect(result.standardError == "Error: process \(getpid()): refused: uid 65534 may not control process \(getpid()) (only uid \(geteuid()) and root may)\n")

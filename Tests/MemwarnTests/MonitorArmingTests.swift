@@ -85,14 +85,22 @@ struct MonitorArmingTests {
                 func engineRead(_ reading: MonitorReading) {}
                 func engineListens(to sources: [String]) {}
                 func engineWatchesUsage(by watch: MonitorArming.UsageWatch, after: Duration) {}
-                func engineSampledUsage() {}
                 func engineNoted(transientError: CgroupError?) {}
             }
             let session = try MonitorSession.arm(.init(configuration: Self.configuration(cgroup), logger: testLogger, metrics: metrics,
+                                                       samples: UsageSampleCount(metrics: metrics),
                                                        output: { Output() }, coordinators: { [] }, exhaustionChanged: { _ in }))
             session.stop()
-            // Returns once the engine's thread and the release thread have both ended.
-            try await session.waitUntilEnded()
+            // Returns once the engine's thread and the release thread have both ended (a release
+            // thread left running would keep it waiting: bounded, so that shows as a failure).
+            let ended = Task { try await session.waitUntilEnded() }
+            let bound = Task {
+                try await Task.sleep(for: .seconds(10))
+                ended.cancel()
+            }
+            defer { bound.cancel() }
+            try await ended.value
+            #expect(!ended.isCancelled, "the session's threads did not end within 10 s")
             session.stop()  // a stopped session may be asked again: the work is dropped
         }
     }

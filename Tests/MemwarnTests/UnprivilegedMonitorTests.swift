@@ -15,7 +15,7 @@ struct UnprivilegedMonitorTests {
         try await withTestCgroup(limit: Self.limit) { cgroup in
             let environment = ProcessInfo.processInfo.environment.filter { $0.key != "MEMWARN_CONTROL" }.map { "\($0.key)=\($0.value)" }
                 + ["MEMWARN_CONTROL=off", "TMPDIR=/tmp"]
-            let probe = try JSONLineChild(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            let probe = try JSONLineChild(ChildProcess.asNobody + [
                                            ChildProcess.productsDirectory + "/memwarn-release-probe"], in: cgroup, environment: environment)
             defer { probe.stop() }
             _ = try probe.send("load")
@@ -32,7 +32,7 @@ struct UnprivilegedMonitorTests {
     }
 
     @Test func statusSaysANormalUsersMonitorWouldPoll() throws {
-        let status = try ChildProcess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+        let status = try ChildProcess.run(ChildProcess.asNobody + [
                                            ChildProcess.productsDirectory + "/memwarn", "status", "--json"])
         #expect(status.status == 0, "\(status.standardError)")
         #expect(status.standardOutput.contains("cgroup.event_control is root's: a monitor run by this user samples usage"), "\(status.standardOutput)")

@@ -39,7 +39,6 @@ struct UsageSamplingTests {
         try host.setUsage(0.56)
         #expect(Self.isWake(sampler.sample(at: start + .milliseconds(40)), .usageSample), "across the 55 % threshold")
         #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(60))), "the same side: nothing new")
-        #expect(sampler.reads == 3)
     }
 
     @Test func aFallCountsOnlyOnceUsageIsASlackBelowTheThreshold() throws {
@@ -73,20 +72,25 @@ struct UsageSamplingTests {
         #expect(sampler.nextRead(after: start) == start + .seconds(1))
     }
 
-    @Test func guardedSamplingReadsOnlyInABandAndWakesOnASecondLookAtACrossing() throws {
-        let host = try SyntheticHost(limit: Self.limit)
+    /// A sampler in guarded mode (the kernel's thresholds registered), its band, and the warning mark.
+    static func guarded() throws -> (host: SyntheticHost, sampler: UsageSampling, band: UInt64, mark: UInt64) {
+        let host = try SyntheticHost(limit: limit)
         let sampler = try Self.sampler(host, mode: .continuous)
         sampler.enterGuardedMode()
-        let band = sampler.guardBand(capacity: Self.limit)
-        let mark = UInt64(Double(Self.limit) * 0.8)
+        return (host, sampler, sampler.guardBand(capacity: limit), UInt64(Double(limit) * 0.8))
+    }
+
+    static func snapshot(_ host: SyntheticHost, bytes: UInt64) -> PressureSnapshot { snapshot(host, Double(bytes) / Double(host.limit)) }
+
+    @Test func guardedSamplingReadsOnlyInABandAndWakesOnASecondLookAtACrossing() throws {
+        let (host, sampler, band, mark) = try Self.guarded()
         let start = ContinuousClock.now
         sampler.observe(Self.snapshot(host, 0.5), at: start)
         #expect(sampler.nextRead(after: start) == nil, "far below every mark: no sampling")
 
-        let inBand = Double(mark - band / 2) / Double(Self.limit)
-        sampler.observe(Self.snapshot(host, inBand), at: start)
+        sampler.observe(Self.snapshot(host, bytes: mark - band / 2), at: start)
         #expect(sampler.nextRead(after: start) == start + .milliseconds(5))
-        try host.setUsage(inBand)
+        try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark - band / 2))
         #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(5))))
         #expect(sampler.nextRead(after: start) == start + .milliseconds(10), "unchanged: the wait doubles")
 
@@ -97,30 +101,34 @@ struct UsageSamplingTests {
     }
 
     @Test func aCrossingTheKernelReportedMeanwhileIsNotReportedAgain() throws {
-        let host = try SyntheticHost(limit: Self.limit)
-        let sampler = try Self.sampler(host, mode: .continuous)
-        sampler.enterGuardedMode()
-        let mark = UInt64(Double(Self.limit) * 0.8)
+        let (host, sampler, _, mark) = try Self.guarded()
         let start = ContinuousClock.now
         sampler.observe(Self.snapshot(host, 0.79), at: start)
         try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark + 4096))
         #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(5))))
-        sampler.observe(Self.snapshot(host, Double(mark + 4096) / Double(Self.limit)), at: start + .milliseconds(6))  // the kernel's event
+        sampler.observe(Self.snapshot(host, bytes: mark + 4096), at: start + .milliseconds(6))  // the kernel's event
         #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(10))))
     }
 
     @Test func leavingABandDownwardsKeepsSamplingForASecondBandWidth() throws {
+        let (host, sampler, band, mark) = try Self.guarded()
+        let start = ContinuousClock.now
+        sampler.observe(Self.snapshot(host, bytes: mark - band / 2), at: start)
+        #expect(sampler.nextRead(after: start) != nil)
+        sampler.observe(Self.snapshot(host, bytes: mark - band * 3 / 2), at: start)
+        #expect(sampler.nextRead(after: start) != nil, "just out of the band: still sampled")
+        sampler.observe(Self.snapshot(host, bytes: mark - band * 5 / 2), at: start)
+        #expect(sampler.nextRead(after: start) == nil, "two band widths below: the kernel's guard sees a return")
+    }
+
+    @Test func aNewLimitMovesEveryMark() throws {
         let host = try SyntheticHost(limit: Self.limit)
         let sampler = try Self.sampler(host, mode: .continuous)
-        sampler.enterGuardedMode()
-        let band = sampler.guardBand(capacity: Self.limit)
-        let mark = UInt64(Double(Self.limit) * 0.8)
         let start = ContinuousClock.now
-        sampler.observe(Self.snapshot(host, Double(mark - band / 2) / Double(Self.limit)), at: start)
-        #expect(sampler.nextRead(after: start) != nil)
-        sampler.observe(Self.snapshot(host, Double(mark - band * 3 / 2) / Double(Self.limit)), at: start)
-        #expect(sampler.nextRead(after: start) != nil, "just out of the band: still sampled")
-        sampler.observe(Self.snapshot(host, Double(mark - band * 5 / 2) / Double(Self.limit)), at: start)
-        #expect(sampler.nextRead(after: start) == nil, "two band widths below: the kernel's guard sees a return")
+        sampler.observe(Self.snapshot(host, 0.5), at: start)  // 64 MiB of 128: far below 80 %
+        var halved = Self.snapshot(host, 0.5)
+        halved.limit?.bytes = Self.limit / 2  // the same usage is now the whole limit
+        sampler.observe(halved, at: start)
+        #expect(sampler.nextRead(after: start) == start + SamplingRule.shortestInterval, "at the new limit: read as often as allowed")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Memwarn
 import MemwarnTestKit
 
 /// Time-to-armed: from a service's `exec` to its monitor armed (cgroup found, sources registered,
@@ -33,6 +34,30 @@ struct ArmedBenchmark {
     struct Result {
         var runs: Int
         var samples: [(name: String, samples: [Sample])]
+        /// In-process monitors on the same cgroup (root): how long registering their v1 usage
+        /// thresholds took after arming, and how many there were.
+        var registrations: [(took: Duration, count: Int)] = []
+    }
+
+    /// Arms `runs` monitors in this process on a 128 MiB test cgroup, one after the other, each
+    /// until its usage thresholds are registered (the kernel waits for an RCU grace period in
+    /// each registration), then lets it go.
+    func registrations() async throws -> [(took: Duration, count: Int)] {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            var measured: [(took: Duration, count: Int)] = []
+            for _ in 0..<runs {
+                var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory, environment: [:])
+                configuration.watchesPressureStall = false
+                let monitor = PressureMonitor(configuration: configuration, logger: quietLogger)
+                let deadline = ContinuousClock.now + .seconds(10)
+                while monitor.arming?.thresholdsRegisteredAfter == nil {
+                    guard ContinuousClock.now < deadline else { throw BenchmarkError("thresholds not registered within 10 s") }
+                    try await Task.sleep(for: .milliseconds(2))
+                }
+                if let arming = monitor.arming, let took = arming.thresholdsRegisteredAfter { measured.append((took, arming.pendingThresholds)) }
+            }
+            return measured
+        }
     }
 
     func run(progress: (String) -> Void) throws -> Result {
@@ -48,8 +73,8 @@ struct ArmedBenchmark {
     }
 
     private func once(asNobody: Bool, in cgroup: TestCgroup) throws -> Sample {
-        let command = (asNobody ? GrowthBenchmark.nobody : []) + [probe, "--rate", "1", "--total", "0"]
-        let started = monotonicNanoseconds()
+        let command = (asNobody ? ChildProcess.asNobody : []) + [probe, "--rate", "1", "--total", "0"]
+        let started = ChildProcess.monotonicNanoseconds()
         let finished = try ChildProcess.run(command, in: cgroup, timeout: .seconds(60))
         guard finished.status == 0 else { throw BenchmarkError("the probe exited \(finished.status): \(finished.standardError)") }
         for line in finished.standardOutput.split(separator: "\n") {
@@ -74,6 +99,17 @@ extension ArmedBenchmark.Result {
                              fixed(milliseconds(summary.percentile(90)), 2), fixed(milliseconds(summary.max), 2), fixed(milliseconds(summary.min), 2)])
             }
         }
+        var registrationLine = ""
+        if !registrations.isEmpty {
+            let total = LatencySummary(registrations.map { nanoseconds($0.took) })
+            let each = LatencySummary(registrations.map { nanoseconds($0.took) / Int64(max(1, $0.count)) })
+            registrationLine = """
+
+            v1 usage thresholds registered after arming (\(registrations.count) monitors in this process, root, \(registrations.first?.count ?? 0) thresholds each):
+            all of them p50 \(fixed(milliseconds(total.percentile(50)), 1)) ms, p90 \(fixed(milliseconds(total.percentile(90)), 1)) ms, max \(fixed(milliseconds(total.max), 1)) ms; \
+            one (their mean) p50 \(fixed(milliseconds(each.percentile(50)), 1)) ms, min \(fixed(milliseconds(each.min), 1)) ms, max \(fixed(milliseconds(each.max), 1)) ms
+            """
+        }
         let watches = samples.map { "\($0.name): " + Set($0.samples.map { "\($0.usageWatch) (\($0.pendingThresholds) thresholds pending)" }).sorted().joined(separator: ", ") }
         return """
         armed: \(runs) runs each of memwarn-growth-probe (README pattern, nothing to insert) in a \(ArmedBenchmark.limit >> 20) MiB test cgroup
@@ -82,7 +118,7 @@ extension ArmedBenchmark.Result {
 
         \(table(rows))
 
-        how usage reached the monitor when armed: \(watches.joined(separator: "; "))
+        how usage reached the monitor when armed: \(watches.joined(separator: "; "))\(registrationLine)
         """
     }
 
@@ -90,6 +126,10 @@ extension ArmedBenchmark.Result {
         .object([
             ("benchmark", .string("armed")),
             ("runs", .number(runs)),
+            ("threshold_registrations", .array(registrations.map { registration in
+                .object([("thresholds", .number(registration.count)),
+                         ("ms", .double(milliseconds(nanoseconds(registration.took)), digits: 3))])
+            })),
             ("paths", .array(samples.map { name, samples in
                 func summary(_ values: [Int64]) -> JSON {
                     let summary = LatencySummary(values)
@@ -103,4 +143,9 @@ extension ArmedBenchmark.Result {
             })),
         ])
     }
+}
+
+/// A duration in whole nanoseconds.
+private func nanoseconds(_ duration: Duration) -> Int64 {
+    duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
 }

@@ -133,16 +133,16 @@ struct CacheBenchmark {
     private static func measureDiscardableCache(_ workload: Workload) throws -> Run {
         let cache = DiscardableCache<Int, Value>(coordinator: nil)
         let costs = workload.costs, values = workload.values, order = workload.order
-        let start = monotonicNanoseconds()
+        let start = ChildProcess.monotonicNanoseconds()
         for index in 0..<workload.size {
             cache.setObject(values[index], forKey: index, cost: costs[index])
         }
-        let filled = monotonicNanoseconds()
+        let filled = ChildProcess.monotonicNanoseconds()
         var checksum = 0
         for key in order {
             if let value = cache.object(forKey: key) { checksum &+= value.id }
         }
-        let end = monotonicNanoseconds()
+        let end = ChildProcess.monotonicNanoseconds()
         try check(checksum, workload, .discardableCache)
         guard cache.totalCost == costs.reduce(0, +) else { throw BenchmarkError("DiscardableCache holds the wrong total cost") }
         return Run(setNanoseconds: filled - start, getNanoseconds: end - filled)
@@ -151,17 +151,17 @@ struct CacheBenchmark {
     private static func measureLockedDictionary(_ workload: Workload) throws -> Run {
         let dictionary = Mutex<[Int: Value]>([:])
         let values = workload.values, order = workload.order
-        let start = monotonicNanoseconds()
+        let start = ChildProcess.monotonicNanoseconds()
         for index in 0..<workload.size {
             let value = values[index]
             dictionary.withLock { $0[index] = value }
         }
-        let filled = monotonicNanoseconds()
+        let filled = ChildProcess.monotonicNanoseconds()
         var checksum = 0
         for key in order {
             if let value = dictionary.withLock({ $0[key] }) { checksum &+= value.id }
         }
-        let end = monotonicNanoseconds()
+        let end = ChildProcess.monotonicNanoseconds()
         try check(checksum, workload, .lockedDictionary)
         return Run(setNanoseconds: filled - start, getNanoseconds: end - filled)
     }
@@ -169,16 +169,16 @@ struct CacheBenchmark {
     private static func measureNSCache(_ workload: Workload) throws -> Run {
         let cache = NSCache<NSNumber, Value>()
         let costs = workload.costs, values = workload.values, numbers = workload.numbers, order = workload.order
-        let start = monotonicNanoseconds()
+        let start = ChildProcess.monotonicNanoseconds()
         for index in 0..<workload.size {
             cache.setObject(values[index], forKey: numbers[index], cost: costs[index])
         }
-        let filled = monotonicNanoseconds()
+        let filled = ChildProcess.monotonicNanoseconds()
         var checksum = 0
         for key in order {
             if let value = cache.object(forKey: numbers[key]) { checksum &+= value.id }
         }
-        let end = monotonicNanoseconds()
+        let end = ChildProcess.monotonicNanoseconds()
         try check(checksum, workload, .nsCache)
         return Run(setNanoseconds: filled - start, getNanoseconds: end - filled)
     }

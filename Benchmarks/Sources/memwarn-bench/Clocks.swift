@@ -2,13 +2,6 @@
 import Glibc
 #endif
 
-/// `CLOCK_MONOTONIC` in nanoseconds: the clock `memwarn-hog` stamps its replies with.
-func monotonicNanoseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-}
-
 /// CPU time of threads — this process's or a child's —, found by name in `/proc/PID/task`.
 enum ThreadCPU {
     /// The id of this process's thread named `name` (`/proc/self/task/<tid>/comm`, set with

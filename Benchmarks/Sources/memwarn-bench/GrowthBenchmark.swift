@@ -1,4 +1,5 @@
 import Foundation
+import MemwarnTestKit
 import Memwarn
 #if canImport(Glibc)
 import Glibc
@@ -46,7 +47,6 @@ struct GrowthBenchmark {
         static func named(_ name: String) -> Peer? { all.first { $0.name == name } }
     }
 
-    static let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     /// A run still going after this many times its expected duration (total / rate) is killed.
     static let timeoutFactor = 3.0
     /// The least time a run gets before it counts as hung: start-up (a cgroup made, two processes
@@ -165,7 +165,7 @@ struct GrowthBenchmark {
         // Files, not pipes: with two pipes one could fill while the other is read.
         let process = Process()
         process.executableURL = URL(fileURLWithPath: cli)
-        process.arguments = ["run", "--memory-max", "\(limitMiB)M", "--"] + (peer.asNobody ? Self.nobody : [])
+        process.arguments = ["run", "--memory-max", "\(limitMiB)M", "--"] + (peer.asNobody ? ChildProcess.asNobody : [])
             + [probe, "--rate", "\(rate)", "--total", "\(totalMiB)", "--releaser", peer.releaser]
         process.environment = ProcessInfo.processInfo.environment.merging(peer.environment) { $1 }
         process.standardInput = FileHandle.nullDevice

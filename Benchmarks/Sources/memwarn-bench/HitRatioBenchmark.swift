@@ -89,7 +89,7 @@ struct HitRatioBenchmark {
     private func measure(_ name: String, _ trace: [Int32], scan: (start: Int, end: Int)?, limit: Int, fraction: Double, numbers: [NSNumber]) -> Row {
         var row = Row(trace: name, fraction: fraction)
         for peer in Peer.allCases {
-            let start = monotonicNanoseconds()
+            let start = ChildProcess.monotonicNanoseconds()
             let hits: [Bool]
             switch peer {
             case .discardableCache:
@@ -116,7 +116,7 @@ struct HitRatioBenchmark {
                     return false
                 }
             }
-            row.seconds[peer] = Double(monotonicNanoseconds() - start) / 1e9
+            row.seconds[peer] = Double(ChildProcess.monotonicNanoseconds() - start) / 1e9
             row.hitRatio[peer] = Self.ratio(hits[...])
             if let scan {
                 row.beforeScan[peer] = Self.ratio(hits[max(0, scan.start - Self.window)..<scan.start])

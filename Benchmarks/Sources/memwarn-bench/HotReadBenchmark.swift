@@ -96,7 +96,7 @@ struct HotReadBenchmark {
     /// its own order; returns the wall-clock time and checks that every read found its value.
     private static func measure(threads: Int, container: CacheBenchmark.Container, read: @Sendable (Int) -> Int) throws -> UInt64 {
         let misses = Atomic<Int>(0)
-        let start = monotonicNanoseconds()
+        let start = ChildProcess.monotonicNanoseconds()
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             // Each thread its own pseudo-random order: threads walking one stride in step can
             // lock into reading neighbouring objects at once, whose reference counts then share
@@ -109,7 +109,7 @@ struct HotReadBenchmark {
             }
             misses.add(missed, ordering: .relaxed)
         }
-        let elapsed = monotonicNanoseconds() - start
+        let elapsed = ChildProcess.monotonicNanoseconds() - start
         guard misses.load(ordering: .relaxed) == 0 else {
             throw BenchmarkError("\(container.rawValue): \(misses.load(ordering: .relaxed)) hot reads missed")
         }

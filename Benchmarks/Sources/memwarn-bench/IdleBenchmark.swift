@@ -127,11 +127,11 @@ struct IdleBenchmark {
                 return (time, switches)
             }
         }
-        let startWall = monotonicNanoseconds()
+        let startWall = ChildProcess.monotonicNanoseconds()
         let before = try sample()
         try await Task.sleep(for: .nanoseconds(Int64(seconds * 1_000_000_000)))
         let after = try sample()
-        let elapsed = Double(monotonicNanoseconds() - startWall) / 1e9
+        let elapsed = Double(ChildProcess.monotonicNanoseconds() - startWall) / 1e9
         let costs = measured.indices.map { index in
             Cost(name: measured[index].name, nanoseconds: after[index].0 - before[index].0, switches: after[index].1 - before[index].1,
                  note: measured[index].note)

@@ -1,3 +1,4 @@
+import MemwarnTestKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,10 +42,10 @@ struct KernelReturnFloor {
             memset(block, Int32(truncatingIfNeeded: index), size)
             blocks.append(block)
         }
-        let start = monotonicNanoseconds()
+        let start = ChildProcess.monotonicNanoseconds()
         for block in blocks { free(block) }
         _ = trim?(0)
-        return monotonicNanoseconds() - start
+        return ChildProcess.monotonicNanoseconds() - start
     }
 
     /// Maps 1 GiB (2 MiB-aligned), touches every page, and times `munmap`.
@@ -60,9 +61,9 @@ struct KernelReturnFloor {
         }
         memset(aligned, 1, bytes)
         let hugeBytes = anonymousHugePageBytes()
-        let start = monotonicNanoseconds()
+        let start = ChildProcess.monotonicNanoseconds()
         munmap(mapping, length)
-        return (monotonicNanoseconds() - start, hugeBytes)
+        return (ChildProcess.monotonicNanoseconds() - start, hugeBytes)
     }
 }
 

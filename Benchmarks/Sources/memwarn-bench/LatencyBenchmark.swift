@@ -21,14 +21,18 @@ struct LatencyBenchmark {
     static let lowFraction = 0.60
     /// How far below the warning mark the hog waits before the final step: below it, so no event.
     static let belowMark = 1 << 20
-    /// How far above the warning mark the final step ends.
-    static let aboveMark = 512 << 10
+    /// How far above the warning mark the final step ends, by default (`--above KIB`): 512 KiB,
+    /// about 128 pages past the mark. A smaller step leaves more crossings unreported by the
+    /// kernel, for the guard bands to find.
+    static let defaultAboveMark = 512 << 10
     /// How long to wait for a reader's report before counting the crossing as not found.
     static let giveUpAfter: Duration = .seconds(5)
     /// A report later than this (50 ms) counts as late: the first look missed it.
     static let lateAfterNanoseconds: Int64 = 50_000_000
 
     var crossings: Int
+    /// How far above the warning mark the final step ends, in bytes.
+    var aboveMark = LatencyBenchmark.defaultAboveMark
     /// The `memwarn` executable for the sampling reader (`MEMWARN_CLI`).
     var cli: String
 
@@ -120,14 +124,14 @@ struct LatencyBenchmark {
             // The monitor's own mark, computed as the monitor computes it.
             let threshold = UInt64(Double(Self.limit) * configuration.policy.warningRatio)
             let belowBytes = Int(threshold) - Self.belowMark - overhead
-            let aboveBytes = Int(threshold) + Self.aboveMark - overhead
+            let aboveBytes = Int(threshold) + aboveMark - overhead
 
             let events = Reports(), sampled = Reports(), polled = Reports()
             let armedAt = ContinuousClock.now
             let monitor = PressureMonitor(configuration: configuration, logger: quietLogger)
             monitor.addObserver { event in
                 events.append(Report(isRaised: event.level >= .warning, source: event.source.name, ratio: event.snapshot.ratio,
-                                     nanoseconds: monotonicNanoseconds()))
+                                     nanoseconds: ChildProcess.monotonicNanoseconds()))
             }
             let running = Task { try await monitor.run() }
             let watch = try SampledWatch(cli: cli, cgroupPath: cgroup.location.path, environment: [
@@ -241,7 +245,7 @@ extension LatencyBenchmark.Result {
         }
         return """
         latency: \(crossings) crossings of the warning mark (\(threshold) bytes, 80% of a \(limit >> 20) MiB limit), every crossing counted
-        each: hog at \(Int(LatencyBenchmark.lowFraction * 100))% of the limit until every reader is back below the mark, then mark - \(LatencyBenchmark.belowMark >> 10) KiB, then a final step to mark + \(LatencyBenchmark.aboveMark >> 10) KiB
+        each: hog at \(Int(LatencyBenchmark.lowFraction * 100))% of the limit until every reader is back below the mark, then mark - \(LatencyBenchmark.belowMark >> 10) KiB, then a final step to mark + \((aboveBytes + overhead - Int(threshold)) >> 10) KiB
         hog holds \(lowBytes) -> \(belowBytes) -> \(aboveBytes) bytes (cgroup overhead \(overhead) bytes; usage before the final step \(usageBelow.lowerBound)...\(usageBelow.upperBound))
         latency = reader's CLOCK_MONOTONIC on receipt - hog's CLOCK_MONOTONIC just before it started the final step
         (the sampling reader is another process: its latency includes its JSON line through a pipe)

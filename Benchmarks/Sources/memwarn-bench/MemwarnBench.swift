@@ -6,7 +6,9 @@ import Glibc
 @main
 struct MemwarnBench {
     static let usage = """
-    usage: memwarn-bench latency [--crossings N] [--json]   (N defaults to 200)
+    usage: memwarn-bench latency [--crossings N] [--above KIB] [--json]   (N defaults to 200; the final step ends KIB past
+                                                            the mark, 512 by default: smaller leaves more crossings
+                                                            unreported by the kernel, for the guard bands)
            memwarn-bench idle [--seconds S] [--json]        (S defaults to 60)
            memwarn-bench armed [--runs N] [--json]          (time from a service's exec to its monitor armed, as root
                                                             and as nobody; N defaults to 20)
@@ -42,7 +44,9 @@ struct MemwarnBench {
             case "latency":
                 let crossings = try options.integer("--crossings", default: 200)
                 guard crossings >= 1 else { throw UsageError("--crossings must be at least 1") }
-                let result = try await LatencyBenchmark(crossings: crossings, cli: try cliPath()).run { done in
+                let above = try options.integer("--above", default: LatencyBenchmark.defaultAboveMark >> 10)
+                guard above >= 4 else { throw UsageError("--above must be at least 4 (KiB: a page)") }
+                let result = try await LatencyBenchmark(crossings: crossings, aboveMark: above << 10, cli: try cliPath()).run { done in
                     if isatty(2) == 1 && (done % 20 == 0 || done == crossings) { writeError("\rcrossings: \(done)/\(crossings)" + (done == crossings ? "\n" : "")) }
                 }
                 emit(report: result.report, json: json ? result.json : nil)
@@ -55,7 +59,9 @@ struct MemwarnBench {
             case "armed":
                 let runs = try options.integer("--runs", default: 20)
                 guard runs >= 1 else { throw UsageError("--runs must be at least 1") }
-                let result = try ArmedBenchmark(runs: runs).run(progress: progress)
+                let benchmark = try ArmedBenchmark(runs: runs)
+                var result = try benchmark.run(progress: progress)
+                result.registrations = try await benchmark.registrations()
                 emit(report: result.report, json: json ? result.json : nil)
             case "cache":
                 let sizes = try options.integers("--sizes", default: [20_000, 100_000, 1_000_000])
@@ -174,7 +180,7 @@ struct MemwarnBench {
             }
             index += 1
         }
-        let known: Set = ["--crossings", "--seconds", "--sizes", "--limits", "--rates", "--total", "--repeats", "--keys", "--requests", "--peers",
+        let known: Set = ["--crossings", "--seconds", "--sizes", "--limits", "--rates", "--total", "--repeats", "--keys", "--requests", "--peers", "--above",
                           "--position", "--runs"]
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) { throw UsageError("unknown option \(unknown)") }
         return Options(values: values)

@@ -1,3 +1,4 @@
+import MemwarnTestKit
 import CgroupKit
 import Synchronization
 #if canImport(Glibc)
@@ -70,11 +71,11 @@ final class PollingReader: Sendable {
 
     private func loop() {
         var wasAbove: Bool?
-        var deadline = monotonicNanoseconds()
+        var deadline = ChildProcess.monotonicNanoseconds()
         while !stopping.load(ordering: .relaxed) {
             do {
                 let usage = try reader.usage()
-                let seen = monotonicNanoseconds()
+                let seen = ChildProcess.monotonicNanoseconds()
                 readCount.add(1, ordering: .relaxed)
                 let isAbove = usage >= threshold
                 if isAbove != wasAbove {

@@ -1,3 +1,4 @@
+import MemwarnTestKit
 import Memwarn
 #if canImport(Glibc)
 import Glibc
@@ -142,30 +143,30 @@ struct ReleaseBenchmark {
     private static func measure<Value>(_ values: ReleasedValues, name: String, target: Int, trimsHeap: Bool, sizes: [Int],
                                        make: (Int, Int) -> Value) throws -> Scenario {
         let coordinator = ReleaseCoordinator(trimsHeap: trimsHeap)
-        let filling = monotonicNanoseconds()
+        let filling = ChildProcess.monotonicNanoseconds()
         let caches = (0..<consumerCount).map { consumer in
             let cache = DiscardableCache<Int, Value>(coordinator: coordinator)
             cache.name = "cache-\(consumer)"
             fill(cache, consumer: consumer, sizes: sizes, make: make)
             return cache
         }
-        let fillNanoseconds = monotonicNanoseconds() - filling
+        let fillNanoseconds = ChildProcess.monotonicNanoseconds() - filling
         let held = caches.reduce(0) { $0 + $1.totalCost }
         guard held == totalBytes else { throw BenchmarkError("the caches hold \(held) bytes, not \(totalBytes)") }
 
         let rssBefore = residentBytes()
         let hugePagesBefore = anonymousHugePageBytes()
-        let start = monotonicNanoseconds()
+        let start = ChildProcess.monotonicNanoseconds()
         let report = coordinator.release(level: .critical, targetBytes: target)
-        let releaseNanoseconds = monotonicNanoseconds() - start
+        let releaseNanoseconds = ChildProcess.monotonicNanoseconds() - start
         let rssAfter = residentBytes()
 
         var trimNanoseconds: UInt64?
         var rssAfterTrim: Int?
         if !trimsHeap {
-            let trimStart = monotonicNanoseconds()
+            let trimStart = ChildProcess.monotonicNanoseconds()
             ReleaseCoordinator.returnFreedMemory()
-            trimNanoseconds = monotonicNanoseconds() - trimStart
+            trimNanoseconds = ChildProcess.monotonicNanoseconds() - trimStart
             rssAfterTrim = residentBytes()
         }
         withExtendedLifetime(caches) {}  // the coordinator holds them weakly
@@ -186,9 +187,9 @@ struct ReleaseBenchmark {
         fill(cache, consumer: 0, sizes: sizes, make: make)
         let entriesBefore = cache.count, bytesBefore = cache.totalCost
         let target = bytesBefore / 2
-        let start = monotonicNanoseconds()
+        let start = ChildProcess.monotonicNanoseconds()
         let freed = cache.release(ReleaseRequest(level: .critical, tier: .caches, targetBytes: target))
-        let nanoseconds = monotonicNanoseconds() - start
+        let nanoseconds = ChildProcess.monotonicNanoseconds() - start
         return HeapPath(values: values, entriesBefore: entriesBefore, entriesAfter: cache.count, bytesBefore: bytesBefore, targetBytes: target,
                         freedBytes: freed, nanoseconds: nanoseconds)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import MemwarnTestKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -6,12 +7,10 @@ import Glibc
 
 /// `memwarn watch --json --cgroup PATH` run as nobody (`setpriv`): a monitor that may not register
 /// cgroup v1 thresholds and so samples usage adaptively — the path of cgroup v2, of hosts without
-/// a limit, and of ordinary users. Each line it prints is stamped with `CLOCK_MONOTONIC` as it
-/// arrives (a thread of its own waits for them), so a latency measured with it includes the
-/// pipe, as for any observer in another process.
-final class SampledWatch: @unchecked Sendable {
-    // @unchecked: `process` and `reader` are set in init and only read afterwards; the
-    // observations are behind their mutex.
+/// a limit, and of ordinary users. A thread of its own waits in ``LineChild/nextLine(timeout:)``
+/// and stamps each line with `CLOCK_MONOTONIC` as it arrives, so a latency measured with it
+/// includes the pipe, as for any observer in another process.
+final class SampledWatch: Sendable {
     struct Observation: Sendable {
         var level: String
         var source: String
@@ -19,64 +18,46 @@ final class SampledWatch: @unchecked Sendable {
         var isRaised: Bool { level != "normal" }
     }
 
-    static let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-
-    private let process = Process()
+    private let child: LineChild
     private let observed = Mutex<[Observation]>([])
 
     /// Starts the watch on `cgroupPath` (as `/proc/PID/cgroup` names it), with `environment`
     /// added to this process's (`MEMWARN_*` policy keys), and waits for its first line.
     init(cli: String, cgroupPath: String, environment: [String: String]) throws {
-        process.executableURL = URL(fileURLWithPath: Self.nobody[0])
-        process.arguments = Array(Self.nobody.dropFirst()) + [cli, "watch", "--json", "--cgroup", cgroupPath]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let handle = pipe.fileHandleForReading
+        let inherited = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        child = try LineChild(ChildProcess.asNobody + [cli, "watch", "--json", "--cgroup", cgroupPath],
+                              environment: inherited.map { "\($0.key)=\($0.value)" })
         let thread = Thread { [self] in
-            var pending: [UInt8] = []
-            while true {
-                let chunk = handle.availableData
-                let now = monotonicNanoseconds()
-                if chunk.isEmpty { return }
-                pending.append(contentsOf: chunk)
-                while let newline = pending.firstIndex(of: 10) {
-                    let line = Data(pending[..<newline])
-                    pending.removeSubrange(...newline)
-                    guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
-                          let level = object["level"] as? String else { continue }
-                    let source = object["source"] as? String ?? "?"
-                    observed.withLock { $0.append(Observation(level: level, source: source, nanoseconds: now)) }
-                }
+            // Ends when the watch closes its output (stopped), as nextLine then throws.
+            while let line = try? child.nextLine(timeout: .seconds(24 * 3600)) {
+                let now = ChildProcess.monotonicNanoseconds()
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                      let level = object["level"] as? String else { continue }
+                let observation = Observation(level: level, source: object["source"] as? String ?? "?", nanoseconds: now)
+                observed.withLock { $0.append(observation) }
             }
         }
         thread.start()
         let deadline = ContinuousClock.now + .seconds(10)
         while observations.isEmpty {
-            guard process.isRunning, ContinuousClock.now < deadline else {
+            guard child.exitIfEnded == nil, ContinuousClock.now < deadline else {
                 stop()
-                throw BenchmarkError("memwarn watch as nobody printed no first line (is \(cli) reachable by nobody?)")
+                throw BenchmarkError("memwarn watch as nobody printed no first line (is \(cli) reachable by nobody?) \(child.standardErrorTail)")
             }
             usleep(1_000)
         }
     }
 
     /// The watch's pid (its `memwarn-monitor` thread is the one to measure).
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { child.pid }
 
     /// Every line so far.
     var observations: [Observation] { observed.withLock { $0 } }
 
-    /// The latest line.
-    var latest: Observation? { observed.withLock { $0.last } }
-
     /// Ends it (SIGINT, as Ctrl-C) and waits.
     func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGINT)
-        process.waitUntilExit()
+        guard child.exitIfEnded == nil else { return }
+        child.signal(SIGINT)
+        _ = try? child.waitForExit(timeout: .seconds(10))
     }
 }

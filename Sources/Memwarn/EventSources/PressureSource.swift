@@ -47,20 +47,6 @@ enum PressureSourceReport {
     case retry(CgroupError)
 }
 
-extension PressureSourceReport {
-    /// Whether it asks for a retry after a transient failure.
-    var isRetry: Bool {
-        if case .retry = self { return true }
-        return false
-    }
-
-    /// Whether the source failed for good.
-    var isFailure: Bool {
-        if case .failed = self { return true }
-        return false
-    }
-}
-
 /// What happens to a descriptor source after it woke the monitor.
 enum PressureSourceFollowUp {
     /// Go on watching.

@@ -12,10 +12,11 @@ struct SourcePlan {
     /// The sources, in the order they were made.
     private(set) var sources: [any PressureSource] = []
     /// What the monitor listens to, one line a source, with the notes on what it could not
-    /// listen to (``PressureMonitor/watchedSources``).
+    /// listen to (``PressureMonitor/watchedSources``); the usage sampler's line is its own.
     private(set) var lines: [String] = []
 
-    /// The usage sampler, when usage is sampled (continuously, or in guard bands on cgroup v1).
+    /// The usage sampler: continuous where the kernel sends no usage events, in guard bands on
+    /// cgroup v1 as root. Not among ``sources``: nothing to watch, it is scheduled by the engine.
     private(set) var usageSampling: UsageSampling?
     /// cgroup v1 as root: the usage thresholds and guards, registered after arming, off the loop
     /// thread (``ThresholdRegistrar``); usage is sampled continuously until they are in.
@@ -52,9 +53,7 @@ struct SourcePlan {
 
     private mutating func addSampling(_ cgroup: CgroupLocation?, noLimit: Bool, mode: UsageSampling.Mode, policy: PressurePolicy,
                                       files: KernelFiles, because reason: String) throws(CgroupError) {
-        let sampling = try UsageSampling(cgroup: cgroup, measuresSystem: noLimit, mode: mode, policy: policy, files: files, because: reason)
-        usageSampling = sampling
-        add(sampling)
+        usageSampling = try UsageSampling(cgroup: cgroup, measuresSystem: noLimit, mode: mode, policy: policy, files: files, because: reason)
     }
 
     private mutating func add(_ source: any PressureSource) {
@@ -98,22 +97,28 @@ struct SourcePlan {
         }
         try addSampling(cgroup, noLimit: false, mode: .continuous, policy: policy, files: files,
                         because: "until the usage thresholds are registered, then only in the guard bands below the marks")
-        let band = usageSampling!.guardBand(capacity: limit)
+        pendingThresholds = ThresholdRegistrar.Plan(cgroup: cgroup, files: files,
+                                                    requests: Self.thresholdRequests(limit: limit, band: usageSampling!.guardBand(capacity: limit), policy: policy))
+    }
+
+    /// The v1 usage thresholds to register for a limit: each level mark and the guard `band` below
+    /// it first, then the other 5 % steps (``thresholdRatios(_:)``); a byte count once.
+    static func thresholdRequests(limit: UInt64, band: UInt64, policy: PressurePolicy) -> [ThresholdRegistrar.Request] {
+        func percent(_ ratio: Double) -> Int { Int((ratio * 100).rounded()) }
         var requests: [ThresholdRegistrar.Request] = []
-        // The level marks and their guards first, then the 5 % steps (readings for the growth estimate).
+        func add(_ bytes: UInt64, _ description: String) {
+            if !requests.contains(where: { $0.bytes == bytes }) { requests.append(.init(bytes: bytes, description: description)) }
+        }
         for ratio in [policy.warningRatio, policy.criticalRatio, policy.recoveryRatio] where ratio <= 1 {
             let mark = UInt64(Double(limit) * ratio)
-            requests.append(.init(bytes: mark, description: "usage-threshold \(mark) bytes (\(Int((ratio * 100).rounded()))% of \(limit))"))
-            if mark > band {
-                requests.append(.init(bytes: mark - band,
-                                      description: "usage-guard \(mark - band) bytes (\(ByteSize.describe(band)) below the \(Int((ratio * 100).rounded()))% mark)"))
-            }
+            add(mark, "usage-threshold \(mark) bytes (\(percent(ratio))% of \(limit))")
+            if mark > band { add(mark - band, "usage-guard \(mark - band) bytes (\(ByteSize.describe(band)) below the \(percent(ratio))% mark)") }
         }
-        for ratio in Self.thresholdRatios(policy) where !requests.contains(where: { $0.bytes == UInt64(Double(limit) * ratio) }) {
+        for ratio in thresholdRatios(policy) {
             let bytes = UInt64(Double(limit) * ratio)
-            requests.append(.init(bytes: bytes, description: "usage-threshold \(bytes) bytes (\(Int((ratio * 100).rounded()))% of \(limit))"))
+            add(bytes, "usage-threshold \(bytes) bytes (\(percent(ratio))% of \(limit))")
         }
-        pendingThresholds = ThresholdRegistrar.Plan(cgroup: cgroup, files: files, requests: requests)
+        return requests
     }
 
     /// The v1 usage thresholds: the recovery, warning and critical marks, and every 5 % of the

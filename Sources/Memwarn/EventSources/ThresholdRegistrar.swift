@@ -1,13 +1,12 @@
 import CgroupKit
-import Logging
 import MemwarnSystem
 
 /// Registers cgroup v1 usage thresholds on a thread of its own, after the monitor is armed.
 ///
 /// The kernel waits for an RCU grace period inside every usage-threshold registration
-/// (`synchronize_rcu()` in `__mem_cgroup_usage_register_event`, under a per-cgroup mutex): 8 to
-/// 35 ms each on the development machine, about 300 ms for the 13 thresholds and guards of the
-/// default policy. Registered on the loop thread before arming, they kept the monitor deaf for
+/// (`synchronize_rcu()` in `__mem_cgroup_usage_register_event`, under a per-cgroup mutex): 17.6 ms
+/// each and 229 ms for the 13 thresholds and guards of the default policy at the median on the
+/// development machine (`Benchmarks/run armed`). Registered on the loop thread before arming, they kept the monitor deaf for
 /// that long at start-up. Here each one is handed to the loop as soon as it is registered, and
 /// usage is sampled continuously until the last one is in.
 enum ThresholdRegistrar {

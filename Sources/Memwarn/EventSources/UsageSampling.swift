@@ -20,9 +20,10 @@ import Glibc
 ///   usage sits in the guard band below a level mark, to find a crossing the kernel did not
 ///   report; a crossing wakes the monitor once a second read confirms the kernel left it unreported.
 ///
-/// The engine tells it each full reading (``observe(_:at:)``) and asks it when to read next
-/// (``nextRead(after:)``). Loop thread only.
-final class UsageSampling: PressureSource {
+/// Not a ``PressureSource``: it has no descriptor to watch and no period; the engine tells it
+/// each full reading (``observe(_:at:)``), asks it when to read next (``nextRead(after:)``) and has
+/// it read (``sample(at:)``). Loop thread only.
+final class UsageSampling {
     enum Mode {
         case continuous
         case guarded
@@ -40,8 +41,9 @@ final class UsageSampling: PressureSource {
     /// `/proc/meminfo`, opened once no limit applies (usage is the system's then).
     private var meminfo: UsageFile?
 
-    // From the latest full reading.
+    // From the latest full reading; the marks are recomputed only when the capacity changes.
     private var measuresSystem = false
+    private var capacity: UInt64?
     private var thresholds: [UInt64] = []
     /// Recovery, warning, critical (bytes, ascending): where a fall matters; also the guard bands' tops.
     private var levelMarks: [UInt64] = []
@@ -69,8 +71,6 @@ final class UsageSampling: PressureSource {
 
     /// The wait chosen before the next read: how late a change of usage can be seen.
     private(set) var currentInterval: Duration
-    /// The cheap reads taken so far.
-    private(set) var reads = 0
 
     /// Opens the usage file.
     ///
@@ -131,17 +131,22 @@ final class UsageSampling: PressureSource {
     /// and usage itself.
     func observe(_ snapshot: PressureSnapshot, at now: ContinuousClock.Instant) {
         measuresSystem = snapshot.limit == nil || cgroupFile == nil
-        let capacity = snapshot.capacityBytes ?? 0
+        if snapshot.capacityBytes != capacity { plan(capacity: snapshot.capacityBytes ?? 0) }
+        lastFullReading = now
+        record(snapshot.usageBytes, at: now)
+        position = thresholds.count(where: { $0 <= snapshot.usageBytes })
+        unconfirmedCrossing = false
+    }
+
+    /// The marks, in bytes of a capacity (a new limit changes them all).
+    private func plan(capacity: UInt64) {
+        self.capacity = capacity
         func bytes(_ ratio: Double) -> UInt64 { UInt64(Double(capacity) * ratio) }
         thresholds = SourcePlan.thresholdRatios(policy).map(bytes)
         levelMarks = [policy.recoveryRatio, policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }.map(bytes).sorted()
         marksAbove = ([policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }.map(bytes) + [capacity]).sorted()
         band = guardBand(capacity: capacity)
         slack = capacity / 100
-        lastFullReading = now
-        record(snapshot.usageBytes, at: now)
-        position = thresholds.count(where: { $0 <= snapshot.usageBytes })
-        unconfirmedCrossing = false
     }
 
     /// When to read next, or `nil` for not until the next full reading (guarded mode, outside
@@ -182,7 +187,6 @@ final class UsageSampling: PressureSource {
         } catch {
             return .failed(error)
         }
-        reads += 1
         record(usage, at: now)
         // Up across a threshold, or down below one by the slack.
         let crossed = thresholds.count(where: { $0 <= usage })
@@ -203,8 +207,6 @@ final class UsageSampling: PressureSource {
         position = crossed
         return .wake(.normal, .usageSample)
     }
-
-    func drain(_ fired: EpollEvents) -> PressureSourceReport { sample(at: .now) }
 
     private func read() throws(CgroupError) -> UInt64 {
         if measuresSystem {

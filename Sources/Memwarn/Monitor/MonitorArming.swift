@@ -34,13 +34,13 @@ public struct MonitorArming: Sendable, Hashable {
     /// says how they reach it now).
     public var usageWatch: UsageWatch
     /// cgroup v1 as root: the usage thresholds still being registered when the monitor was armed.
-    /// The kernel waits for an RCU grace period inside each registration (8–35 ms each on the
+    /// The kernel waits for an RCU grace period inside each registration (17.6 ms each at the median on the
     /// development machine), so they are registered after arming, on a thread of their own, while
     /// usage is sampled adaptively; ``PressureMonitor/usageWatch`` turns to ``UsageWatch/thresholds``
     /// once they are in.
     public var pendingThresholds: Int
-    /// How long after the monitor armed its pending thresholds were all registered, once they are
-    /// (`nil` before, and where there were none).
+    /// How long registering the pending thresholds took, once they are all in (`nil` before, and
+    /// where there were none); they are registered right after arming.
     public var thresholdsRegisteredAfter: Duration?
     /// What it listens to, as ``PressureMonitor/watchedSources`` lists it.
     public var sources: [String]

@@ -23,12 +23,12 @@ final class MonitorEngine {
     /// The usage sampler, when usage is sampled (continuously, or in guard bands on cgroup v1).
     private var usageSampling: UsageSampling?
     private var sampleDeadline: EventLoop.Deadline?
-    /// What the monitor listens to, one line a source (as ``PressureMonitor/watchedSources``).
-    private var lines: [String] = []
-    /// Where the usage sampler's line is in ``lines`` (it changes when the thresholds are in).
-    private var samplerLine: Int?
-    /// When the engine started, for how long the thresholds took.
-    private var started = ContinuousClock.now
+    /// The plan's lines (the sources made at start), the registered thresholds' lines, and a note
+    /// on thresholds still being registered: with the sampler's, ``PressureMonitor/watchedSources``.
+    private var planLines: [String] = []
+    private var thresholdLines: [String] = []
+    private var thresholdNote: String?
+    private let samples: UsageSampleCount
     /// Set when the engine tears down: the threshold registrar then stops registering.
     private let registrarCancelled = Locked(false)
     /// cgroup v1 as root: usage thresholds still being registered when the engine started.
@@ -51,8 +51,9 @@ final class MonitorEngine {
     }
 
     init(loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger, ledger: ReleaseLedger,
-         output: any MonitorEngineOutput) {
+         samples: UsageSampleCount, output: any MonitorEngineOutput) {
         self.loop = loop
+        self.samples = samples
         self.sampler = sampler
         self.configuration = configuration
         self.logger = logger
@@ -76,7 +77,6 @@ final class MonitorEngine {
     ///   ``MonitorError`` when the loop cannot watch a source.
     func start() throws {
         loop.assertOnLoop()
-        started = .now
         let snapshot = try sampler.sample()
         let plan: SourcePlan
         do {
@@ -98,11 +98,10 @@ final class MonitorEngine {
             if let period = source.period { periods[period, default: []].append(source) }
         }
         for (period, group) in periods { schedulePoll(group, every: period) }
-        lines = plan.lines
-        samplerLine = usageSampling.flatMap { sampler in lines.firstIndex(of: sampler.description) }
+        planLines = plan.lines
         if let pending = plan.pendingThresholds {
             pendingThresholds = pending.requests.count
-            lines.append("usage thresholds: \(pending.requests.count) being registered (the kernel takes an RCU grace period for each)")
+            thresholdNote = "usage thresholds: \(pending.requests.count) being registered (the kernel takes an RCU grace period for each)"
             do {
                 try ThresholdRegistrar.start(pending, loop: loop, cancelled: registrarCancelled) { [unowned self] delivery in
                     thresholdsDelivered(delivery)
@@ -111,7 +110,7 @@ final class MonitorEngine {
                 throw MonitorError(error)
             }
         }
-        output.engineListens(to: lines)
+        publishLines()
         // Emitted once every source is live, so an observer of the first event misses nothing.
         let forecast = growth.observe(snapshot, ledgerBefore: ledger.current, ledgerAfter: ledger.current)
         _ = evaluator.evaluate(snapshot, hint: .normal, now: .now)
@@ -175,28 +174,32 @@ final class MonitorEngine {
             do {
                 let registration = try notification.register(on: loop) { [unowned self, unowned notification] fired in drain(notification, fired) }
                 sources.append((notification, registration))
-                lines.insert(notification.description, at: max(0, lines.count - 1))
+                thresholdLines.append(notification.description)
             } catch {
                 notification.tearDown()
                 logger.warning("a usage threshold could not be watched; usage is still sampled", metadata: ["error": "\(error)"])
             }
         case .finished(let count, let took):
             pendingThresholds = 0
-            lines.removeLast()
+            thresholdNote = nil
             usageSampling?.enterGuardedMode()
-            if let usageSampling, let samplerLine { lines[samplerLine] = usageSampling.description }
-            output.engineListens(to: lines)
-            output.engineWatchesUsage(by: usageWatch, after: ContinuousClock.now - started)
+            publishLines()
+            output.engineWatchesUsage(by: usageWatch, after: took)
             logger.info("memory monitor: usage thresholds registered; usage is now sampled only in the guard bands below the marks",
                         metadata: ["thresholds": "\(count)", "took": "\(took)"])
-            resample(afterReading: nil)
+            resample(after: nil)
         case .failed(let error, let registered):
             pendingThresholds = 0
-            lines[lines.count - 1] = "usage thresholds: \(registered) registered, then one failed (\(error)); usage is sampled continuously"
-            output.engineListens(to: lines)
+            thresholdNote = "usage thresholds: \(registered) registered, then one failed (\(error)); usage is sampled continuously"
+            publishLines()
             logger.warning("memory monitor: a usage threshold could not be registered; usage is sampled continuously instead",
                            metadata: ["registered": "\(registered)", "error": "\(error)"])
         }
+    }
+
+    /// What the monitor listens to, to ``PressureMonitor/watchedSources``.
+    private func publishLines() {
+        output.engineListens(to: (usageSampling.map { [$0.description] } ?? []) + planLines + thresholdLines + (thresholdNote.map { [$0] } ?? []))
     }
 
     private func stopWatching(_ source: any PressureSource) {
@@ -222,11 +225,7 @@ final class MonitorEngine {
             fail(error)
             return
         }
-        if let transient {
-            self.transient = nil
-            logger.notice("memory monitor reads again after transient errors", metadata: ["failures": "\(transient.failures)"])
-            output.engineNoted(transientError: nil)
-        }
+        endTransientEpisode()
         let forecast = growth.observe(snapshot, ledgerBefore: ledgerBefore, ledgerAfter: ledger.current)
         var hint = hint, source = source
         // The forecast raises .warning only where nothing else already asks for it.
@@ -306,13 +305,8 @@ final class MonitorEngine {
         }
     }
 
-    /// Hands a full reading to the usage sampler and schedules its next read.
-    private func resample(after snapshot: PressureSnapshot) {
-        resample(afterReading: snapshot)
-    }
-
     /// Hands a full reading (if any) to the usage sampler and schedules its next read.
-    private func resample(afterReading snapshot: PressureSnapshot?) {
+    private func resample(after snapshot: PressureSnapshot?) {
         guard let usageSampling else { return }
         let now = ContinuousClock.now
         if let snapshot { usageSampling.observe(snapshot, at: now) }
@@ -341,26 +335,30 @@ final class MonitorEngine {
     private func sampleUsage() {
         guard failure == nil, let usageSampling else { return }
         let now = ContinuousClock.now
-        let report = usageSampling.sample(at: now)
-        if !report.isRetry && !report.isFailure { output.engineSampledUsage() }
-        if let episode = transient, !report.isRetry {
-            // The sampler reads again: the episode is over (a retry still scheduled finds nothing to do).
-            transient = nil
-            logger.notice("memory monitor reads again after transient errors", metadata: ["failures": "\(episode.failures)"])
-            output.engineNoted(transientError: nil)
-        }
-        switch report {
+        switch usageSampling.sample(at: now) {
         case .wake(let hint, let signal, _):
+            samples.add()
+            endTransientEpisode()  // a retry still scheduled finds nothing to do
             wake(hint: hint, source: signal)
             if sampleDeadline == nil { scheduleSample(after: .now) }  // the full reading failed transiently
+        case .quiet, .gone:
+            samples.add()
+            endTransientEpisode()
+            scheduleSample(after: now)
         case .failed(let error):
             fail(error)
         case .retry(let error):
             retry(after: error, wake: nil, source: nil)
             scheduleSample(after: now)
-        case .quiet, .gone:
-            scheduleSample(after: now)
         }
+    }
+
+    /// Reads succeed again: a transient episode, if one was under way, is over.
+    private func endTransientEpisode() {
+        guard let episode = transient else { return }
+        transient = nil
+        logger.notice("memory monitor reads again after transient errors", metadata: ["failures": "\(episode.failures)"])
+        output.engineNoted(transientError: nil)
     }
 
     /// Drains the periodic sources of one period together, every period, and wakes the monitor

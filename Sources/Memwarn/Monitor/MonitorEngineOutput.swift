@@ -9,10 +9,8 @@ protocol MonitorEngineOutput: AnyObject {
     /// What the monitor listens to, one line a source, once the sources are registered.
     func engineListens(to sources: [String])
     /// How changes of usage reach the engine changed (cgroup v1 as root: from continuous
-    /// sampling to the usage thresholds, once they are registered, `after` the engine started).
+    /// sampling to the usage thresholds, once registering them took `after`).
     func engineWatchesUsage(by watch: MonitorArming.UsageWatch, after: Duration)
-    /// Usage was sampled once (a cheap read of the usage file).
-    func engineSampledUsage()
     /// A read failed transiently and will be retried (`nil`: reads succeed again).
     func engineNoted(transientError: CgroupError?)
 }

@@ -13,6 +13,8 @@ final class MonitorSession: Sendable {
         var configuration: MonitorConfiguration
         var logger: Logger
         var metrics: MonitorMetrics
+        /// Where the engine counts its cheap reads of usage.
+        var samples: UsageSampleCount
         /// The monitor's side of the engine (events, readings, sources, transient errors).
         var output: @Sendable () -> any MonitorEngineOutput
         /// The coordinators attached now.
@@ -75,7 +77,7 @@ final class MonitorSession: Sendable {
         }
         let output = SessionOutput(parts.output(), releaseLoop: releaseLoop)
         let engine = EngineBox(MonitorEngine(loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
-                                             ledger: ledger, output: output))
+                                             ledger: ledger, samples: parts.samples, output: output))
         let (engineEnded, endEngine) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
         let armed = ConditionLock<Result<(watch: MonitorArming.UsageWatch, pendingThresholds: Int), any Error>?>(nil)
         let threadEnded = ConditionLock(false)
@@ -181,7 +183,6 @@ private final class SessionOutput: MonitorEngineOutput {
     func engineEmitted(_ event: LevelEvent) { monitor.engineEmitted(event) }
     func engineListens(to sources: [String]) { monitor.engineListens(to: sources) }
     func engineNoted(transientError: CgroupError?) { monitor.engineNoted(transientError: transientError) }
-    func engineSampledUsage() { monitor.engineSampledUsage() }
     func engineWatchesUsage(by watch: MonitorArming.UsageWatch, after: Duration) { monitor.engineWatchesUsage(by: watch, after: after) }
 
     func engineRead(_ reading: MonitorReading) {

@@ -71,7 +71,7 @@ public final class PressureMonitor: Service, Sendable {
     private let levelEvents = Broadcaster<LevelEvent>(replaysLatest: true)
     private let exhaustionChanges = Broadcaster<MemoryExhaustion>()
     private let exhausted = Atomic<Bool>(false)
-    private let samples = Atomic<Int>(0)
+    private let samples: UsageSampleCount
     private let metrics: MonitorMetrics
 
     /// Creates a monitor and arms it: when it returns, the cgroup's sources are registered, the
@@ -89,6 +89,7 @@ public final class PressureMonitor: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         metrics = MonitorMetrics(factory: metricsFactory ?? MetricsSystem.factory)
+        samples = UsageSampleCount(metrics: metrics)
         let phase: Phase
         do {
             phase = .armed(try arm())
@@ -208,7 +209,7 @@ public final class PressureMonitor: Service, Sendable {
     /// How many times usage was sampled since the monitor was made: the cheap reads of adaptive
     /// sampling (where the kernel sends no usage events) and of the guard bands (cgroup v1 as
     /// root); one `pread` each (`memwarn_usage_samples_total`).
-    public var usageSampleCount: Int { samples.load(ordering: .relaxed) }
+    public var usageSampleCount: Int { samples.value }
 
     /// The latest transient read error, if any.
     public var lastTransientError: CgroupError? { state.withLock { $0.lastTransientError } }
@@ -299,7 +300,7 @@ public final class PressureMonitor: Service, Sendable {
     /// Arms a new session: blocks until its sources are registered and its first reading taken.
     private func arm() throws -> MonitorSession {
         let session = try MonitorSession.arm(.init(
-            configuration: configuration, logger: logger, metrics: metrics,
+            configuration: configuration, logger: logger, metrics: metrics, samples: samples,
             output: { [weak self] in EngineOutput(self) },
             coordinators: { [weak self] in self?.state.withLock { state in state.coordinators.sorted { $0.key < $1.key }.map(\.value) } ?? [] },
             exhaustionChanged: { [weak self] change in self?.publish(change) }))
@@ -363,12 +364,6 @@ public final class PressureMonitor: Service, Sendable {
         }
     }
 
-    /// One cheap read of usage (monitor thread).
-    fileprivate func noteSample() {
-        samples.add(1, ordering: .relaxed)
-        metrics.recordUsageSample()
-    }
-
     fileprivate func noteSources(_ sources: [String]) {
         state.withLock { $0.sources = sources }
     }
@@ -393,7 +388,6 @@ private final class EngineOutput: MonitorEngineOutput {
     func engineRead(_ reading: MonitorReading) { monitor?.take(reading) }
     func engineListens(to sources: [String]) { monitor?.noteSources(sources) }
     func engineNoted(transientError: CgroupError?) { monitor?.noteTransient(transientError) }
-    func engineSampledUsage() { monitor?.noteSample() }
     func engineWatchesUsage(by watch: MonitorArming.UsageWatch, after: Duration) { monitor?.noteUsageWatch(watch, after: after) }
 }
 
