@@ -13,6 +13,8 @@
 //                   resources), and the control service
 //   MemwarnLifeCycle  UIKit's life cycle for a service and its units: states, background tasks,
 //                   will-terminate, and terminate-suspended through the release order
+//   MemwarnAgent    the node agent: finds the memwarn services under a parent cgroup (or a node),
+//                   leases them the parent's pressure, and asks them to release, largest first
 //   MemwarnSoak     commands under constrained cgroups (memwarn run), the soak and its report and plot
 //   memwarn         the operator's command-line tool
 //   memwarn-demo    a memory-hungry demo service using every part of the library (the soak's subject)
@@ -112,6 +114,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "MemwarnAgent",
+            dependencies: ["Memwarn", "CgroupKit", "MemwarnSystem"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "MemwarnSoak",
             dependencies: [
                 "Memwarn",
@@ -142,6 +149,7 @@ let package = Package(
             name: "MemwarnCLI",
             dependencies: [
                 "Memwarn",
+                "MemwarnAgent",
                 "MemwarnSoak",
                 "CgroupKit",
                 "MemwarnSystem",
@@ -221,6 +229,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),

@@ -6,6 +6,7 @@
 //   memwarn-bench idle      CPU the monitor's thread uses while nothing happens, on each path and usage
 //   memwarn-bench armed     from a service's exec to its monitor armed
 //   memwarn-bench growth    who survives growth under a real limit, on each path
+//   memwarn-bench agent     services sharing a parent's limit: the node agent beside each releasing on its own
 //   memwarn-bench cache     set and get throughput of DiscardableCache beside NSCache and a locked Dictionary
 //   memwarn-bench release   how long a ReleaseCoordinator takes to give back 1 GiB held by ten caches
 //

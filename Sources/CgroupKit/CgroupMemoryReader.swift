@@ -174,7 +174,9 @@ public struct CgroupMemoryReader: Sendable {
         }
     }
 
-    private func read(_ name: String) throws(CgroupError) -> String {
+    /// One of the cgroup's files, a missing one in a cgroup that exists reported as
+    /// `.noMemoryController`.
+    func read(_ name: String) throws(CgroupError) -> String {
         do {
             return try files.read(location.file(name))
         } catch where error.code == .notFound && files.exists(location.directory) {

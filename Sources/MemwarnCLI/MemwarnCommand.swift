@@ -15,12 +15,13 @@ struct MemwarnCommand: AsyncParsableCommand {
               memwarn run --memory-max 256M -- ./my-service
               memwarn soak --duration 60s --plot soak.svg
               memwarn trigger --pid 4242 --level critical   # release memory now
+              memwarn agent --cgroup /kubepods.slice --json  # one coordinated release for a shared limit
               memwarn --version
             Each subcommand's --help lists its exit status; bad arguments exit 64 with one \
             line "Error: ...".
             """,
         version: MemwarnVersion.current,
-        subcommands: [StatusCommand.self, WatchCommand.self, RunCommand.self, TriggerCommand.self, SoakCommand.self])
+        subcommands: [StatusCommand.self, WatchCommand.self, RunCommand.self, TriggerCommand.self, SoakCommand.self, AgentCommand.self])
 }
 
 /// Options shared by the subcommands.

@@ -27,6 +27,12 @@ struct StatusReport: Encodable {
     var limitBytes: UInt64?
     var limitFile: String?
     var limitCgroup: String?
+    /// Every limit that applies (the cgroup's own and each limited ancestor's), nearest first,
+    /// each with the usage it is measured against; the binding one has `binding: true`.
+    var limits: [Limit]
+    /// Ancestors whose limits a node agent coordinates for the watched process (none for
+    /// `status`, which has no agent; `watch` shows its own monitor's).
+    var coordinatedCgroups: [String]
     var systemTotalBytes: UInt64?
     var ratio: Double
     var level: String
@@ -37,6 +43,18 @@ struct StatusReport: Encodable {
     /// What a monitor made here does: how long it took to arm, how usage reaches it, its sources.
     var monitor: MonitorSummary?
     var notes: [String]
+
+    /// One limit that applies, with the usage it is measured against.
+    struct Limit: Encodable {
+        var cgroup: String
+        var file: String
+        var usageBytes: UInt64
+        var limitBytes: UInt64
+        var headroomBytes: UInt64
+        var binding: Bool
+        /// Set above the cgroup namespace: usage is the cgroup's own, a lower bound.
+        var hidden: Bool
+    }
 
     /// A monitor armed by `status` on the cgroup, as a service's would be.
     struct MonitorSummary: Encodable {
@@ -59,7 +77,13 @@ struct StatusReport: Encodable {
         cgroupDirectory = snapshot.cgroup?.directory
         measure = snapshot.limit == nil ? "system" : "cgroup"
         usageBytes = snapshot.usageBytes
-        cgroupUsageBytes = snapshot.limit != nil ? snapshot.usageBytes : layout.memory.flatMap { try? CgroupMemoryReader(location: $0).usage() }
+        cgroupUsageBytes = snapshot.cgroupUsageBytes ?? layout.memory.flatMap { try? CgroupMemoryReader(location: $0).usage() }
+        let binding = snapshot.binding
+        limits = snapshot.constraints.map { constraint in
+            Limit(cgroup: constraint.cgroupPath, file: constraint.limit.file, usageBytes: constraint.usageBytes, limitBytes: constraint.limit.bytes,
+                  headroomBytes: constraint.headroomBytes, binding: constraint == binding, hidden: constraint.isHidden)
+        }
+        coordinatedCgroups = snapshot.coordinatedCgroups
         limitBytes = snapshot.limit?.bytes
         limitFile = snapshot.limit?.file
         limitCgroup = snapshot.limit?.cgroupPath
@@ -74,6 +98,18 @@ struct StatusReport: Encodable {
         if snapshot.limit == nil {
             notes.append("no cgroup limit applies: usage is the system's MemTotal - MemAvailable")
         }
+        if let binding, binding.cgroupPath != snapshot.cgroup?.path {
+            notes.append("an ancestor's limit binds: \(binding.cgroupPath) holds \(Self.bytes(binding.usageBytes)) of its \(Self.bytes(binding.limit.bytes)) "
+                         + "(every cgroup below it counted), \(Self.bytes(binding.headroomBytes)) left")
+        }
+        if let memory = snapshot.cgroup, CgroupMemoryReader(location: memory).ancestorsHiddenByNamespace() {
+            notes.append("this process runs in a cgroup namespace: the cgroups above \(memory.mountPoint) cannot be read here, "
+                         + "and a limit set there (a pod's, a slice's) is not counted (cgroup v2 reports no hierarchical limit)")
+        }
+        for hidden in snapshot.constraints where hidden.isHidden {
+            notes.append("a limit of \(Self.bytes(hidden.limit.bytes)) is set above the cgroup namespace (hierarchical_memory_limit): "
+                         + "its cgroup cannot be read here, so only this cgroup's own usage is measured against it")
+        }
         if let memory = layout.memory, memory.version == .v1, access(memory.file("cgroup.event_control"), W_OK) != 0 {
             notes.append("cgroup.event_control is root's: a monitor run by this user samples usage instead of v1 notifications")
         }
@@ -81,7 +117,7 @@ struct StatusReport: Encodable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case mode, cgroupPath, cgroupDirectory, measure, usageBytes, cgroupUsageBytes, limitBytes, limitFile, limitCgroup
+        case mode, cgroupPath, cgroupDirectory, measure, usageBytes, cgroupUsageBytes, limitBytes, limitFile, limitCgroup, limits, coordinatedCgroups
         case systemTotalBytes, ratio, level, psi, growthBytesPerSecond, secondsToCritical, secondsToLimit, monitor, notes
     }
 
@@ -101,6 +137,8 @@ struct StatusReport: Encodable {
         try container.encode(limitBytes, forKey: .limitBytes)
         try container.encode(limitFile, forKey: .limitFile)
         try container.encode(limitCgroup, forKey: .limitCgroup)
+        try container.encode(limits, forKey: .limits)
+        try container.encode(coordinatedCgroups, forKey: .coordinatedCgroups)
         try container.encode(systemTotalBytes, forKey: .systemTotalBytes)
         try container.encode(ratio, forKey: .ratio)
         try container.encode(level, forKey: .level)
@@ -126,8 +164,13 @@ struct StatusReport: Encodable {
             "          \(Self.bytes(usageBytes)) of \(limitBytes.map(Self.bytes) ?? "no limit")"
                 + (limitFile.map { " (\($0) of \(limitCgroup ?? "?"))" } ?? ""),
             "marks     warning \(Int(policy.warningRatio * 100))%, critical \(Int(policy.criticalRatio * 100))%, normal below \(Int(policy.recoveryRatio * 100))%",
-            "cgroup    \(cgroupDirectory ?? "none") (\(mode))",
+            "cgroup    \(cgroupDirectory ?? "none") (\(mode))" + (cgroupUsageBytes.map { ", its own usage \(Self.bytes($0))" } ?? ""),
         ]
+        for limit in limits {
+            lines.append((limit.binding ? "binds     " : "limit     ") + "\(limit.cgroup): \(Self.bytes(limit.usageBytes)) of \(Self.bytes(limit.limitBytes)) "
+                         + "(\(limit.file)), \(Self.bytes(limit.headroomBytes)) left" + (limit.hidden ? " [set above the cgroup namespace]" : ""))
+        }
+        for cgroup in coordinatedCgroups { lines.append("agent     \(cgroup): its limit is left to the node agent (memwarn agent)") }
         if let systemTotalBytes { lines.append("system    \(Self.bytes(usageBytes)) used of \(Self.bytes(systemTotalBytes))") }
         if let psi {
             lines.append("psi some  avg10 \(psi.some.avg10)%  avg60 \(psi.some.avg60)%  avg300 \(psi.some.avg300)%")

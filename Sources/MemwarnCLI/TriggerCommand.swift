@@ -88,8 +88,8 @@ struct TriggerCommand: ParsableCommand {
                 switch try ControlReply(line: Array(line.utf8)) {
                 case .failure(let message):
                     failures.append("process \(pid): \(Output.printable(message))")
-                case .status:
-                    failures.append("process \(pid): answered with a status, not a report")
+                case .status, .coordinated:
+                    failures.append("process \(pid): answered with something other than a report")
                 case .released(_, _, let report):
                     if json {
                         Output.line(Output.printable(line))

@@ -13,7 +13,9 @@ struct WatchCommand: AsyncParsableCommand {
             Event-driven: the monitor sleeps until the kernel reports a crossing, a pressure or \
             OOM notification or a PSI trigger, or the growth forecast (source "forecast") sees \
             the critical mark within forecast_horizon. JSON lines carry time, level, previous, \
-            usageBytes, limitBytes, ratio, source, growthBytesPerSecond, secondsToCritical and \
+            usageBytes and limitBytes (of the limit that binds: the cgroup's own or a limited \
+            ancestor's, the one with the least headroom), limitCgroup (the cgroup that sets it), \
+            cgroupUsageBytes (the watched cgroup's own usage), ratio, source, growthBytesPerSecond, secondsToCritical and \
             secondsToLimit (null when usage is not clearly growing).
             Exit status: 0 when interrupted (Ctrl-C, SIGTERM); 1 when the cgroup does not \
             exist, a file or the policy cannot be read, or the monitor stops (its cgroup \
@@ -50,6 +52,10 @@ struct WatchLine: Encodable {
     var previous: String?
     var usageBytes: UInt64
     var limitBytes: UInt64?
+    /// The cgroup whose limit binds (the watched one's own, or a limited ancestor's), `null` when none applies.
+    var limitCgroup: String?
+    /// The watched cgroup's own usage (`usageBytes` is the binding cgroup's).
+    var cgroupUsageBytes: UInt64?
     var ratio: Double
     var source: String
     var growthBytesPerSecond: Double?
@@ -65,6 +71,8 @@ struct WatchLine: Encodable {
         previous = event.previous?.rawValue
         usageBytes = event.snapshot.usageBytes
         limitBytes = event.snapshot.limit?.bytes
+        limitCgroup = event.snapshot.limit?.cgroupPath
+        cgroupUsageBytes = event.snapshot.cgroupUsageBytes
         ratio = (event.snapshot.ratio * 10_000).rounded() / 10_000
         source = event.source.name
         growthBytesPerSecond = event.forecast.map { $0.growth.bytesPerSecond.rounded() }
@@ -73,7 +81,7 @@ struct WatchLine: Encodable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case time, level, previous, usageBytes, limitBytes, ratio, source, growthBytesPerSecond, secondsToCritical, secondsToLimit
+        case time, level, previous, usageBytes, limitBytes, limitCgroup, cgroupUsageBytes, ratio, source, growthBytesPerSecond, secondsToCritical, secondsToLimit
     }
 
     /// Every line has the same keys: `previous` and `limitBytes` are `null` when absent.
@@ -84,6 +92,8 @@ struct WatchLine: Encodable {
         try container.encode(previous, forKey: .previous)
         try container.encode(usageBytes, forKey: .usageBytes)
         try container.encode(limitBytes, forKey: .limitBytes)
+        try container.encode(limitCgroup, forKey: .limitCgroup)
+        try container.encode(cgroupUsageBytes, forKey: .cgroupUsageBytes)
         try container.encode(ratio, forKey: .ratio)
         try container.encode(source, forKey: .source)
         try container.encode(growthBytesPerSecond, forKey: .growthBytesPerSecond)
@@ -99,5 +109,6 @@ struct WatchLine: Encodable {
         let change = previous.map { "\($0) -> \(level)" } ?? "level \(level)"
         return "\(time)  \(change)  \(StatusReport.bytes(usageBytes)) of \(limitBytes.map(StatusReport.bytes) ?? "no limit") (\(String(format: "%.1f", ratio * 100))%)  [\(source)]"
             + (secondsToLimit.map { "  limit in \(String(format: "%.1f", $0)) s" } ?? "")
+            + (limitCgroup.flatMap { binding in cgroupUsageBytes.map { "  binds: \(binding) (own usage \(StatusReport.bytes($0)))" } } ?? "")
     }
 }

@@ -17,6 +17,10 @@
 //   --entry-kib KIB       entry size (default 1024)
 //   --unreleasable SHARE  share of each insert held outside any cache (default 0)
 //   --shed                refuse new inserts while memory is exhausted (load shedding)
+//   --control DIR         serve a control endpoint in DIR (memwarn trigger, memwarn agent find it);
+//                         one {"event":"control","socket":..} line once it listens
+//   --start-after SECONDS wait this long before the first insert (an agent finds the service first)
+//   --hold SECONDS        stay up this long after the last insert (holding the cache), then end
 //   --releaser NAME       memwarn (default) | rise-only (the release before the growth work:
 //                         on a rise only, to the recovery mark, on the monitor's thread) |
 //                         poller (every 100 ms: at or above the warning mark, release to the
@@ -45,6 +49,9 @@ struct Options {
     var unreleasableShare = 0.0
     var shed = false
     var releaser = "memwarn"
+    var controlDirectory: String?
+    var holdSeconds = 0.0
+    var startAfterSeconds = 0.0
 
     init(_ arguments: [String]) throws {
         var iterator = arguments.makeIterator()
@@ -63,6 +70,9 @@ struct Options {
             case "--entry-kib": entryBytes = Int(try number(argument) * 1024)
             case "--unreleasable": unreleasableShare = min(1, try number(argument))
             case "--shed": shed = true
+            case "--control": controlDirectory = try value(argument)
+            case "--hold": holdSeconds = try number(argument)
+            case "--start-after": startAfterSeconds = try number(argument)
             case "--releaser":
                 releaser = try value(argument)
                 guard ["memwarn", "rise-only", "poller", "none"].contains(releaser) else { throw Failure("unknown releaser \(releaser)") }
@@ -104,6 +114,7 @@ struct Load: Service {
         let interval = Duration.seconds(Double(options.entryBytes) / (options.rate * 1_048_576))
         var unreleasable: [[UInt8]] = []
         var owed = 0.0, inserted = 0, shed = 0
+        if options.startAfterSeconds > 0 { try await Task.sleep(for: .seconds(options.startAfterSeconds)) }
         let began = ContinuousClock.now
         for index in 0..<count {
             let due = began + interval * index
@@ -124,6 +135,7 @@ struct Load: Service {
         let tally = monitor?.forecastTally ?? ForecastTally()
         emit("done", ["inserted": inserted, "shed": shed, "seconds": (ContinuousClock.now - began).inSeconds, "unreleasableBytes": unreleasable.reduce(0) { $0 + $1.count },
                       "forecasts": ["raised": tally.raised, "confirmed": tally.confirmed, "false": tally.falseAlarms]])
+        if options.holdSeconds > 0 { try? await Task.sleep(for: .seconds(options.holdSeconds)) }
         withExtendedLifetime(unreleasable) {}
     }
 }
@@ -184,6 +196,13 @@ do {
         }
         services.append(.init(service: running))
         monitor = running
+        if let directory = options.controlDirectory {
+            let control = ControlService(monitor: running, directory: directory, logger: logger)
+            services.append(.init(service: control))
+            Task {
+                if let socket = await control.started() { emit("control", ["socket": socket]) }
+            }
+        }
     } else if options.releaser == "poller" {
         try startPoller(policy: policy, coordinator: coordinator)
     }

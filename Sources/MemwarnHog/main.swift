@@ -8,6 +8,12 @@
 // Or, for `memwarn run` and its tests: `memwarn-hog --allocate <size>` touches that much
 // memory, then exits 0 (if the cgroup lets it live that long).
 //
+// Or, for the node agent's tests: `memwarn-hog --endpoint <dir> hang|lie` also serves a control
+// endpoint, `<dir>/<pid>.sock`, that misbehaves: `hang` answers status and coordinate as a
+// memwarn service would (its real usage unknown to it: it claims none) and never answers a release;
+// `lie` answers every request as a memwarn service would, claiming 64 GiB of usage and 1 GiB
+// freed by each release, and frees nothing. Commands on stdin as above.
+//
 // A size is bytes or has a binary unit, as memwarn's own options take it (ByteSize):
 // `104857600`, `100M`, `64MiB`, `1.5G`; `0` holds nothing.
 //
@@ -67,11 +73,66 @@ func byteCount(_ text: some StringProtocol) -> Int? {
     ByteSize.parse(String(text), allowingZero: true).flatMap { Int(exactly: $0) }
 }
 
+/// Serves a misbehaving control endpoint on a thread of its own (see the header).
+func serveEndpoint(directory: String, lying: Bool) throws(SystemError) {
+    let path = directory + "/\(getpid()).sock"
+    let ready = ConditionLock<Result<Void, SystemError>?>(nil)
+    try SystemThread.start(name: "hog-endpoint") {
+        func listen() throws(SystemError) -> FileDescriptor {
+            let listener = try FileDescriptor.unixStreamSocket(nonBlocking: false)
+            try listener.bind(to: UnixSocketAddress(path: path))
+            try listener.listen(backlog: 16)
+            return listener
+        }
+        let made = Result { () throws(SystemError) in try listen().take() }
+        ready.withLock { $0 = made.map { _ in () } }
+        guard case .success(let descriptor) = made else { return }
+        let listener = FileDescriptor(adopting: descriptor)
+        var hung: [Int32] = []  // hung connections stay open, unanswered
+        while true {
+            let accepted: FileDescriptor?
+            do {
+                accepted = try listener.acceptConnection()
+            } catch {
+                continue
+            }
+            guard let connection = accepted else { continue }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            // Accepted non-blocking: wait for the request (a client may check the peer first).
+            guard (try? connection.waitUntilReady(for: .readable, timeout: .seconds(5))) == true,
+                  let count = try? connection.receive(into: &chunk), count > 0 else { continue }
+            let request = String(decoding: chunk[0..<count], as: UTF8.self)
+            let pid = getpid()
+            let claim = lying ? 68_719_476_736 : 0
+            let reply: String
+            if request.contains("\"status\"") {
+                reply = #"{"ok":true,"request":"status","pid":\#(pid),"level":"critical","usageBytes":\#(claim),"limitBytes":null,"cgroupPath":null,"consumers":[{"name":"claims","tier":"caches","footprintBytes":\#(claim)}]}"#
+            } else if request.contains("\"coordinate\"") {
+                reply = #"{"ok":true,"request":"coordinate","pid":\#(pid),"cgroup":"/","leaseMilliseconds":5000}"#
+            } else if !lying {
+                hung.append(connection.take())
+                continue
+            } else {
+                reply = #"{"ok":true,"request":"warn","pid":\#(pid),"report":{"level":"warning","targetBytes":1,"headroomBytes":0,"growthBytesPerSecond":0,"freedBytes":1073741824,"metTarget":true,"trimmedHeap":false,"durationMicroseconds":1,"entries":[{"consumer":"claims","tier":"caches","bytesBefore":1073741824,"bytesAfter":0,"bytesFreed":1073741824,"durationMicroseconds":1}]}}"#
+            }
+            _ = try? connection.writeAll(Array((reply + "\n").utf8))
+        }
+    }
+    if case .failure(let error)? = ready.wait(timeout: nil, until: { $0 }) { throw error }
+}
+
 var holder = Holder()
 if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--allocate", let bytes = byteCount(CommandLine.arguments[2]) {
     exit(holder.hold(bytes) ? 0 : 1)
+} else if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--endpoint", ["hang", "lie"].contains(CommandLine.arguments[3]) {
+    do {
+        try serveEndpoint(directory: CommandLine.arguments[2], lying: CommandLine.arguments[3] == "lie")
+    } catch {
+        StandardStream.error.writeLine("memwarn-hog: the endpoint could not be served: \(error)")
+        exit(1)
+    }
 } else if CommandLine.arguments.count > 1 {
-    StandardStream.error.writeLine("usage: memwarn-hog [--allocate <size>]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)")
+    StandardStream.error.writeLine("usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)")
     exit(2)
 }
 while let line = readLine() {

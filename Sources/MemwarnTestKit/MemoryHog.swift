@@ -57,11 +57,19 @@ public final class MemoryHog: Sendable {
         try self.init(binary: binary, cgroup: cgroup)
     }
 
-    private init(binary: String, cgroup: TestCgroup?) throws(ChildProcessError) {
+    /// Starts a hog inside `cgroup` with `arguments` (`--endpoint DIR hang|lie`: it also serves
+    /// a misbehaving control endpoint), holding nothing.
+    ///
+    /// - Throws: ``ChildProcessError`` as ``init(binary:)``.
+    public convenience init(in cgroup: TestCgroup, arguments: [String], binary: String = MemoryHog.binaryPath()) throws(ChildProcessError) {
+        try self.init(binary: binary, cgroup: cgroup, arguments: arguments)
+    }
+
+    private init(binary: String, cgroup: TestCgroup?, arguments: [String] = []) throws(ChildProcessError) {
         guard access(binary, X_OK) == 0 else {
             throw ChildProcessError("memwarn-hog is not built at \(binary); run swift build first")
         }
-        child = try LineChild([binary], in: cgroup)
+        child = try LineChild([binary] + arguments, in: cgroup)
         Self.started.withLock { [child] in $0[child.pid] = child }
         _ = try Self.held(try Self.ask(child, 0, timeout: .seconds(60)), from: child)
         do {

@@ -11,6 +11,7 @@ enum ScenarioCatalog {
         TerminateSuspendedScenario.scenario,
         SoakScenario.scenario,
         GrowthSamplingScenario.scenario,
+        SharedLimitScenario.scenario,
         ContainerScenario.scenario,
     ]
 }

@@ -7,7 +7,7 @@ import MemwarnTestKit
 /// line has the same keys; SIGTERM ends it with status 0.
 enum WatchCommandScenario {
     static let scenario = Scenario(name: "cli-watch-json", timeLimit: .seconds(180), body: run)
-    static let keys: Set<String> = ["time", "level", "previous", "usageBytes", "limitBytes", "ratio", "source", "growthBytesPerSecond", "secondsToCritical", "secondsToLimit"]
+    static let keys: Set<String> = ["time", "level", "previous", "usageBytes", "limitBytes", "limitCgroup", "cgroupUsageBytes", "ratio", "source", "growthBytesPerSecond", "secondsToCritical", "secondsToLimit"]
 
     static func run(_ context: ScenarioContext) async throws {
         let (cgroup, hog) = try context.cgroupWithHog(memoryMax: hogCgroupLimit)

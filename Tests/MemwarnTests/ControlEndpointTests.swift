@@ -99,7 +99,10 @@ struct ControlEndpointTests {
             ("this is not json", "malformed request: expected one JSON object"),
             ("[1,2]", "malformed request: expected one JSON object"),
             (#"{"level":"warning"}"#, #"malformed request: no "request" member"#),
-            (#"{"request":"launch"}"#, #"unknown request "launch" (expected status, warn or terminate-suspended)"#),
+            (#"{"request":"launch"}"#, #"unknown request "launch" (expected status, warn, terminate-suspended or coordinate)"#),
+            (#"{"request":"coordinate","leaseMilliseconds":5000}"#, #"coordinate needs "cgroup""#),
+            (#"{"request":"coordinate","cgroup":"/a","leaseMilliseconds":61000}"#, #"coordinate needs "leaseMilliseconds" within 0...60000"#),
+            (#"{"request":"coordinate","cgroup":"/a","leaseMilliseconds":5000}"#, "not coordinated: /a is not an ancestor of this service's memory cgroup"),
             (#"{"request":"warn","level":"normal"}"#, #"bad level "normal" (expected warning or critical)"#),
             (#"{"request":"warn","targetBytes":"lots"}"#, #"malformed request: "targetBytes" has the wrong type"#),
             (#"{"request":"warn","targetBytes":-1}"#, "bad targetBytes -1"),
@@ -365,6 +368,23 @@ struct ControlEndpointTests {
     /// Runs a monitor (on this process's own cgroup unless `cgroupPath` is given) with its
     /// endpoint in a fresh directory, or in `directory`, and calls `body` once its first
     /// event is out, with the socket's path and the monitor's event iterator.
+    @Test func anAgentsCoordinateLeasesAnAncestorAndLeaseZeroEndsIt() async throws {
+        try await Self.withServingMonitor { monitor, socket, _ in
+            let own = try #require(monitor.latestEvent?.snapshot.cgroup?.path)
+            guard let parent = CgroupLocation(version: .v1, mountPoint: "/", path: own).parent?.path, parent != own else { return }
+            let granted = try Self.object(ControlClient.exchange(ControlRequest.coordinate(cgroupPath: parent, lease: .seconds(5)).line, with: socket))
+            #expect(granted["ok"] as? Bool == true && granted["cgroup"] as? String == parent && granted["leaseMilliseconds"] as? Int == 5000, "\(granted)")
+            // The lease is held for the peer that asked: this process, by SO_PEERCRED.
+            #expect(monitor.coordinatedCgroups == [parent: getpid()])
+            let ended = try Self.object(ControlClient.exchange(ControlRequest.coordinate(cgroupPath: parent, lease: .zero).line, with: socket))
+            #expect(ended["ok"] as? Bool == true && monitor.coordinatedCgroups.isEmpty, "\(ended)")
+            let own1 = try Self.object(ControlClient.exchange(ControlRequest.coordinate(cgroupPath: own, lease: .seconds(5)).line, with: socket))
+            #expect(own1["ok"] as? Bool == false, "the service's own cgroup is never leased: \(own1)")
+            // A refusal that will not change says so: an agent stops asking (any other is asked again).
+            #expect((own1["error"] as? String)?.hasPrefix(ControlRequest.refusedForGood) == true, "\(own1)")
+        }
+    }
+
     static func withServingMonitor<T: Sendable>(
         directory: String? = nil, coordinator: ReleaseCoordinator = ReleaseCoordinator(trimsHeap: false), cgroupPath: String? = nil,
         _ body: (PressureMonitor, String, inout AsyncStream<LevelEvent>.Iterator) async throws -> T

@@ -7,8 +7,8 @@ import Testing
 struct UsageSamplingTests {
     static let limit: UInt64 = 128 << 20
 
-    static func sampler(_ host: SyntheticHost, mode: UsageSampling.Mode, policy: PressurePolicy = PressurePolicy()) throws -> UsageSampling {
-        try UsageSampling(cgroup: host.cgroup, measuresSystem: false, mode: mode, policy: policy, files: host.files, because: "a test")
+    static func sampler(_ host: SyntheticHost, policy: PressurePolicy = PressurePolicy()) throws -> UsageSampling {
+        try UsageSampling(cgroup: host.cgroup, measuresSystem: false, policy: policy, files: host.files, because: "a test")
     }
 
     static func snapshot(_ host: SyntheticHost, _ fraction: Double) -> PressureSnapshot {
@@ -28,9 +28,9 @@ struct UsageSamplingTests {
 
     @Test func continuousSamplingWakesOnAThresholdCrossingAndWaitsByTheDistanceToTheNextMark() throws {
         let host = try SyntheticHost(limit: Self.limit)
-        let sampler = try Self.sampler(host, mode: .continuous)
+        let sampler = try Self.sampler(host)
         let start = ContinuousClock.now
-        sampler.observe(Self.snapshot(host, 0.5), at: start)
+        try sampler.observe(Self.snapshot(host, 0.5), at: start)
         let next = try #require(sampler.nextRead(after: start))
         let expected = Double(Self.limit) * 0.3 / Double(1 << 30)  // 30 % of 128 MiB to the warning mark, at 1 GiB/s
         #expect(abs((next - start).seconds - expected) < 0.001, "\(next - start)")
@@ -43,9 +43,9 @@ struct UsageSamplingTests {
 
     @Test func aFallCountsOnlyOnceUsageIsASlackBelowTheThreshold() throws {
         let host = try SyntheticHost(limit: Self.limit)
-        let sampler = try Self.sampler(host, mode: .continuous)
+        let sampler = try Self.sampler(host)
         let start = ContinuousClock.now
-        sampler.observe(Self.snapshot(host, 0.56), at: start)
+        try sampler.observe(Self.snapshot(host, 0.56), at: start)
         try host.setUsage(0.545)  // below 55 %, within 1 % of it
         #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(10))))
         try host.setUsage(0.535)
@@ -54,9 +54,9 @@ struct UsageSamplingTests {
 
     @Test func aFullReadingIsDueOncePerPollInterval() throws {
         let host = try SyntheticHost(limit: Self.limit, usage: 0)
-        let sampler = try Self.sampler(host, mode: .continuous)
+        let sampler = try Self.sampler(host)
         let start = ContinuousClock.now
-        sampler.observe(Self.snapshot(host, 0), at: start)
+        try sampler.observe(Self.snapshot(host, 0), at: start)
         #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(500))))
         #expect(Self.isWake(sampler.sample(at: start + .seconds(1)), .poll))
     }
@@ -65,18 +65,18 @@ struct UsageSamplingTests {
         var policy = PressurePolicy()
         policy.worstCaseGrowthBytesPerSecond = 0
         let host = try SyntheticHost(limit: Self.limit)
-        let sampler = try Self.sampler(host, mode: .continuous, policy: policy)
+        let sampler = try Self.sampler(host, policy: policy)
         #expect(sampler.description.hasPrefix("poll /sys/fs/cgroup/app/memory.current every 1s"), "\(sampler.description)")
         let start = ContinuousClock.now
-        sampler.observe(Self.snapshot(host, 0.79), at: start)
+        try sampler.observe(Self.snapshot(host, 0.79), at: start)
         #expect(sampler.nextRead(after: start) == start + .seconds(1))
     }
 
     /// A sampler in guarded mode (the kernel's thresholds registered), its band, and the warning mark.
     static func guarded() throws -> (host: SyntheticHost, sampler: UsageSampling, band: UInt64, mark: UInt64) {
         let host = try SyntheticHost(limit: limit)
-        let sampler = try Self.sampler(host, mode: .continuous)
-        sampler.enterGuardedMode()
+        let sampler = try Self.sampler(host)
+        sampler.enterGuardedMode(for: ["\(host.cgroup.path)|memory.max"])
         return (host, sampler, sampler.guardBand(capacity: limit), UInt64(Double(limit) * 0.8))
     }
 
@@ -85,10 +85,10 @@ struct UsageSamplingTests {
     @Test func guardedSamplingReadsOnlyInABandAndWakesOnASecondLookAtACrossing() throws {
         let (host, sampler, band, mark) = try Self.guarded()
         let start = ContinuousClock.now
-        sampler.observe(Self.snapshot(host, 0.5), at: start)
+        try sampler.observe(Self.snapshot(host, 0.5), at: start)
         #expect(sampler.nextRead(after: start) == nil, "far below every mark: no sampling")
 
-        sampler.observe(Self.snapshot(host, bytes: mark - band / 2), at: start)
+        try sampler.observe(Self.snapshot(host, bytes: mark - band / 2), at: start)
         #expect(sampler.nextRead(after: start) == start + .milliseconds(5))
         try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark - band / 2))
         #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(5))))
@@ -103,32 +103,32 @@ struct UsageSamplingTests {
     @Test func aCrossingTheKernelReportedMeanwhileIsNotReportedAgain() throws {
         let (host, sampler, _, mark) = try Self.guarded()
         let start = ContinuousClock.now
-        sampler.observe(Self.snapshot(host, 0.79), at: start)
+        try sampler.observe(Self.snapshot(host, 0.79), at: start)
         try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark + 4096))
         #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(5))))
-        sampler.observe(Self.snapshot(host, bytes: mark + 4096), at: start + .milliseconds(6))  // the kernel's event
+        try sampler.observe(Self.snapshot(host, bytes: mark + 4096), at: start + .milliseconds(6))  // the kernel's event
         #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(10))))
     }
 
     @Test func leavingABandDownwardsKeepsSamplingForASecondBandWidth() throws {
         let (host, sampler, band, mark) = try Self.guarded()
         let start = ContinuousClock.now
-        sampler.observe(Self.snapshot(host, bytes: mark - band / 2), at: start)
+        try sampler.observe(Self.snapshot(host, bytes: mark - band / 2), at: start)
         #expect(sampler.nextRead(after: start) != nil)
-        sampler.observe(Self.snapshot(host, bytes: mark - band * 3 / 2), at: start)
+        try sampler.observe(Self.snapshot(host, bytes: mark - band * 3 / 2), at: start)
         #expect(sampler.nextRead(after: start) != nil, "just out of the band: still sampled")
-        sampler.observe(Self.snapshot(host, bytes: mark - band * 5 / 2), at: start)
+        try sampler.observe(Self.snapshot(host, bytes: mark - band * 5 / 2), at: start)
         #expect(sampler.nextRead(after: start) == nil, "two band widths below: the kernel's guard sees a return")
     }
 
     @Test func aNewLimitMovesEveryMark() throws {
         let host = try SyntheticHost(limit: Self.limit)
-        let sampler = try Self.sampler(host, mode: .continuous)
+        let sampler = try Self.sampler(host)
         let start = ContinuousClock.now
-        sampler.observe(Self.snapshot(host, 0.5), at: start)  // 64 MiB of 128: far below 80 %
+        try sampler.observe(Self.snapshot(host, 0.5), at: start)  // 64 MiB of 128: far below 80 %
         var halved = Self.snapshot(host, 0.5)
         halved.limit?.bytes = Self.limit / 2  // the same usage is now the whole limit
-        sampler.observe(halved, at: start)
+        try sampler.observe(halved, at: start)
         #expect(sampler.nextRead(after: start) == start + SamplingRule.shortestInterval, "at the new limit: read as often as allowed")
     }
 }

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// `memwarn-bench latency|idle|cache|hits|release|growth`: see README.md.
+/// `memwarn-bench latency|idle|cache|hits|release|growth|armed|agent`: see README.md.
 @main
 struct MemwarnBench {
     static let usage = """
@@ -24,10 +24,15 @@ struct MemwarnBench {
                                                             (the README's service under memwarn run, on each peer's path:
                                                             v1 events as root, adaptive sampling and fixed polls as nobody;
                                                             also rise-only and poller; total defaults to 512, N to 1)
+           memwarn-bench agent [--repeat N] [--budget S] [--json]
+                                                            (services sharing a limited parent: the node agent, each service
+                                                            releasing on its own, and nobody answering the parent, taking turns;
+                                                            N defaults to 3; no trial starts after S seconds, 600 by default)
 
-    latency, idle, growth and armed need root and a cgroup v1 memory hierarchy, and find
+    latency, idle, growth, armed and agent need root and a cgroup v1 memory hierarchy, and find
     memwarn-hog, memwarn and memwarn-growth-probe through MEMWARN_HOG, MEMWARN_CLI and
-    MEMWARN_GROWTH_PROBE (the run script builds and sets them); cache, hits and release need neither. Build in release. With --json
+    MEMWARN_GROWTH_PROBE (the run script builds and sets them; agent builds the last two itself when
+    they are unset); cache, hits and release need neither. Build in release. With --json
     the table goes to stderr and stdout holds one JSON object.
     """
 
@@ -108,6 +113,13 @@ struct MemwarnBench {
                 let benchmark = try GrowthBenchmark(peers: peers, limitsMiB: limits, rates: rates, totalMiB: totalMiB, repeats: repeats)
                 let result = try benchmark.run { step in writeError(step + "\n") }
                 emit(report: result.report, json: json ? result.json : nil)
+            case "agent":
+                let repeats = try options.integer("--repeat", default: 3)
+                let budget = try options.number("--budget", default: 600)
+                guard repeats >= 1 else { throw UsageError("--repeat must be at least 1") }
+                guard budget > 0 else { throw UsageError("--budget must be positive") }
+                let result = try await AgentBenchmark(repeats: repeats, budgetSeconds: budget).run { step in writeError(step + "\n") }
+                emit(report: result.report, json: json ? result.json : nil)
             case "-h", "--help", "help":
                 print(usage)
             default:
@@ -181,7 +193,7 @@ struct MemwarnBench {
             index += 1
         }
         let known: Set = ["--crossings", "--seconds", "--sizes", "--limits", "--rates", "--total", "--repeats", "--keys", "--requests", "--peers", "--above",
-                          "--position", "--runs"]
+                          "--position", "--runs", "--repeat", "--budget"]
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) { throw UsageError("unknown option \(unknown)") }
         return Options(values: values)
     }

@@ -1,5 +1,5 @@
 // The Linux calls Swift's Glibc module does not export, for memwarn's system layer
-// (MemwarnSystem): epoll, eventfd, inotify, prctl, malloc_trim, accept4, SO_PEERCRED, unshare,
+// (MemwarnSystem): epoll, eventfd, inotify, prctl, malloc_trim, accept4, SO_PEERCRED, unshare, pidfd_open,
 // sched_getcpu, and a fork-and-exec into a cgroup. Glibc declares several of them only under _GNU_SOURCE,
 // which this header does not define: it would change glibc's struct layouts (fd_set) against
 // SwiftGlibc's. Linux only.
@@ -121,6 +121,18 @@ static inline int memwarn_pipe_cloexec(int ends[2]) {
 /// mount namespace). Returns 0, or -1 with errno.
 static inline int memwarn_unshare(int flags) {
     return (int)syscall(SYS_unshare, flags);
+}
+
+/// pidfd_open(2) (Linux 5.3): a descriptor that becomes readable when the process ends (the
+/// monitor watches a node agent's this way). Returns the descriptor (close-on-exec), or -1
+/// with errno.
+static inline int memwarn_pidfd_open(pid_t pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 #endif
 #endif

@@ -1,4 +1,4 @@
-import MemwarnSystem
+package import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -92,19 +92,31 @@ package enum ControlClient {
     /// - Throws: ``ControlError`` when nothing listens on the socket, the exchange times out,
     ///   or the endpoint closes without a reply.
     package static func exchange(_ line: String, with socketPath: String, timeout: Duration = .seconds(10)) throws(ControlError) -> String {
+        try exchange(line, with: socketPath, timeout: timeout) { (peer) throws(ControlError) in
+            // Only an endpoint of this user's, or root's, is believed.
+            guard peer.uid == geteuid() || peer.uid == 0 else {
+                throw ControlError("the endpoint on \(socketPath) runs as uid \(peer.uid), neither this user (uid \(geteuid())) nor root; not trusted")
+            }
+        }.reply
+    }
+
+    /// Sends one line once `admit` accepted the endpoint's peer credentials (`SO_PEERCRED`: the
+    /// process that listens, whatever the socket's name says), and returns the reply line with
+    /// those credentials.
+    ///
+    /// - Throws: ``ControlError`` when the exchange fails, or what `admit` throws.
+    package static func exchange(_ line: String, with socketPath: String, timeout: Duration,
+                                 admit: (PeerCredentials) throws(ControlError) -> Void) throws(ControlError) -> (reply: String, peer: PeerCredentials) {
         let socket = try connect(to: socketPath, timeout: timeout)
-        // Only an endpoint of this user's, or root's, is believed.
         let peer: PeerCredentials
         do {
             peer = try socket.peerCredentials()
         } catch {
             throw ControlError("the credentials of the endpoint on \(socketPath) could not be read: \(error.reason)")
         }
-        guard peer.uid == geteuid() || peer.uid == 0 else {
-            throw ControlError("the endpoint on \(socketPath) runs as uid \(peer.uid), neither this user (uid \(geteuid())) nor root; not trusted")
-        }
+        try admit(peer)
         try sendAll(Array((line + "\n").utf8), on: socket, socketPath: socketPath)
-        return try receiveLine(on: socket, socketPath: socketPath, timeout: timeout)
+        return (try receiveLine(on: socket, socketPath: socketPath, timeout: timeout), peer)
     }
 
     /// A blocking socket connected to `socketPath`, every send and receive bounded by `timeout`.

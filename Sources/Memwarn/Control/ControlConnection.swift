@@ -31,6 +31,8 @@ final class ControlConnection {
     var registration: EventLoop.Registration?
     /// The pending deadline on the endpoint's loop.
     var deadline: EventLoop.Deadline?
+    /// The peer's pid (`SO_PEERCRED`), once the connection was admitted.
+    var peerPid: Int32 = 0
     private var received: [UInt8] = []
     private var unsent: ArraySlice<UInt8> = []
 

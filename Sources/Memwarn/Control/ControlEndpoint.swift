@@ -148,10 +148,10 @@ final class ControlEndpoint: @unchecked Sendable {
         }
     }
 
-    private func reply(to line: [UInt8]) -> ControlReply {
+    private func reply(to line: [UInt8], from peerPid: Int32) -> ControlReply {
         guard let subject = subjects.withLock({ $0.joined.first?.subject }) else { return .failure("the monitor is stopping") }
         do {
-            return subject.reply(to: try ControlRequest(line: line))
+            return subject.reply(to: try ControlRequest(line: line), from: peerPid)
         } catch {
             return .failure(error.message)
         }
@@ -207,6 +207,7 @@ final class ControlEndpoint: @unchecked Sendable {
         guard connections.count < Self.connectionLimit else {
             return "too many connections (limit \(Self.connectionLimit)); try again"
         }
+        connection.peerPid = peer.pid
         return nil
     }
 
@@ -227,7 +228,7 @@ final class ControlEndpoint: @unchecked Sendable {
             case .waiting: return
             case .closed: finish(connection)
             case .tooLong: respond(connection, .failure("request too long: more than \(ControlRequest.maximumLineBytes) bytes without a newline"))
-            case .line(let line): respond(connection, reply(to: line))
+            case .line(let line): respond(connection, reply(to: line, from: connection.peerPid))
             }
         case .replying:
             if connection.sendMore() { finish(connection) }

@@ -11,6 +11,7 @@ import Foundation
 /// {"ok":true,"request":"status","pid":42,"level":"normal","usageBytes":…,"limitBytes":…,"cgroupPath":…,"consumers":[{"name":…,"tier":…,"footprintBytes":…}]}
 /// {"ok":true,"request":"warn","pid":42,"report":{…}}
 /// {"ok":true,"request":"terminate-suspended","pid":42,"report":{…}}
+/// {"ok":true,"request":"coordinate","pid":42,"cgroup":"/kubepods.slice","leaseMilliseconds":5000}
 /// {"ok":false,"error":"unknown request \"stop\" (expected status, warn or terminate-suspended)"}
 /// ```
 ///
@@ -21,6 +22,8 @@ public enum ControlReply: Sendable, Hashable {
     case status(ControlStatus)
     /// The answer to a release request (`warn` or `terminate-suspended`, by name).
     case released(request: String, pid: Int32, report: ReleaseReport)
+    /// The answer to ``ControlRequest/coordinate(cgroupPath:lease:)``: the lease as granted.
+    case coordinated(pid: Int32, cgroupPath: String, leaseMilliseconds: Int)
     /// A refusal or failure, with its reason.
     case failure(String)
 

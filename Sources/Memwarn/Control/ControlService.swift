@@ -45,7 +45,8 @@ public final class ControlService: Service, Sendable {
     ///   - logger: the caller's logger.
     public init(monitor: PressureMonitor, coordinator: ReleaseCoordinator = .shared, directory: String? = nil,
                 environment: [String: String]? = nil, logger: Logger) {
-        subject = ControlSubject(latestEvent: { [weak monitor] in monitor?.latestEvent }, coordinator: coordinator)
+        subject = ControlSubject(latestEvent: { [weak monitor] in monitor?.latestEvent }, coordinator: coordinator,
+                                 monitor: { [weak monitor] in monitor })
         self.directory = directory
         self.logger = logger
         isWithheld = Self.withholds(environment: environment ?? ProcessInfo.processInfo.environment)

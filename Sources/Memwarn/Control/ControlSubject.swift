@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MemwarnSystem
 
 /// What a control endpoint answers for: a running monitor's latest reading, and the
 /// coordinator that releases on request.
@@ -9,9 +10,11 @@ struct ControlSubject: Sendable {
     var latestEvent: @Sendable () -> LevelEvent?
     /// The coordinator release requests go to.
     var coordinator: ReleaseCoordinator
+    /// The monitor a node agent's `coordinate` goes to (`nil` once it is gone).
+    var monitor: @Sendable () -> PressureMonitor?
 
-    /// Answers a request; a release runs here, on the caller's thread.
-    func reply(to request: ControlRequest) -> ControlReply {
+    /// Answers a request from the peer `peerPid`; a release runs here, on the caller's thread.
+    func reply(to request: ControlRequest, from peerPid: Int32) -> ControlReply {
         switch request {
         case .status:
             .status(status())
@@ -21,7 +24,26 @@ struct ControlSubject: Sendable {
         case .terminateSuspended(let targetBytes):
             .released(request: request.name, pid: getpid(),
                       report: coordinator.release(level: .critical, targetBytes: targetBytes, tiers: [.suspendedUnits]))
+        case .coordinate(let cgroupPath, let lease):
+            coordinate(cgroupPath, lease: lease, agentPid: peerPid)
         }
+    }
+
+    /// A lease for an agent on a proper ancestor of the monitor's cgroup.
+    private func coordinate(_ cgroupPath: String, lease: Duration, agentPid: Int32) -> ControlReply {
+        guard let monitor = monitor() else { return .failure("the monitor is gone") }
+        guard let own = latestEvent()?.snapshot.cgroup?.path else { return .failure("the monitor watches no memory cgroup") }
+        let normalized = cgroupPath.count > 1 && cgroupPath.hasSuffix("/") ? String(cgroupPath.dropLast()) : cgroupPath
+        guard normalized != own, normalized == "/" || own.hasPrefix(normalized + "/") else {
+            return .failure(ControlRequest.refusedForGood + "\(cgroupPath) is not an ancestor of this service's memory cgroup \(own): its own limit stays its own")
+        }
+        if lease == .zero {
+            monitor.endCoordination(cgroupPath: normalized)
+        } else {
+            monitor.coordinate(cgroupPath: normalized, agentPid: agentPid, for: lease)
+        }
+        let granted = min(lease, AgentLeases.longestLease)
+        return .coordinated(pid: getpid(), cgroupPath: normalized, leaseMilliseconds: Int(granted.wholeMilliseconds))
     }
 
     private func warn(level: MemoryPressureLevel, targetBytes: Int) -> ReleaseReport {

@@ -22,6 +22,9 @@ extension ControlRequest {
             if targetBytes != .max { members.append(#""targetBytes":\#(targetBytes)"#) }
         case .terminateSuspended(let targetBytes):
             if targetBytes != .max { members.append(#""targetBytes":\#(targetBytes)"#) }
+        case .coordinate(let cgroupPath, let lease):
+            members.append(#""cgroup":\#(Self.jsonString(cgroupPath))"#)
+            members.append(#""leaseMilliseconds":\#(lease.wholeMilliseconds)"#)
         }
         return "{" + members.joined(separator: ",") + "}"
     }
@@ -46,15 +49,28 @@ extension ControlRequest {
             self = .warn(level: level, targetBytes: targetBytes)
         case "terminate-suspended":
             self = .terminateSuspended(targetBytes: targetBytes)
+        case "coordinate":
+            guard let cgroup = fields.cgroup, cgroup.hasPrefix("/") else { throw ControlError(#"coordinate needs "cgroup", a path inside the memory mount starting with /"#) }
+            guard let milliseconds = fields.leaseMilliseconds, (0...60_000).contains(milliseconds) else {
+                throw ControlError(#"coordinate needs "leaseMilliseconds" within 0...60000"#)
+            }
+            self = .coordinate(cgroupPath: cgroup, lease: .milliseconds(milliseconds))
         default:
-            throw ControlError(#"unknown request "\#(fields.request)" (expected status, warn or terminate-suspended)"#)
+            throw ControlError(#"unknown request "\#(fields.request)" (expected status, warn, terminate-suspended or coordinate)"#)
         }
+    }
+
+    /// A string as a JSON string literal (every string encodes).
+    private static func jsonString(_ text: String) -> String {
+        (try? JSONEncoder().encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
     }
 
     private struct Fields: Decodable {
         var request: String
         var level: String?
         var targetBytes: Int?
+        var cgroup: String?
+        var leaseMilliseconds: Int?
     }
 
     private static func fields(_ data: Data) throws(ControlError) -> Fields {
@@ -100,7 +116,7 @@ extension ControlReply {
 
 extension ControlReply: Codable {
     private enum CodingKeys: String, CodingKey {
-        case ok, request, pid, report, error
+        case ok, request, pid, report, error, cgroup, leaseMilliseconds
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -114,6 +130,11 @@ extension ControlReply: Codable {
             try container.encode(request, forKey: .request)
             try container.encode(pid, forKey: .pid)
             try container.encode(report, forKey: .report)
+        case .coordinated(let pid, let cgroupPath, let leaseMilliseconds):
+            try container.encode(ControlRequest.coordinate(cgroupPath: "", lease: .zero).name, forKey: .request)
+            try container.encode(pid, forKey: .pid)
+            try container.encode(cgroupPath, forKey: .cgroup)
+            try container.encode(leaseMilliseconds, forKey: .leaseMilliseconds)
         case .failure(let message):
             try container.encode(message, forKey: .error)
         }
@@ -128,6 +149,9 @@ extension ControlReply: Codable {
         let request = try container.decode(String.self, forKey: .request)
         if request == ControlRequest.status.name {
             self = .status(try ControlStatus(from: decoder))
+        } else if request == "coordinate" {
+            self = .coordinated(pid: try container.decode(Int32.self, forKey: .pid), cgroupPath: try container.decode(String.self, forKey: .cgroup),
+                                leaseMilliseconds: try container.decode(Int.self, forKey: .leaseMilliseconds))
         } else {
             self = .released(request: request, pid: try container.decode(Int32.self, forKey: .pid),
                              report: try container.decode(ReleaseReport.self, forKey: .report))

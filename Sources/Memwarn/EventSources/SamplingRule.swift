@@ -19,7 +19,7 @@
 /// that way, so a guard threshold sits there; while usage is inside the band, usage is sampled,
 /// from ``shortestInterval`` and doubling while it stays unchanged, up to
 /// ``guardLongestInterval`` — a fast climb needs no sampling there, the kernel reports it.
-struct SamplingRule: Sendable, Hashable {
+package struct SamplingRule: Sendable, Hashable {
     /// The shortest wait between two readings.
     static let shortestInterval = Duration.milliseconds(5)
     /// The longest wait between two readings inside a guard band while usage stays unchanged.
@@ -33,7 +33,7 @@ struct SamplingRule: Sendable, Hashable {
     /// The longest wait (``PressurePolicy/pollInterval``).
     var longestInterval: Duration
 
-    init(policy: PressurePolicy) {
+    package init(policy: PressurePolicy) {
         worstCaseBytesPerSecond = Double(policy.worstCaseGrowthBytesPerSecond)
         longestInterval = policy.pollInterval
     }
@@ -62,7 +62,7 @@ struct SamplingRule: Sendable, Hashable {
     ///     did not).
     ///   - fallingBytesPerSecond: how fast it fell (0 when it did not).
     /// - Returns: a wait within ``floor``...``longestInterval``.
-    func interval(usage: UInt64, marksAbove: [UInt64], marksBelow: [UInt64], risingBytesPerSecond: Double,
+    package func interval(usage: UInt64, marksAbove: [UInt64], marksBelow: [UInt64], risingBytesPerSecond: Double,
                   fallingBytesPerSecond: Double) -> Duration {
         guard isAdaptive else { return longestInterval }
         var seconds = Double.infinity

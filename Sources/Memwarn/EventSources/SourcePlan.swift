@@ -40,20 +40,20 @@ struct SourcePlan {
             switch cgroup.version {
             case .v1: try planV1(cgroup, snapshot: snapshot, files: sampler.files, policy: policy, logger: logger)
             case .v2:
-                try addSampling(cgroup, noLimit: noLimit, mode: .continuous, policy: policy, files: sampler.files,
+                try addSampling(cgroup, noLimit: noLimit, policy: policy, files: sampler.files,
                                 because: noLimit ? "no cgroup limit" : "cgroup v2 has no usage thresholds")
                 add(try MemoryEventsWatch(cgroup: cgroup, files: sampler.files))
             }
         } else {
-            try addSampling(nil, noLimit: true, mode: .continuous, policy: policy, files: sampler.files, because: "no memory controller")
+            try addSampling(nil, noLimit: true, policy: policy, files: sampler.files, because: "no memory controller")
         }
         if watchesPressureStall { try planPressureStall(sampler, policy: policy, logger: logger) }
         if let systemd = try SystemdPressureWatch.fromEnvironment(environment) { add(systemd) }
     }
 
-    private mutating func addSampling(_ cgroup: CgroupLocation?, noLimit: Bool, mode: UsageSampling.Mode, policy: PressurePolicy,
+    private mutating func addSampling(_ cgroup: CgroupLocation?, noLimit: Bool, policy: PressurePolicy,
                                       files: KernelFiles, because reason: String) throws(CgroupError) {
-        usageSampling = try UsageSampling(cgroup: cgroup, measuresSystem: noLimit, mode: mode, policy: policy, files: files, because: reason)
+        usageSampling = try UsageSampling(cgroup: cgroup, measuresSystem: noLimit, policy: policy, files: files, because: reason)
     }
 
     private mutating func add(_ source: any PressureSource) {
@@ -83,7 +83,7 @@ struct SourcePlan {
             for source in sources[before...] { source.tearDown() }
             sources.removeSubrange(before...)
             lines.removeSubrange(before...)
-            try addSampling(cgroup, noLimit: snapshot.limit == nil, mode: .continuous, policy: policy, files: files,
+            try addSampling(cgroup, noLimit: snapshot.limit == nil, policy: policy, files: files,
                             because: "v1 notifications need write access to cgroup.event_control, which is root's")
             logger.notice("cgroup v1 notifications are not permitted for this user; sampling usage instead", metadata: [
                 "cgroup": "\(cgroup.directory)", "worstCaseGrowth": "\(policy.worstCaseGrowthBytesPerSecond)",
@@ -91,32 +91,45 @@ struct SourcePlan {
             ])
             return
         }
-        guard let limit = snapshot.limit?.bytes else {
-            try addSampling(cgroup, noLimit: true, mode: .continuous, policy: policy, files: files, because: "no cgroup limit")
+        guard !snapshot.constraints.isEmpty else {
+            try addSampling(cgroup, noLimit: true, policy: policy, files: files, because: "no cgroup limit")
             return
         }
-        try addSampling(cgroup, noLimit: false, mode: .continuous, policy: policy, files: files,
+        try addSampling(cgroup, noLimit: false, policy: policy, files: files,
                         because: "until the usage thresholds are registered, then only in the guard bands below the marks")
-        pendingThresholds = ThresholdRegistrar.Plan(cgroup: cgroup, files: files,
-                                                    requests: Self.thresholdRequests(limit: limit, band: usageSampling!.guardBand(capacity: limit), policy: policy))
+        // Thresholds on the usage of each cgroup whose limit applies (an ancestor's usage counts
+        // its siblings); a hidden limit's on the cgroup's own usage, the part that can be read.
+        var requests: [ThresholdRegistrar.Request] = []
+        for constraint in snapshot.constraints {
+            let location = constraint.isHidden ? cgroup : CgroupLocation(version: .v1, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)
+            requests += Self.thresholdRequests(limit: constraint.limit.bytes, band: usageSampling!.guardBand(capacity: constraint.limit.bytes),
+                                               policy: policy, cgroup: location, gauge: UsageSampling.key(of: constraint),
+                                               naming: constraint.cgroupPath == cgroup.path ? nil : constraint.cgroupPath)
+        }
+        pendingThresholds = ThresholdRegistrar.Plan(files: files, requests: requests)
     }
 
-    /// The v1 usage thresholds to register for a limit: each level mark and the guard `band` below
-    /// it first, then the other 5 % steps (``thresholdRatios(_:)``); a byte count once.
-    static func thresholdRequests(limit: UInt64, band: UInt64, policy: PressurePolicy) -> [ThresholdRegistrar.Request] {
+    /// The v1 usage thresholds to register for a limit on `cgroup`'s usage: each level mark and
+    /// the guard `band` below it first, then the other 5 % steps (``thresholdRatios(_:)``); a byte
+    /// count once. `naming` (an ancestor's path) goes into each line.
+    static func thresholdRequests(limit: UInt64, band: UInt64, policy: PressurePolicy, cgroup: CgroupLocation, gauge: String,
+                                  naming ancestor: String? = nil) -> [ThresholdRegistrar.Request] {
         func percent(_ ratio: Double) -> Int { Int((ratio * 100).rounded()) }
         var requests: [ThresholdRegistrar.Request] = []
+        let of = ancestor.map { " of \($0)" } ?? ""
         func add(_ bytes: UInt64, _ description: String) {
-            if !requests.contains(where: { $0.bytes == bytes }) { requests.append(.init(bytes: bytes, description: description)) }
+            if !requests.contains(where: { $0.bytes == bytes }) {
+                requests.append(.init(cgroup: cgroup, gauge: gauge, bytes: bytes, description: description))
+            }
         }
         for ratio in [policy.warningRatio, policy.criticalRatio, policy.recoveryRatio] where ratio <= 1 {
             let mark = UInt64(Double(limit) * ratio)
-            add(mark, "usage-threshold \(mark) bytes (\(percent(ratio))% of \(limit))")
-            if mark > band { add(mark - band, "usage-guard \(mark - band) bytes (\(ByteSize.describe(band)) below the \(percent(ratio))% mark)") }
+            add(mark, "usage-threshold\(of) \(mark) bytes (\(percent(ratio))% of \(limit))")
+            if mark > band { add(mark - band, "usage-guard\(of) \(mark - band) bytes (\(ByteSize.describe(band)) below the \(percent(ratio))% mark)") }
         }
         for ratio in thresholdRatios(policy) {
             let bytes = UInt64(Double(limit) * ratio)
-            add(bytes, "usage-threshold \(bytes) bytes (\(percent(ratio))% of \(limit))")
+            add(bytes, "usage-threshold\(of) \(bytes) bytes (\(percent(ratio))% of \(limit))")
         }
         return requests
     }

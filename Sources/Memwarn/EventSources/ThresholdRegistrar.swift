@@ -12,6 +12,10 @@ import MemwarnSystem
 enum ThresholdRegistrar {
     /// One threshold to register.
     struct Request: Sendable, Hashable {
+        /// The cgroup whose usage it watches (the watched cgroup, or a limited ancestor).
+        var cgroup: CgroupLocation
+        /// The ``UsageGauge`` key of the limit it belongs to (``UsageSampling/key(of:)``).
+        var gauge: String
         /// The usage in bytes whose crossing (either way) the kernel reports.
         var bytes: UInt64
         /// Its line in ``PressureMonitor/watchedSources``.
@@ -20,7 +24,6 @@ enum ThresholdRegistrar {
 
     /// What to register, and where.
     struct Plan: Sendable {
-        var cgroup: CgroupLocation
         var files: KernelFiles
         var requests: [Request]
     }
@@ -30,7 +33,7 @@ enum ThresholdRegistrar {
         /// A threshold registered: watch it.
         case registered(CgroupV1Notification)
         /// Every threshold is registered.
-        case finished(count: Int, took: Duration)
+        case finished(count: Int, took: Duration, gauges: Set<String>)
         /// A registration failed: the monitor goes on sampling usage continuously.
         case failed(CgroupError, registered: Int)
     }
@@ -51,10 +54,10 @@ enum ThresholdRegistrar {
                 let notification: CgroupV1Notification
                 do {
                     notification = try CgroupV1Notification(
-                        cgroup: plan.cgroup, file: "memory.usage_in_bytes", argument: String(request.bytes), files: plan.files, hint: .normal,
+                        cgroup: request.cgroup, file: "memory.usage_in_bytes", argument: String(request.bytes), files: plan.files, hint: .normal,
                         signal: .usageThreshold, description: request.description)
                 } catch {
-                    let failure = (error as? CgroupError) ?? CgroupError(.unwritable, "\(error)", path: plan.cgroup.file("cgroup.event_control"))
+                    let failure = (error as? CgroupError) ?? CgroupError(.unwritable, "\(error)", path: request.cgroup.file("cgroup.event_control"))
                     let count = registered
                     loop.execute { handOff.value(.failed(failure, registered: count)) }
                     return
@@ -65,7 +68,8 @@ enum ThresholdRegistrar {
             }
             let took = ContinuousClock.now - began
             let count = registered
-            loop.execute { handOff.value(.finished(count: count, took: took)) }
+            let gauges = Set(plan.requests.map(\.gauge))
+            loop.execute { handOff.value(.finished(count: count, took: took, gauges: gauges)) }
         }
     }
 }

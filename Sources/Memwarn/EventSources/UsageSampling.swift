@@ -5,18 +5,20 @@ import Glibc
 #endif
 
 /// Usage read where the kernel sends no usage events, at the times ``SamplingRule`` sets: one
-/// `pread` of one small file on a descriptor held open (``UsageFile``), compared with the
+/// `pread` of one small file on a descriptor held open (``UsageFile``) for each limit that
+/// applies (the cgroup's own and each limited ancestor's, one ``UsageGauge`` each), compared with the
 /// thresholds the kernel would have reported on cgroup v1 (the recovery, warning and critical
 /// marks and every 5 % of the limit from half of it up). A reading that crosses one wakes the
 /// monitor (signal ``PressureSignal/usageSample``), which then reads every file as after a
 /// kernel event; the others cost one read and are forgotten.
 ///
-/// Two modes:
+/// Two modes, per gauge:
 /// - **continuous** (cgroup v2, a v1 cgroup whose notifications this user may not register, a
 ///   host without a limit): always scheduled, by the rule; it also asks for a full reading
 ///   (signal ``PressureSignal/poll``) once a ``PressurePolicy/pollInterval`` has passed without
 ///   one, so the limit, PSI and the growth estimate stay current.
-/// - **guarded** (cgroup v1 as root, beside the kernel's usage thresholds): scheduled only while
+/// - **guarded** (cgroup v1 as root, beside the kernel's usage thresholds registered on that
+///   gauge's cgroup): scheduled only while
 ///   usage sits in the guard band below a level mark, to find a crossing the kernel did not
 ///   report; a crossing wakes the monitor once a second read confirms the kernel left it unreported.
 ///
@@ -29,97 +31,87 @@ final class UsageSampling {
         case guarded
     }
 
-    private(set) var mode: Mode
     let rule: SamplingRule
-    private(set) var description: String
-    private let file: String
     private let policy: PressurePolicy
     private let files: KernelFiles
     private let processors: Int
-    /// The memory cgroup's usage file, or `nil` without a memory controller.
-    private let cgroupFile: UsageFile?
-    /// `/proc/meminfo`, opened once no limit applies (usage is the system's then).
-    private var meminfo: UsageFile?
-
-    // From the latest full reading; the marks are recomputed only when the capacity changes.
-    private var measuresSystem = false
-    private var capacity: UInt64?
-    private var thresholds: [UInt64] = []
-    /// Recovery, warning, critical (bytes, ascending): where a fall matters; also the guard bands' tops.
-    private var levelMarks: [UInt64] = []
-    /// Warning, critical, the limit (bytes, ascending): where a rise matters.
-    private var marksAbove: [UInt64] = []
-    private var band: UInt64 = 0
-    /// How far below a threshold usage must fall before the fall counts as a crossing (1 % of
-    /// the capacity): usage wavering on a threshold costs reads, not full readings.
-    private var slack: UInt64 = 0
+    private let reason: String
+    /// The file opened first: the watched cgroup's usage, or `/proc/meminfo`.
+    private let firstFile: String
+    /// The watched memory cgroup, or `nil` without a memory controller (`/proc/meminfo` then).
+    private let cgroup: CgroupLocation?
+    /// The usage files open, by host path (a gauge's file; two gauges may share one).
+    private var openFiles: [String: UsageFile] = [:]
+    /// The gauges, nearest limit first (or the system's alone).
+    private var gauges: [UsageGauge] = []
+    /// The gauges whose crossings the kernel reports (v1 thresholds registered), by key.
+    private var guardedKeys: Set<String> = []
     private var lastFullReading: ContinuousClock.Instant?
-
-    // From the latest reading of either kind.
-    private var last: (usage: UInt64, at: ContinuousClock.Instant)?
-    private var position = 0
-    private var rising = 0.0
-    private var falling = 0.0
-    private var changed = true
-    private var guardWait: Duration?
-    /// Guarded mode: a crossing one read saw, which the kernel has not reported yet.
-    private var unconfirmedCrossing = false
-    /// Guarded mode: usage was inside a band at the last read. Sampling goes on until usage is a
-    /// second band's width below the mark: a fall out of the band by a few unchecked pages leaves
-    /// the kernel's guard "crossed", and it would not report usage coming back.
-    private var guarding = false
 
     /// The wait chosen before the next read: how late a change of usage can be seen.
     private(set) var currentInterval: Duration
 
-    /// Opens the usage file.
+    /// `continuous` while any gauge is sampled by the rule, `guarded` once every one is guarded.
+    var mode: Mode { !gauges.isEmpty && gauges.allSatisfy(\.isGuarded) ? .guarded : .continuous }
+
+    /// Opens the watched cgroup's usage file (or `/proc/meminfo`).
     ///
     /// - Parameters:
     ///   - cgroup: the memory cgroup, or `nil` without a memory controller (`/proc/meminfo` then).
     ///   - measuresSystem: whether usage is measured against the system (no limit applies).
-    ///   - mode: continuous or guarded.
     ///   - reason: why usage is sampled, for ``description``.
     /// - Throws: ``CgroupError`` when the usage file cannot be opened.
-    init(cgroup: CgroupLocation?, measuresSystem: Bool, mode: Mode, policy: PressurePolicy, files: KernelFiles,
-         because reason: String) throws(CgroupError) {
-        self.mode = mode
+    init(cgroup: CgroupLocation?, measuresSystem: Bool, policy: PressurePolicy, files: KernelFiles, because reason: String) throws(CgroupError) {
         self.policy = policy
         self.files = files
+        self.cgroup = cgroup
+        self.reason = reason
         rule = SamplingRule(policy: policy)
         processors = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        cgroupFile = try cgroup.map { (location) throws(CgroupError) in
-            try UsageFile(location.file(CgroupMemoryReader(location: location, files: files).usageFile), format: .bytes, files: files)
-        }
-        self.measuresSystem = measuresSystem || cgroup == nil
-        if self.measuresSystem { meminfo = try UsageFile("/proc/meminfo", format: .meminfo, files: files) }
         currentInterval = rule.longestInterval
-        file = self.measuresSystem ? "/proc/meminfo" : cgroupFile?.hostPath ?? "/proc/meminfo"
-        description = ""
-        description = describe(because: reason)
+        let ownFile = cgroup.flatMap { measuresSystem ? nil : Self.usagePath(of: $0, files: files) }
+        firstFile = ownFile ?? "/proc/meminfo"
+        _ = try open(firstFile, format: ownFile == nil ? .meminfo : .bytes)
     }
 
-    private func describe(because reason: String) -> String {
+    private static func usagePath(of cgroup: CgroupLocation, files: KernelFiles) -> String {
+        cgroup.file(CgroupMemoryReader(location: cgroup, files: files).usageFile)
+    }
+
+    private func open(_ path: String, format: UsageFile.Format) throws(CgroupError) -> UsageFile {
+        if let file = openFiles[path] { return file }
+        let file = try UsageFile(path, format: format, files: files)
+        openFiles[path] = file
+        return file
+    }
+
+    /// What it reads and when, for ``PressureMonitor/watchedSources``.
+    var description: String {
+        let read = gauges.isEmpty ? firstFile : gauges.map(\.file.hostPath).joined(separator: ", ")
+        let guarded = gauges.filter(\.isGuarded).map(\.file.hostPath)
         switch mode {
         case .continuous where rule.isAdaptive:
-            "sample \(file) adaptively: every \(text(rule.floor)) to \(text(rule.longestInterval)), as soon as usage growing at "
+            return "sample \(read) adaptively: every \(text(rule.floor)) to \(text(rule.longestInterval)), as soon as usage growing at "
                 + "\(ByteSize.describe(policy.worstCaseGrowthBytesPerSecond))/s could reach the next mark (\(reason))"
+                + (guarded.isEmpty ? "" : "; in the guard bands only: \(guarded.joined(separator: ", "))")
         case .continuous:
-            "poll \(file) every \(text(rule.longestInterval)) (\(reason); adaptive sampling is off: worst_case_growth = 0)"
+            return "poll \(read) every \(text(rule.longestInterval)) (\(reason); adaptive sampling is off: worst_case_growth = 0)"
         case .guarded:
-            "sample \(file) while usage is in a guard band below a mark, every \(text(SamplingRule.shortestInterval)) to "
-                + "\(text(SamplingRule.guardLongestInterval)) (\(reason))"
+            return "sample \(read) while usage is in a guard band below a mark, every \(text(SamplingRule.shortestInterval)) to "
+                + "\(text(SamplingRule.guardLongestInterval)) (the kernel checks usage thresholds only every 128 page events per CPU)"
         }
     }
 
     private func text(_ duration: Duration) -> String { PressurePolicy.formatDuration(duration) }
 
-    /// From continuous sampling to the guard bands: the kernel's usage thresholds are registered.
-    func enterGuardedMode() {
-        mode = .guarded
-        guardWait = nil
-        guarding = false
-        unconfirmedCrossing = false
-        description = describe(because: "the kernel checks usage thresholds only every 128 page events per CPU")
+    /// The gauge key of a constraint (``UsageGauge/key``).
+    static func key(of constraint: MemoryConstraint) -> String { constraint.cgroupPath + "|" + constraint.limit.file }
+
+    /// The kernel's usage thresholds are registered for these gauges: they are sampled only in
+    /// their guard bands from now on (and so is a gauge made for one later).
+    func enterGuardedMode(for keys: Set<String>) {
+        guardedKeys.formUnion(keys)
+        for gauge in gauges where keys.contains(gauge.key) { gauge.guardFromNow() }
     }
 
     /// The guard band's width for a capacity.
@@ -127,104 +119,77 @@ final class UsageSampling {
         SamplingRule.guardBand(capacity: capacity, processors: processors)
     }
 
-    /// Takes in a full reading: the capacity (and so the marks), whether usage is the system's,
-    /// and usage itself.
-    func observe(_ snapshot: PressureSnapshot, at now: ContinuousClock.Instant) {
-        measuresSystem = snapshot.limit == nil || cgroupFile == nil
-        if snapshot.capacityBytes != capacity { plan(capacity: snapshot.capacityBytes ?? 0) }
-        lastFullReading = now
-        record(snapshot.usageBytes, at: now)
-        position = thresholds.count(where: { $0 <= snapshot.usageBytes })
-        unconfirmedCrossing = false
-    }
-
-    /// The marks, in bytes of a capacity (a new limit changes them all).
-    private func plan(capacity: UInt64) {
-        self.capacity = capacity
-        func bytes(_ ratio: Double) -> UInt64 { UInt64(Double(capacity) * ratio) }
-        thresholds = SourcePlan.thresholdRatios(policy).map(bytes)
-        levelMarks = [policy.recoveryRatio, policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }.map(bytes).sorted()
-        marksAbove = ([policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }.map(bytes) + [capacity]).sorted()
-        band = guardBand(capacity: capacity)
-        slack = capacity / 100
-    }
-
-    /// When to read next, or `nil` for not until the next full reading (guarded mode, outside
-    /// every band).
-    func nextRead(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
-        guard let usage = last?.usage else { return nil }
-        switch mode {
-        case .continuous:
-            currentInterval = rule.interval(usage: usage, marksAbove: marksAbove, marksBelow: levelMarks, risingBytesPerSecond: rising,
-                                            fallingBytesPerSecond: falling)
-        case .guarded where unconfirmedCrossing:
-            currentInterval = SamplingRule.shortestInterval
-        case .guarded:
-            let width = guarding ? 2 * band : band
-            guarding = levelMarks.contains { usage < $0 && usage + width >= $0 }
-            guard guarding else {
-                guardWait = nil
-                return nil
-            }
-            let wait = rule.guardInterval(previous: guardWait, changed: changed)
-            guardWait = wait
-            currentInterval = wait
-        }
-        return now + currentInterval
-    }
-
-    /// Reads usage now.
+    /// Takes in a full reading: a gauge for each limit it names (the system's when none), with
+    /// its capacity (and so its marks) and usage.
     ///
-    /// - Returns: `.wake` with ``PressureSignal/usageSample`` when usage crossed a threshold,
-    ///   with ``PressureSignal/poll`` when a full reading is due, `.quiet` otherwise; `.failed`
-    ///   when the cgroup is gone or the file is malformed; `.retry` for a transient failure.
+    /// - Returns: whether the set of gauges changed (a limit appeared or went: what is read changed).
+    /// - Throws: ``CgroupError`` when a new limit's usage file cannot be opened.
+    @discardableResult
+    func observe(_ snapshot: PressureSnapshot, at now: ContinuousClock.Instant) throws(CgroupError) -> Bool {
+        var wanted: [(key: String, path: String, format: UsageFile.Format, usage: UInt64, capacity: UInt64)] = []
+        // A snapshot made by hand may name a limit without its constraints: the cgroup's own, then.
+        let constraints = !snapshot.constraints.isEmpty ? snapshot.constraints
+            : snapshot.limit.map { limit in cgroup.map { [MemoryConstraint(cgroupPath: $0.path, usageBytes: snapshot.usageBytes, limit: limit)] } ?? [] } ?? []
+        if let cgroup, !constraints.isEmpty {
+            for constraint in constraints {
+                let location = constraint.isHidden ? cgroup : CgroupLocation(version: cgroup.version, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)
+                wanted.append((Self.key(of: constraint), Self.usagePath(of: location, files: files), .bytes, constraint.usageBytes, constraint.limit.bytes))
+            }
+        } else {
+            wanted.append(("system", "/proc/meminfo", .meminfo, snapshot.usageBytes, snapshot.capacityBytes ?? 0))
+        }
+        var next: [UsageGauge] = []
+        for want in wanted {
+            let gauge: UsageGauge
+            if let existing = gauges.first(where: { $0.key == want.key }) {
+                gauge = existing
+            } else {
+                gauge = UsageGauge(key: want.key, file: try open(want.path, format: want.format), processors: processors)
+                if guardedKeys.contains(want.key) { gauge.guardFromNow() }
+            }
+            gauge.observe(usage: want.usage, capacity: want.capacity, policy: policy, at: now)
+            next.append(gauge)
+        }
+        let changed = next.map(\.key) != gauges.map(\.key)
+        gauges = next
+        if changed { openFiles = openFiles.filter { _, file in gauges.contains { $0.file === file } } }
+        lastFullReading = now
+        return changed
+    }
+
+    /// The gauges' marks, for tests: each gauge's key with its capacity and marks above.
+    var marks: [(key: String, capacity: UInt64?, marksAbove: [UInt64])] { gauges.map { ($0.key, $0.capacity, $0.marksAbove) } }
+
+    /// When to read next: the earliest any gauge asks for, or `nil` for not until the next full
+    /// reading (every gauge guarded, outside every band).
+    func nextRead(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        var wait: Duration?
+        for gauge in gauges {
+            if let own = gauge.nextWait(rule: rule), own < wait ?? .seconds(1 << 40) { wait = own }
+        }
+        guard let wait else { return nil }
+        currentInterval = wait
+        return now + wait
+    }
+
+    /// Reads every gauge's usage now.
+    ///
+    /// - Returns: `.wake` with ``PressureSignal/usageSample`` when usage crossed a threshold of a
+    ///   limit, with ``PressureSignal/poll`` when a full reading is due, `.quiet` otherwise;
+    ///   `.failed` when a cgroup is gone or a file is malformed; `.retry` for a transient failure.
     func sample(at now: ContinuousClock.Instant) -> PressureSourceReport {
-        let usage: UInt64
-        do {
-            usage = try read()
-        } catch where error.isTransient {
-            return .retry(error)
-        } catch {
-            return .failed(error)
+        var crossed = false
+        for gauge in gauges {
+            do {
+                if try gauge.read(at: now) { crossed = true }
+            } catch where error.isTransient {
+                return .retry(error)
+            } catch {
+                return .failed(error)
+            }
         }
-        record(usage, at: now)
-        // Up across a threshold, or down below one by the slack.
-        let crossed = thresholds.count(where: { $0 <= usage })
-        let fell = thresholds.count(where: { $0 <= usage + slack }) < position
-        guard crossed > position || fell else {
-            unconfirmedCrossing = false
-            if mode == .continuous, let lastFullReading, now - lastFullReading >= rule.longestInterval { return .wake(.normal, .poll) }
-            return .quiet
-        }
-        // Beside the kernel's thresholds a crossing counts once a second read, a floor interval
-        // later, still sees it: the kernel reports one in 0.1-3 ms, and its full reading moves
-        // `position` (``observe(_:at:)``), so only a crossing it did not report wakes from here.
-        if mode == .guarded && !unconfirmedCrossing {
-            unconfirmedCrossing = true
-            return .quiet
-        }
-        unconfirmedCrossing = false
-        position = crossed
-        return .wake(.normal, .usageSample)
-    }
-
-    private func read() throws(CgroupError) -> UInt64 {
-        if measuresSystem {
-            if meminfo == nil { meminfo = try UsageFile("/proc/meminfo", format: .meminfo, files: files) }
-            return try meminfo!.read()
-        }
-        return try cgroupFile!.read()
-    }
-
-    /// Notes a reading: whether it changed, and how fast usage rose or fell since the last one
-    /// (readings less than a millisecond apart keep the rates they had).
-    private func record(_ usage: UInt64, at now: ContinuousClock.Instant) {
-        defer { last = (usage, now) }
-        guard let last else { return }
-        changed = usage != last.usage
-        let seconds = (now - last.at).seconds
-        guard seconds >= 0.001 else { return }
-        let rate = (Double(usage) - Double(last.usage)) / seconds
-        (rising, falling) = (max(0, rate), max(0, -rate))
+        if crossed { return .wake(.normal, .usageSample) }
+        if mode == .continuous, let lastFullReading, now - lastFullReading >= rule.longestInterval { return .wake(.normal, .poll) }
+        return .quiet
     }
 }

@@ -7,6 +7,9 @@ struct GrowthTracker {
     private let policy: PressurePolicy
     private var estimator: GrowthEstimator
     private var lastCapacity: UInt64?
+    /// The cgroup whose usage was measured last (the binding limit's): another one's usage is
+    /// another series.
+    private var lastMeasured: String?
     /// How the forecast warnings turned out so far.
     private(set) var tally = ForecastTally()
     /// A forecast warning waiting to be settled: the ledger's bytes when it was raised, and its
@@ -31,9 +34,11 @@ struct GrowthTracker {
     ///   - ledgerAfter: the ledger now.
     mutating func observe(_ snapshot: PressureSnapshot, ledgerBefore: ReleaseLedger.Entry, ledgerAfter: ReleaseLedger.Entry) -> PressureForecast? {
         let now = ContinuousClock.now.secondsSinceStart
-        if snapshot.capacityBytes != lastCapacity {
+        let measured = snapshot.binding?.cgroupPath
+        if snapshot.capacityBytes != lastCapacity || measured != lastMeasured {
             estimator.reset()
             lastCapacity = snapshot.capacityBytes
+            lastMeasured = measured
         }
         let compensated = Double(snapshot.usageBytes) + Double(ledgerAfter.releasedBytes)
         if let capacity = snapshot.capacityBytes, ledgerBefore == ledgerAfter, !ledgerAfter.inFlight {

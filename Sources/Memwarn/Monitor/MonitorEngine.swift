@@ -1,6 +1,9 @@
 import CgroupKit
 import Logging
 import MemwarnSystem
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The monitor's working part, confined to its loop thread: it registers the sources a
 /// ``SourcePlan`` makes, reads a snapshot when one fires, evaluates it, schedules what comes
@@ -35,6 +38,12 @@ final class MonitorEngine {
     private(set) var pendingThresholds = 0
     private var stepDown: (deadline: EventLoop.Deadline, source: PressureSignal)?
     private var recheckDeadline: EventLoop.Deadline?
+    /// When the latest agent lease runs out unrenewed (``leaseGranted(isNew:endsAt:agentPid:)``).
+    private var leaseDeadline: EventLoop.Deadline?
+    /// The node agents holding leases, each watched for its end.
+    private var agentWatches: [Int32: (watch: ProcessEndWatch, registration: EventLoop.Registration)] = [:]
+    /// Agents whose end cannot be watched (pid 0: another pid namespace; no pidfds): their leases run out.
+    private var unwatchableAgents: Set<Int32> = []
     /// While reads fail transiently: the retry's wait (doubling, at most a second), the
     /// strongest hint and its signal still to be evaluated, a source to drain again, whether a
     /// retry is scheduled, and the failures so far.
@@ -115,6 +124,7 @@ final class MonitorEngine {
         let forecast = growth.observe(snapshot, ledgerBefore: ledger.current, ledgerAfter: ledger.current)
         _ = evaluator.evaluate(snapshot, hint: .normal, now: .now)
         resample(after: snapshot)  // first: the reading carries the sampler's wait as its detection bound
+        if let failure { throw failure }  // the sampler could not open a limit's usage file
         let event = LevelEvent(level: evaluator.level, previous: nil, source: .initial, snapshot: snapshot, forecast: forecast)
         output.engineEmitted(event)
         output.engineRead(reading(event, rise: nil))
@@ -179,10 +189,10 @@ final class MonitorEngine {
                 notification.tearDown()
                 logger.warning("a usage threshold could not be watched; usage is still sampled", metadata: ["error": "\(error)"])
             }
-        case .finished(let count, let took):
+        case .finished(let count, let took, let gauges):
             pendingThresholds = 0
             thresholdNote = nil
-            usageSampling?.enterGuardedMode()
+            usageSampling?.enterGuardedMode(for: gauges)
             publishLines()
             output.engineWatchesUsage(by: usageWatch, after: took)
             logger.info("memory monitor: usage thresholds registered; usage is now sampled only in the guard bands below the marks",
@@ -240,6 +250,7 @@ final class MonitorEngine {
 
     private func evaluate(_ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal, forecast: PressureForecast?) {
         resample(after: snapshot)  // first: the reading carries the sampler's wait as its detection bound
+        guard failure == nil else { return }
         let previous = evaluator.level
         let outcome = evaluator.evaluate(snapshot, hint: hint, now: .now)
         var rise: MemoryPressureLevel?
@@ -309,8 +320,75 @@ final class MonitorEngine {
     private func resample(after snapshot: PressureSnapshot?) {
         guard let usageSampling else { return }
         let now = ContinuousClock.now
-        if let snapshot { usageSampling.observe(snapshot, at: now) }
+        if let snapshot {
+            do {
+                if try usageSampling.observe(snapshot, at: now) { publishLines() }
+            } catch where error.isTransient {
+                retry(after: error, wake: (.normal, .poll), source: nil)
+            } catch {
+                fail(error)
+                return
+            }
+        }
         scheduleSample(after: now)
+    }
+
+    /// A node agent began or renewed coordinating an ancestor's limit (``AgentLeases``): read
+    /// now when it is new (the limit is left out from now on), and again the moment the lease
+    /// would run out unrenewed (the limit counts again).
+    func leaseGranted(isNew: Bool, endsAt end: ContinuousClock.Instant, agentPid: Int32) {
+        loop.assertOnLoop()
+        guard failure == nil else { return }
+        if agentWatches[agentPid] == nil && !unwatchableAgents.contains(agentPid) { watchAgent(agentPid) }
+        scheduleLeaseEnd()
+        if isNew { wake(hint: .normal, source: .agentLease) }
+    }
+
+    /// A reading the moment the earliest lease still held would run out unrenewed (every agent's,
+    /// not only the one just renewed).
+    private func scheduleLeaseEnd() {
+        if let pending = leaseDeadline { loop.cancel(pending) }
+        leaseDeadline = nil
+        guard let earliest = sampler.leases?.current().values.map(\.until).min() else { return }
+        leaseDeadline = loop.schedule(at: earliest + .milliseconds(1)) { [unowned self] in
+            leaseDeadline = nil
+            wake(hint: .normal, source: .agentLease)
+            scheduleLeaseEnd()
+        }
+    }
+
+    /// Watches an agent's end through a pidfd: when it dies, its leases end at once. Where the
+    /// pidfd cannot be had (another pid namespace, an old kernel) the leases run out by themselves.
+    private func watchAgent(_ pid: Int32) {
+        do {
+            let watch = try ProcessEndWatch(pid: pid)
+            let registration = try loop.watch(watch.descriptor, for: .readable) { [unowned self] _ in agentEnded(pid) }
+            agentWatches[pid] = (watch, registration)
+        } catch where error.errno == ESRCH {
+            loop.schedule(at: .now) { [unowned self] in agentEnded(pid) }  // gone already
+        } catch {
+            unwatchableAgents.insert(pid)  // not tried again at every renewal
+            logger.debug("a node agent's end cannot be watched; its leases run out by themselves", metadata: ["agent": "\(pid)", "error": "\(error)"])
+        }
+    }
+
+    /// An agent ended: its leases end, and the limits it coordinated count again.
+    private func agentEnded(_ pid: Int32) {
+        loop.assertOnLoop()
+        if let watch = agentWatches.removeValue(forKey: pid) { loop.unwatch(watch.registration) }
+        let ended = sampler.leases?.revokeAll(agentPid: pid) ?? []
+        guard failure == nil, !ended.isEmpty else { return }
+        logger.notice("memory monitor: the node agent ended; the limits it coordinated count again", metadata: ["agent": "\(pid)", "cgroups": "\(ended)"])
+        scheduleLeaseEnd()
+        wake(hint: .normal, source: .agentLease)
+    }
+
+    /// A lease ended at the agent's word (it stops): read now, the limit counts again.
+    func leaseRevoked() {
+        loop.assertOnLoop()
+        guard failure == nil else { return }
+        scheduleLeaseEnd()
+        wake(hint: .normal, source: .agentLease)
     }
 
     /// Schedules the sampler's next read (none when it asks for none: a guarded sampler outside
@@ -431,5 +509,7 @@ final class MonitorEngine {
             source.tearDown()
         }
         sources = []
+        for (_, watch) in agentWatches { loop.unwatch(watch.registration) }
+        agentWatches = [:]
     }
 }

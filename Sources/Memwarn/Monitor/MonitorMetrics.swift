@@ -6,7 +6,10 @@ import MemwarnSystem
 /// | metric | kind | what |
 /// |---|---|---|
 /// | `memwarn_level` | gauge | 0 normal, 1 warning, 2 critical |
-/// | `memwarn_usage_bytes`, `memwarn_limit_bytes` | gauge | every reading |
+/// | `memwarn_usage_bytes`, `memwarn_limit_bytes` | gauge | every reading: the binding limit and the usage measured against it (an ancestor's counts its siblings) |
+/// | `memwarn_cgroup_usage_bytes` | gauge | the watched cgroup's own usage |
+/// | `memwarn_binding_depth` | gauge | which limit binds: 0 the cgroup's own, 1 its parent's, 2 the grandparent's…; -1 none (the system's memory) |
+/// | `memwarn_coordinated_cgroups` | gauge | ancestors whose limits a node agent coordinates now |
 /// | `memwarn_level_changes_total{level}` | counter | level changes |
 /// | `memwarn_growth_bytes_per_second` | gauge | the sustained growth rate (0 when none) |
 /// | `memwarn_forecast_seconds_to_critical`, `memwarn_forecast_seconds_to_limit` | gauge | `+Inf` when not growing |
@@ -40,6 +43,9 @@ final class MonitorMetrics: Sendable {
     private let floor: Gauge
     private let transientErrors: Counter
     private let usageSamples: Counter
+    private let cgroupUsage: Gauge
+    private let bindingDepth: Gauge
+    private let coordinated: Gauge
     private let reportedTally = Locked(ForecastTally())
 
     init(factory: any MetricsFactory) {
@@ -68,6 +74,9 @@ final class MonitorMetrics: Sendable {
         floor = Gauge(label: "memwarn_floor_bytes", factory: factory)
         transientErrors = Counter(label: "memwarn_transient_errors_total", factory: factory)
         usageSamples = Counter(label: "memwarn_usage_samples_total", factory: factory)
+        cgroupUsage = Gauge(label: "memwarn_cgroup_usage_bytes", factory: factory)
+        bindingDepth = Gauge(label: "memwarn_binding_depth", factory: factory)
+        coordinated = Gauge(label: "memwarn_coordinated_cgroups", factory: factory)
     }
 
     /// The monitor was armed.
@@ -89,6 +98,9 @@ final class MonitorMetrics: Sendable {
         let event = reading.event
         usage.record(Int64(clamping: event.snapshot.usageBytes))
         limit.record(Int64(clamping: event.snapshot.capacityBytes ?? 0))
+        if let own = event.snapshot.cgroupUsageBytes { cgroupUsage.record(Int64(clamping: own)) }
+        bindingDepth.record(Self.depth(of: event.snapshot))
+        coordinated.record(event.snapshot.coordinatedCgroups.count)
         level.record(PressureMonitor.gaugeValue(event.level))
         growth.record(reading.growthBytesPerSecond)
         secondsToCritical.record(event.forecast?.secondsToCritical ?? .infinity)
@@ -100,6 +112,14 @@ final class MonitorMetrics: Sendable {
         forecastRaised.increment(by: max(0, reading.tally.raised - previous.raised))
         forecastConfirmed.increment(by: max(0, reading.tally.confirmed - previous.confirmed))
         forecastFalse.increment(by: max(0, reading.tally.falseAlarms - previous.falseAlarms))
+    }
+
+    /// How many levels above the watched cgroup the binding limit is set: 0 its own (a hidden
+    /// limit counts as one above the namespace's root), -1 when none applies.
+    static func depth(of snapshot: PressureSnapshot) -> Int {
+        guard let binding = snapshot.binding, let own = snapshot.cgroup?.path else { return -1 }
+        if binding.isHidden { return own.split(separator: "/").count + 1 }
+        return own.split(separator: "/").count - binding.cgroupPath.split(separator: "/").count
     }
 
     /// A level change.

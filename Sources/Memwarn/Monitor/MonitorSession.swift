@@ -21,9 +21,12 @@ final class MonitorSession: Sendable {
         var coordinators: @Sendable () -> [ReleaseCoordinator]
         /// The exhausted state changed.
         var exhaustionChanged: @Sendable (MemoryExhaustion) -> Void
+        /// The ancestors a node agent coordinates for the monitor.
+        var leases: AgentLeases
     }
 
     private let loop: EventLoop
+    private let engine: EngineBox
     private let releaseLoop: ReleaseLoop
     /// How arming went.
     let arming: MonitorArming
@@ -33,9 +36,10 @@ final class MonitorSession: Sendable {
     /// Set by the engine's thread as it ends.
     private let threadEnded: ConditionLock<Bool>
 
-    private init(loop: EventLoop, releaseLoop: ReleaseLoop, arming: MonitorArming, engineEnded: AsyncStream<Result<Void, any Error>>,
-                 releaseEnded: AsyncStream<Void>, threadEnded: ConditionLock<Bool>) {
+    private init(loop: EventLoop, engine: EngineBox, releaseLoop: ReleaseLoop, arming: MonitorArming,
+                 engineEnded: AsyncStream<Result<Void, any Error>>, releaseEnded: AsyncStream<Void>, threadEnded: ConditionLock<Bool>) {
         self.loop = loop
+        self.engine = engine
         self.releaseLoop = releaseLoop
         self.arming = arming
         self.engineEnded = engineEnded
@@ -63,7 +67,8 @@ final class MonitorSession: Sendable {
         } catch {
             throw MonitorError(error)
         }
-        let sampler = SnapshotSampler(layout: layout, files: configuration.files)
+        let sampler = SnapshotSampler(layout: layout, files: configuration.files, includesAncestors: configuration.policy.countsAncestorLimits,
+                                      leases: parts.leases)
         let ledger = ReleaseLedger()
         let releaseLoop = ReleaseLoop(context: .init(
             sampler: sampler, policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall, ledger: ledger,
@@ -127,13 +132,23 @@ final class MonitorSession: Sendable {
         let duration = ContinuousClock.now - began
         let arming = MonitorArming(duration: duration, sinceProcessStart: ProcessAge.now(files: configuration.files),
                                    usageWatch: usageWatch, pendingThresholds: pendingThresholds, sources: [])
-        return MonitorSession(loop: loop, releaseLoop: releaseLoop, arming: arming, engineEnded: engineEnded, releaseEnded: releaseEnded,
+        return MonitorSession(loop: loop, engine: engine, releaseLoop: releaseLoop, arming: arming, engineEnded: engineEnded, releaseEnded: releaseEnded,
                               threadEnded: threadEnded)
     }
 
     /// Runs `work` on the engine's thread (any thread may ask); never, once the engine stopped.
     func onLoop(_ work: @escaping @Sendable () -> Void) {
         loop.execute(work)
+    }
+
+    /// Tells the engine a lease was granted or renewed (any thread).
+    func leaseGranted(isNew: Bool, endsAt end: ContinuousClock.Instant, agentPid: Int32) {
+        loop.execute { [engine] in engine.engine.leaseGranted(isNew: isNew, endsAt: end, agentPid: agentPid) }
+    }
+
+    /// Tells the engine a lease ended at the agent's word (any thread).
+    func leaseRevoked() {
+        loop.execute { [engine] in engine.engine.leaseRevoked() }
     }
 
     /// Asks the engine to stop (any thread); ``waitUntilEnded()`` returns once it has. Asking a

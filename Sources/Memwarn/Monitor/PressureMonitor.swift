@@ -72,6 +72,8 @@ public final class PressureMonitor: Service, Sendable {
     private let exhaustionChanges = Broadcaster<MemoryExhaustion>()
     private let exhausted = Atomic<Bool>(false)
     private let samples: UsageSampleCount
+    /// The ancestors a node agent coordinates for this monitor (``coordinate(cgroupPath:agentPid:for:)``).
+    private let leases = AgentLeases()
     private let metrics: MonitorMetrics
 
     /// Creates a monitor and arms it: when it returns, the cgroup's sources are registered, the
@@ -163,13 +165,7 @@ public final class PressureMonitor: Service, Sendable {
         let token = ObserverToken(id: levelEvents.addObserver { event in once.deliver(event) })
         // The latest event, handed over on the monitor's thread, where every event is posted: it
         // comes first, unless an event posted meanwhile reached the observer already.
-        let session: MonitorSession? = state.withLock { state in
-            switch state.phase {
-            case .armed(let session), .running(let session): session
-            case .idle, .failedToArm: nil
-            }
-        }
-        session?.onLoop { [levelEvents] in
+        currentSession?.onLoop { [levelEvents] in
             if let latest = levelEvents.latest { once.deliverFirst(latest) }
         }
         return token
@@ -303,7 +299,7 @@ public final class PressureMonitor: Service, Sendable {
             configuration: configuration, logger: logger, metrics: metrics, samples: samples,
             output: { [weak self] in EngineOutput(self) },
             coordinators: { [weak self] in self?.state.withLock { state in state.coordinators.sorted { $0.key < $1.key }.map(\.value) } ?? [] },
-            exhaustionChanged: { [weak self] change in self?.publish(change) }))
+            exhaustionChanged: { [weak self] change in self?.publish(change) }, leases: leases))
         var arming = session.arming
         state.withLock { state in
             arming.sources = state.sources
@@ -316,6 +312,41 @@ public final class PressureMonitor: Service, Sendable {
             "usageWatch": "\(arming.usageWatch)", "pendingThresholds": "\(arming.pendingThresholds)", "sources": "\(arming.sources.count)",
         ])
         return session
+    }
+
+    /// A node agent (`memwarn agent`, through the control endpoint) coordinates an ancestor's
+    /// limit for `duration` (renewed as it runs): the monitor leaves that limit out of its
+    /// readings until the lease runs out, then counts it again. The cgroup's own limit is never
+    /// left out.
+    ///
+    /// - Parameters:
+    ///   - cgroupPath: the ancestor, as its path inside the memory mount.
+    ///   - agentPid: the agent's pid (from the endpoint's peer credentials).
+    ///   - duration: the lease, at most a minute.
+    package func coordinate(cgroupPath: String, agentPid: Int32, for duration: Duration) {
+        let now = ContinuousClock.now
+        let isNew = leases.grant(cgroupPath: cgroupPath, agentPid: agentPid, for: duration, now: now)
+        if isNew { logger.notice("memory monitor: a node agent coordinates an ancestor's limit", metadata: ["cgroup": "\(cgroupPath)", "agent": "\(agentPid)"]) }
+        currentSession?.leaseGranted(isNew: isNew, endsAt: now + min(duration, AgentLeases.longestLease), agentPid: agentPid)
+    }
+
+    /// The agent stops coordinating `cgroupPath`: its limit counts again at once.
+    package func endCoordination(cgroupPath: String) {
+        guard leases.revoke(cgroupPath: cgroupPath) else { return }
+        logger.notice("memory monitor: the node agent stopped coordinating an ancestor's limit", metadata: ["cgroup": "\(cgroupPath)"])
+        currentSession?.leaseRevoked()
+    }
+
+    /// The ancestors coordinated now, with the agents' pids.
+    package var coordinatedCgroups: [String: Int32] { leases.current().mapValues(\.agentPid) }
+
+    private var currentSession: MonitorSession? {
+        state.withLock { state in
+            switch state.phase {
+            case .armed(let session), .running(let session): session
+            case .idle, .failedToArm: nil
+            }
+        }
     }
 
     /// Every reading: metrics and the latest forecast (the session hands it to the release loop).

@@ -159,9 +159,12 @@ final class ReleaseLoop: @unchecked Sendable {
         }
     }
 
-    /// How far usage fell between two readings (0 when it rose).
+    /// How far usage fell between two readings (0 when it rose): the cgroup's own usage, what
+    /// this process's release can have freed (a limited ancestor's usage, when it binds, moves
+    /// with the siblings too, and the binding limit may change between the two readings).
     private static func drop(from before: PressureSnapshot, to after: PressureSnapshot) -> UInt64 {
-        before.usageBytes > after.usageBytes ? before.usageBytes - after.usageBytes : 0
+        let (was, now) = (before.cgroupUsageBytes ?? before.usageBytes, after.cgroupUsageBytes ?? after.usageBytes)
+        return was > now ? was - now : 0
     }
 
     private func leaveExhaustion(_ fresh: PressureSnapshot, growth: Double) {

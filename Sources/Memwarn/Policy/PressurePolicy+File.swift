@@ -81,7 +81,7 @@ extension PressurePolicy {
     static let keys = [
         "warning_ratio", "critical_ratio", "recovery_ratio", "psi_some_warning_percent", "psi_full_critical_percent",
         "psi_window", "hold_time", "recheck_interval", "poll_interval", "pressure_level_quiet_time",
-        "forecast_horizon", "growth_window", "worst_case_growth",
+        "forecast_horizon", "growth_window", "worst_case_growth", "ancestor_limits",
     ]
 
     /// Sets one setting by its file key.
@@ -114,6 +114,12 @@ extension PressurePolicy {
                 throw PolicyError("\(origin): \(key) must be a rate such as 1G/s or 512M/s, or 0, is \(Self.quoted(value))")
             }
             worstCaseGrowthBytesPerSecond = rate
+        case "ancestor_limits":
+            switch value {
+            case "watch": countsAncestorLimits = true
+            case "ignore": countsAncestorLimits = false
+            default: throw PolicyError("\(origin): \(key) must be watch or ignore, is \(Self.quoted(value))")
+            }
         default: throw PolicyError("\(origin): unknown key \(Self.quoted(key)) (known: \(Self.keys.joined(separator: ", ")))")
         }
     }

@@ -35,6 +35,13 @@ public struct PressurePolicy: Sendable, Hashable {
     /// the marks it barely reads. The default, 1 GiB/s, is above the fastest growth the project's
     /// growth benchmark drives (800 MiB/s, which it survives). `0` turns adaptive sampling off: usage is then read every ``pollInterval``.
     public var worstCaseGrowthBytesPerSecond: UInt64 = 1 << 30
+    /// Whether the limits of the cgroup's ancestors count (`ancestor_limits = watch`, the
+    /// default): each limited ancestor's usage (which counts every sibling) is read against its
+    /// limit, and the level comes from the limit with the least headroom. `ignore` reads the
+    /// cgroup's own limit alone: for a service whose parent's pressure is someone else's to
+    /// handle. A node agent that coordinates a parent (`memwarn agent`) takes that parent out for
+    /// as long as it runs, whatever this says.
+    public var countsAncestorLimits = true
     /// The quiet time after a v1 `memory.pressure_level` notification before the next one
     /// is listened to (the kernel sends tens of thousands a second under thrash).
     public var pressureLevelQuietTime: Duration = .milliseconds(100)

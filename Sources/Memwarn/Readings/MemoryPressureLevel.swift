@@ -62,6 +62,9 @@ public struct PressureSignal: Sendable, Hashable, CustomStringConvertible {
     /// The growth forecast: usage, growing as measured, would reach the critical mark within
     /// ``PressurePolicy/forecastHorizon``. Raises `.warning` before the warning mark is crossed.
     public static let forecast = PressureSignal("forecast", eventDriven: false)
+    /// A node agent (`memwarn agent`) began coordinating an ancestor's limit, or its lease ran
+    /// out: the monitor reads again with that limit left out, or counted again.
+    public static let agentLease = PressureSignal("agent-lease", eventDriven: false)
     /// A request from the application or the CLI.
     public static let request = PressureSignal("request", eventDriven: false)
 

@@ -6,11 +6,23 @@ public struct PressureSnapshot: Sendable, Hashable {
     public var time: Duration
     /// The memory cgroup measured, or `nil` when no memory controller is mounted.
     public var cgroup: CgroupLocation?
-    /// Usage in bytes: the cgroup's (`memory.usage_in_bytes`, `memory.current`), or the
-    /// system's used memory (`MemTotal - MemAvailable`) when no limit applies.
+    /// Usage in bytes, measured against ``limit``: the usage of the cgroup that sets the binding
+    /// limit (``binding``: the cgroup's own, or a limited ancestor's, which counts its siblings),
+    /// or the system's used memory (`MemTotal - MemAvailable`) when no limit applies.
     public var usageBytes: UInt64
-    /// The effective limit (lowest of the cgroup and its ancestors), or `nil` when none is set.
+    /// The binding limit: of the cgroup and its limited ancestors, the one with the least
+    /// headroom (``binding``), or `nil` when none is set.
     public var limit: EffectiveLimit?
+    /// Every limit that applies, nearest first, each with the usage it is measured against
+    /// (CgroupKit's `CgroupMemoryReader.constraints(includingAncestors:)`), less those an agent
+    /// coordinates (``coordinatedCgroups``). Empty when no limit applies.
+    public var constraints: [MemoryConstraint] = []
+    /// The watched cgroup's own usage (`nil` without a memory controller). It equals
+    /// ``usageBytes`` when the cgroup's own limit binds.
+    public var cgroupUsageBytes: UInt64?
+    /// Ancestors whose limits a node agent coordinates for this process (`memwarn agent`):
+    /// left out of ``constraints`` while its lease holds.
+    public var coordinatedCgroups: [String] = []
     /// The system's memory, read when no cgroup limit applies (the fallback measure).
     public var system: SystemMemory?
     /// Memory pressure stalls: the cgroup2 group's `memory.pressure`, or the system's.
@@ -38,7 +50,10 @@ public struct PressureSnapshot: Sendable, Hashable {
         self.pressureFile = pressureFile
     }
 
-    /// The bytes usage is measured against: the effective limit, else the system's total.
+    /// The constraint whose limit binds (the least headroom), or `nil` when no limit applies.
+    public var binding: MemoryConstraint? { MemoryConstraint.binding(constraints) }
+
+    /// The bytes usage is measured against: the binding limit, else the system's total.
     public var capacityBytes: UInt64? { limit?.bytes ?? system?.totalBytes }
 
     /// Usage as a share of ``capacityBytes`` (0 when unknown).

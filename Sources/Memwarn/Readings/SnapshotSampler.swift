@@ -1,4 +1,5 @@
 public import CgroupKit
+import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,15 +13,35 @@ public struct SnapshotSampler: Sendable {
     /// The PSI file read: the cgroup2 group's `memory.pressure` when it exists, else
     /// `/proc/pressure/memory`, else `nil` (a kernel without PSI).
     public let pressureFile: String?
+    /// Whether the limits of the cgroup's ancestors count (the policy's `ancestor_limits`).
+    public let includesAncestors: Bool
+    /// The ancestors a node agent coordinates for this process, left out while their leases hold.
+    let leases: AgentLeases?
+    /// Which ancestors set a limit, from the latest walk up the mount (shared by every copy of
+    /// this sampler: the monitor's thread and its release thread both read).
+    private let ancestors = Locked<(found: LimitedAncestors, at: ContinuousClock.Instant)?>(nil)
+
+    /// How long a walk up the mount stands: an ancestor that gains or loses a limit is seen within
+    /// it; a changed limit of one already known, at the next reading. The walk reads two files a
+    /// level and `memory.stat`; a reading reads only the limits and usage it found.
+    static let ancestorWalkInterval = Duration.seconds(1)
 
     /// A sampler for a layout.
     ///
     /// - Parameters:
     ///   - layout: the cgroups to read, as CgroupKit's `CgroupDiscovery` finds them.
     ///   - files: where the kernel's files are read; the real host by default.
-    public init(layout: CgroupLayout, files: KernelFiles = .host) {
+    ///   - includesAncestors: whether limited ancestors count (their usage against their limits);
+    ///     `false` reads the cgroup's own limit alone.
+    public init(layout: CgroupLayout, files: KernelFiles = .host, includesAncestors: Bool = true) {
+        self.init(layout: layout, files: files, includesAncestors: includesAncestors, leases: nil)
+    }
+
+    init(layout: CgroupLayout, files: KernelFiles, includesAncestors: Bool, leases: AgentLeases?) {
         self.layout = layout
         self.files = files
+        self.includesAncestors = includesAncestors
+        self.leases = leases
         if let unified = layout.unified, files.exists(unified.file("memory.pressure")) {
             pressureFile = unified.file("memory.pressure")
         } else if files.exists("/proc/pressure/memory") {
@@ -35,7 +56,8 @@ public struct SnapshotSampler: Sendable {
         layout.memory.map { CgroupMemoryReader(location: $0, files: files) }
     }
 
-    /// Reads usage, the effective limit, PSI, and (when no limit applies) `/proc/meminfo`.
+    /// Reads the cgroup's usage, every limit that applies with its usage (the binding one sets
+    /// the snapshot's usage and limit), PSI, and (when no limit applies) `/proc/meminfo`.
     ///
     /// - Returns: the snapshot, stamped with the current time.
     /// - Throws: CgroupKit's `CgroupError` when a file is missing or malformed, including a
@@ -43,9 +65,25 @@ public struct SnapshotSampler: Sendable {
     public func sample() throws(CgroupError) -> PressureSnapshot {
         var usage: UInt64 = 0
         var limit: EffectiveLimit?
+        var constraints: [MemoryConstraint] = []
+        var cgroupUsage: UInt64?
+        var coordinated: [String] = []
         if let reader {
-            usage = try reader.usage()
-            limit = try reader.effectiveLimit()
+            constraints = try reader.constraints(along: includesAncestors ? limitedAncestors(reader) : nil)
+            // The own limit's reading, when there is one: the same number, not a second read.
+            if let own = constraints.first(where: { $0.cgroupPath == reader.location.path && !$0.isHidden }) {
+                cgroupUsage = own.usageBytes
+            } else {
+                cgroupUsage = try reader.usage()
+            }
+            if let leases = leases?.current(), !leases.isEmpty {
+                coordinated = constraints.map(\.cgroupPath).filter { leases[$0] != nil && $0 != reader.location.path }
+                constraints.removeAll { coordinated.contains($0.cgroupPath) && !$0.isHidden }
+            }
+            if let binding = MemoryConstraint.binding(constraints) {
+                usage = binding.usageBytes
+                limit = binding.limit
+            }
         }
         var system: SystemMemory?
         if limit == nil {
@@ -54,7 +92,21 @@ public struct SnapshotSampler: Sendable {
             usage = meminfo.usedBytes
         }
         let pressure = try pressureFile.map { (path) throws(CgroupError) in try PressureStall.parse(files.read(path), path: files.path(path)) }
-        return PressureSnapshot(time: Self.wallClock(), cgroup: layout.memory, usageBytes: usage, limit: limit, system: system, pressure: pressure, pressureFile: pressureFile)
+        var snapshot = PressureSnapshot(time: Self.wallClock(), cgroup: layout.memory, usageBytes: usage, limit: limit, system: system,
+                                        pressure: pressure, pressureFile: pressureFile)
+        snapshot.constraints = constraints
+        snapshot.cgroupUsageBytes = cgroupUsage
+        snapshot.coordinatedCgroups = coordinated
+        return snapshot
+    }
+
+    /// The limited ancestors, walked afresh when the last walk is older than ``ancestorWalkInterval``.
+    private func limitedAncestors(_ reader: CgroupMemoryReader) throws(CgroupError) -> LimitedAncestors {
+        let now = ContinuousClock.now
+        if let cached = ancestors.withLock({ $0 }), now - cached.at < Self.ancestorWalkInterval { return cached.found }
+        let found = try reader.limitedAncestors()
+        ancestors.withLock { $0 = (found, now) }
+        return found
     }
 
     static func wallClock() -> Duration {

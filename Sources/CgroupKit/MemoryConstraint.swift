@@ -1,0 +1,53 @@
+/// One limit that applies to a memory cgroup, with the usage it is measured against: the
+/// cgroup's own limit, or an ancestor's (a systemd slice's `MemoryMax=`, a pod's limit) with that
+/// ancestor's usage, which counts every sibling beside the cgroup.
+///
+/// The limit that binds is not the smallest but the one with the least headroom (limit minus
+/// that cgroup's usage): a 256 MiB parent holding a sibling's 200 MiB leaves a child without a
+/// limit of its own 56 MiB, whatever the child itself uses (``binding(_:)``).
+public struct MemoryConstraint: Sendable, Hashable, Codable {
+    /// The cgroup whose limit it is (its path inside the mount).
+    public var cgroupPath: String
+    /// That cgroup's usage in bytes (`memory.usage_in_bytes`, `memory.current`): for an ancestor,
+    /// the usage of every cgroup below it. For a hidden limit (``isHidden``), the watched cgroup's
+    /// own usage, the only part of the unknown usage that can be read.
+    public var usageBytes: UInt64
+    /// The limit: its bytes, file and cgroup.
+    public var limit: EffectiveLimit
+    /// Whether the limit is set above the cgroup namespace's root (cgroup v1: `memory.stat`'s
+    /// `hierarchical_memory_limit` is lower than every limit visible in the mount). Its cgroup
+    /// cannot be read, so usage is the watched cgroup's own, a lower bound: siblings outside the
+    /// namespace are not counted.
+    public var isHidden: Bool
+
+    /// Creates a constraint.
+    ///
+    /// - Parameters:
+    ///   - cgroupPath: the cgroup whose limit it is, inside the mount.
+    ///   - usageBytes: that cgroup's usage.
+    ///   - limit: the limit.
+    ///   - isHidden: whether the limit is set above the cgroup namespace's root.
+    public init(cgroupPath: String, usageBytes: UInt64, limit: EffectiveLimit, isHidden: Bool = false) {
+        self.cgroupPath = cgroupPath
+        self.usageBytes = usageBytes
+        self.limit = limit
+        self.isHidden = isHidden
+    }
+
+    /// What is left before the limit: limit minus usage (0 at or over it).
+    public var headroomBytes: UInt64 { limit.bytes > usageBytes ? limit.bytes - usageBytes : 0 }
+
+    /// Usage as a share of the limit.
+    public var ratio: Double { limit.bytes == 0 ? 1 : Double(usageBytes) / Double(limit.bytes) }
+
+    /// The constraint that binds: the least headroom; on a tie the first (the nearest to the
+    /// watched cgroup, as ``CgroupMemoryReader/constraints(includingAncestors:)`` orders them).
+    ///
+    /// - Parameter constraints: the constraints, nearest first.
+    /// - Returns: the binding one, or `nil` when there is none.
+    public static func binding(_ constraints: [MemoryConstraint]) -> MemoryConstraint? {
+        var best: MemoryConstraint?
+        for constraint in constraints where constraint.headroomBytes < best?.headroomBytes ?? .max { best = constraint }
+        return best
+    }
+}

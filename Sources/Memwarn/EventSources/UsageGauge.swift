@@ -1,0 +1,128 @@
+import CgroupKit
+
+/// One limit's usage as ``UsageSampling`` reads it: the usage file of the cgroup that sets the
+/// limit (the watched cgroup's, a limited ancestor's, or `/proc/meminfo` when no limit applies),
+/// the marks in bytes of that limit, and what the readings so far say (where usage stands among
+/// the thresholds, how fast it moves, whether a guard band is being watched). Loop thread only.
+final class UsageGauge {
+    /// The constraint it follows: `<cgroup path>|<limit file>`, or `system`.
+    let key: String
+    let file: UsageFile
+    /// Whether the kernel reports this usage's crossings (cgroup v1 thresholds registered on it):
+    /// then it is read only inside the guard bands below the marks.
+    var isGuarded = false
+
+    private let processors: Int
+    private(set) var capacity: UInt64?
+    private var thresholds: [UInt64] = []
+    /// Recovery, warning, critical (bytes, ascending): where a fall matters; also the guard bands' tops.
+    private(set) var levelMarks: [UInt64] = []
+    /// Warning, critical, the limit (bytes, ascending): where a rise matters.
+    private(set) var marksAbove: [UInt64] = []
+    private var band: UInt64 = 0
+    /// How far below a threshold usage must fall before the fall counts as a crossing (1 % of
+    /// the capacity): usage wavering on a threshold costs reads, not full readings.
+    private var slack: UInt64 = 0
+
+    private(set) var last: (usage: UInt64, at: ContinuousClock.Instant)?
+    private var position = 0
+    private(set) var rising = 0.0
+    private(set) var falling = 0.0
+    private var changed = true
+    private var guardWait: Duration?
+    /// Guarded: a crossing one read saw, which the kernel has not reported yet.
+    private var unconfirmedCrossing = false
+    /// Guarded: usage was inside a band at the last read. Sampling goes on until usage is a
+    /// second band's width below the mark: a fall out of the band by a few unchecked pages leaves
+    /// the kernel's guard "crossed", and it would not report usage coming back.
+    private var guarding = false
+
+    init(key: String, file: UsageFile, processors: Int) {
+        self.key = key
+        self.file = file
+        self.processors = processors
+    }
+
+    /// Takes in a full reading of this limit: its capacity (a new one moves every mark) and usage.
+    func observe(usage: UInt64, capacity: UInt64, policy: PressurePolicy, at now: ContinuousClock.Instant) {
+        if capacity != self.capacity { plan(capacity: capacity, policy: policy) }
+        record(usage, at: now)
+        position = thresholds.count(where: { $0 <= usage })
+        unconfirmedCrossing = false
+    }
+
+    /// Sampling in the guard bands from now on.
+    func guardFromNow() {
+        isGuarded = true
+        guardWait = nil
+        guarding = false
+        unconfirmedCrossing = false
+    }
+
+    private func plan(capacity: UInt64, policy: PressurePolicy) {
+        self.capacity = capacity
+        func bytes(_ ratio: Double) -> UInt64 { UInt64(Double(capacity) * ratio) }
+        thresholds = SourcePlan.thresholdRatios(policy).map(bytes)
+        levelMarks = [policy.recoveryRatio, policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }.map(bytes).sorted()
+        marksAbove = ([policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }.map(bytes) + [capacity]).sorted()
+        band = SamplingRule.guardBand(capacity: capacity, processors: processors)
+        slack = capacity / 100
+    }
+
+    /// The wait before this gauge's next read, or `nil` for none until the next full reading
+    /// (guarded, outside every band).
+    func nextWait(rule: SamplingRule) -> Duration? {
+        guard let usage = last?.usage else { return nil }
+        if !isGuarded {
+            return rule.interval(usage: usage, marksAbove: marksAbove, marksBelow: levelMarks, risingBytesPerSecond: rising,
+                                 fallingBytesPerSecond: falling)
+        }
+        if unconfirmedCrossing { return SamplingRule.shortestInterval }
+        let width = guarding ? 2 * band : band
+        guarding = levelMarks.contains { usage < $0 && usage + width >= $0 }
+        guard guarding else {
+            guardWait = nil
+            return nil
+        }
+        let wait = rule.guardInterval(previous: guardWait, changed: changed)
+        guardWait = wait
+        return wait
+    }
+
+    /// Reads usage now.
+    ///
+    /// - Returns: whether usage crossed a threshold (up across one, or down below one by the
+    ///   slack) — beside the kernel's thresholds only once a second read, a floor interval later,
+    ///   still sees it (the kernel reports its own in 0.1-3 ms, and its full reading moves the
+    ///   position, so only a crossing it did not report counts here).
+    /// - Throws: CgroupKit's `CgroupError` when the file cannot be read.
+    func read(at now: ContinuousClock.Instant) throws(CgroupError) -> Bool {
+        let usage = try file.read()
+        record(usage, at: now)
+        let crossed = thresholds.count(where: { $0 <= usage })
+        let fell = thresholds.count(where: { $0 <= usage + slack }) < position
+        guard crossed > position || fell else {
+            unconfirmedCrossing = false
+            return false
+        }
+        if isGuarded && !unconfirmedCrossing {
+            unconfirmedCrossing = true
+            return false
+        }
+        unconfirmedCrossing = false
+        position = crossed
+        return true
+    }
+
+    /// Notes a reading: whether it changed, and how fast usage rose or fell since the last one
+    /// (readings less than a millisecond apart keep the rates they had).
+    private func record(_ usage: UInt64, at now: ContinuousClock.Instant) {
+        defer { last = (usage, now) }
+        guard let last else { return }
+        changed = usage != last.usage
+        let seconds = (now - last.at).seconds
+        guard seconds >= 0.001 else { return }
+        let rate = (Double(usage) - Double(last.usage)) / seconds
+        (rising, falling) = (max(0, rate), max(0, -rate))
+    }
+}

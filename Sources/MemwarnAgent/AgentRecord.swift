@@ -1,0 +1,92 @@
+import MemwarnSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One decision or finding of the agent: a JSON line with `--json` (keys sorted, absent values
+/// left out), else a line of text.
+package struct AgentRecord: Encodable, Sendable {
+    /// `started`, `found`, `lost`, `round` (the order of a round of asks), `unreachable` (a socket whose status exchange failed: `cgroup`
+    /// holds the socket's path), `unlinked`, `crossing`, `ask`, `unanswered`, `relieved`,
+    /// `lease-refused`, `lease-unrenewed` (a renewal failed: tried again in 5 s), `metrics-unwritten`,
+    /// `stopped`.
+    package var event: String
+    package var time: Double
+    package var pid: Int32?
+    package var cgroup: String?
+    package var level: String?
+    /// The service's place in the order of the round (1: the largest).
+    package var rank: Int?
+    /// The service's kernel-measured usage when it was asked (its cgroup's, or its RSS when it
+    /// shares a cgroup with another service).
+    package var serviceUsageBytes: UInt64?
+    package var targetBytes: Int?
+    /// What the service said it freed (its release report): told, not believed.
+    package var reportedFreedBytes: Int?
+    /// What the kernel shows it freed: its usage before the ask minus after.
+    package var measuredFreedBytes: Int64?
+    package var parentUsageBytes: UInt64?
+    package var parentAfterBytes: UInt64?
+    package var parentLimitBytes: UInt64?
+    package var measure: String?
+    package var milliseconds: Double?
+    package var asks: Int?
+    package var reason: String?
+    /// A round's order: the services, largest first by kernel-measured usage.
+    package var order: [Ranked]?
+
+    /// One service in a round's order.
+    package struct Ranked: Encodable, Sendable {
+        package var pid: Int32
+        package var cgroup: String
+        package var usageBytes: UInt64
+    }
+
+    init(_ event: String) {
+        self.event = event
+        time = Self.wallClock()
+    }
+
+    private static func wallClock() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let seconds = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        return (seconds * 1000).rounded() / 1000
+    }
+
+    /// The record as a line of text.
+    package var text: String {
+        func size(_ bytes: UInt64?) -> String { bytes.map(ByteSize.describe) ?? "?" }
+        func signed(_ bytes: Int64?) -> String { bytes.map { $0 < 0 ? "-" + ByteSize.describe(UInt64(-$0)) : ByteSize.describe(UInt64($0)) } ?? "?" }
+        let ms = milliseconds.map { String(format: "%.1f ms", $0) } ?? ""
+        switch event {
+        case "started":
+            return "agent: guarding \(measure ?? "?"): \(size(parentUsageBytes)) of \(size(parentLimitBytes))"
+        case "found":
+            return "found: process \(pid ?? 0) in \(cgroup ?? "?")"
+        case "lost":
+            return "lost: process \(pid ?? 0) (\(reason ?? ""))"
+        case "unlinked":
+            return "not linked: \(cgroup ?? "?") holds \(size(serviceUsageBytes)) with no memwarn service (listed, never asked)"
+        case "crossing":
+            return "crossing: \(measure ?? "?") at \(size(parentUsageBytes)) of \(size(parentLimitBytes)) (\(level ?? "?"))"
+        case "ask":
+            return "ask #\(rank ?? 0) \(level ?? "?"): process \(pid ?? 0) (\(size(serviceUsageBytes))) freed \(signed(measuredFreedBytes)) "
+                + "(reported \(reportedFreedBytes.map { ByteSize.describe(UInt64(max(0, $0))) } ?? "?")); parent \(size(parentUsageBytes)) -> \(size(parentAfterBytes)) in \(ms)"
+        case "unanswered":
+            return "no answer: process \(pid ?? 0) (\(level ?? "?")) after \(ms): \(reason ?? "")"
+        case "relieved":
+            return "relieved: under the recovery mark \(ms) after the crossing, \(asks ?? 0) asks, \(signed(measuredFreedBytes)) freed"
+        case "round":
+            return "round: " + (order ?? []).map { "\($0.pid) (\(ByteSize.describe($0.usageBytes)))" }.joined(separator: ", ")
+        case "unreachable":
+            return "unreachable: \(cgroup ?? "?") (\(reason ?? "")); tried again in 5 s"
+        case "lease-unrenewed":
+            return "lease not renewed: process \(pid ?? 0): \(reason ?? "")"
+        case "lease-refused":
+            return "lease refused: process \(pid ?? 0): \(reason ?? "")"
+        default:
+            return "\(event)" + (reason.map { ": \($0)" } ?? "")
+        }
+    }
+}

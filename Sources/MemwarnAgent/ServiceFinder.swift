@@ -1,0 +1,117 @@
+import CgroupKit
+import Memwarn
+import MemwarnSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Finds the memwarn services under the parent: every `<pid>.sock` in the control directories,
+/// asked for its status, kept when the process that listens (its `SO_PEERCRED` pid) is in a
+/// memory cgroup at or below the parent. A socket already known is not asked again while it
+/// exists and its process lives: a search is a directory listing, and costs an exchange only
+/// for a new socket. Also lists the parent's child cgroups that hold no such
+/// service (services that do not link memwarn): listed, never asked.
+struct ServiceFinder {
+    let directories: [String]
+    let parent: CgroupLocation?
+    let files: KernelFiles
+    let timeout: Duration
+
+    /// One search.
+    ///
+    /// - Returns: the services found, the sockets that failed (path and why), and the unlinked
+    ///   children of the parent (path and usage).
+    func search(known: [AgentService], skipping skipped: Set<String>)
+        -> (services: [AgentService], outside: [String: Int32], failures: [(socket: String, reason: String)], unlinked: [(cgroup: String, usageBytes: UInt64)]) {
+        var services: [AgentService] = []
+        var outside: [String: Int32] = [:]
+        var failures: [(String, String)] = []
+        let discovery = CgroupDiscovery(files: files)
+        for directory in directories.flatMap(Self.expand) where !skipped.contains(directory) {
+            // Unlike `memwarn trigger`, the agent does not trust a directory for its owner: it
+            // believes only the pid the kernel gives for a socket, and that pid's cgroup. A
+            // directory of any user is searched; a symbolic link is not followed.
+            var status = stat()
+            guard lstat(directory, &status) == 0 else { continue }  // not made yet: searched once it is
+            guard status.st_mode & S_IFMT == S_IFDIR else {
+                failures.append((directory, "not searched: not a directory (a symbolic link is not followed)"))
+                continue
+            }
+            for socket in ControlClient.socketPaths(in: directory) where !skipped.contains(socket) {
+                if let service = known.first(where: { $0.socketPath == socket }), kill(service.pid, 0) == 0 || errno == EPERM {
+                    services.append(service)
+                    continue
+                }
+                var found: AgentService?
+                var listener: Int32 = 0
+                do {
+                    let exchange = try ControlClient.exchange(ControlRequest.status.line, with: socket, timeout: timeout) { (peer) throws(ControlError) in
+                        listener = peer.pid
+                        found = try admit(peer, socket: socket, discovery: discovery)
+                    }
+                    guard case .status = try ControlReply(line: Array(exchange.reply.utf8)) else {
+                        throw ControlError("answered status with something else")
+                    }
+                } catch let error as ControlError where error.message.hasPrefix(Self.outside) {
+                    outside[socket] = listener  // another subtree's service: not ours, not asked again while it lives
+                    continue
+                } catch {
+                    failures.append((socket, "\(error)"))
+                    continue
+                }
+                if let found, !services.contains(where: { $0.pid == found.pid }) { services.append(found) }
+            }
+        }
+        return (services, outside, failures, unlinked(besides: services))
+    }
+
+    private static let outside = "outside the parent: "
+
+    /// A directory, or every directory a pattern with `*` matches (`/run/memwarn/pods/*/memwarn`:
+    /// one per pod, each pod's endpoint named by its pid inside the pod), matched afresh at each search.
+    static func expand(_ pattern: String) -> [String] {
+        guard pattern.contains("*") || pattern.contains("?") || pattern.contains("[") else { return [pattern] }
+        var matches = glob_t()
+        defer { globfree(&matches) }
+        guard glob(pattern, 0, nil, &matches) == 0 else { return [] }
+        return (0..<Int(matches.gl_pathc)).compactMap { index in
+            guard let path = matches.gl_pathv[index].map({ String(cString: $0) }) else { return nil }
+            var status = stat()
+            return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR ? path : nil
+        }
+    }
+
+    /// The service an endpoint's peer is, if its memory cgroup lies under the parent.
+    private func admit(_ peer: PeerCredentials, socket: String, discovery: CgroupDiscovery) throws(ControlError) -> AgentService {
+        let layout: CgroupLayout
+        do {
+            layout = try discovery.layout(pid: peer.pid)
+        } catch {
+            throw ControlError("the cgroup of process \(peer.pid) (listening on \(socket)) could not be read: \(error)")
+        }
+        guard let memory = layout.memory else { throw ControlError("process \(peer.pid) has no memory cgroup") }
+        if let parent {
+            guard memory.mountPoint == parent.mountPoint, parent.path == "/" || memory.path == parent.path || memory.path.hasPrefix(parent.path + "/") else {
+                throw ControlError(Self.outside + "process \(peer.pid) is in \(memory.path)")
+            }
+        }
+        return AgentService(pid: peer.pid, uid: peer.uid, socketPath: socket, cgroup: memory)
+    }
+
+    /// The parent's children that hold none of the services (nor any below them), with usage.
+    private func unlinked(besides services: [AgentService]) -> [(cgroup: String, usageBytes: UInt64)] {
+        guard let parent, let stream = opendir(files.path(parent.directory)) else { return [] }
+        defer { closedir(stream) }
+        var found: [(String, UInt64)] = []
+        while let entry = readdir(stream) {
+            guard entry.pointee.d_type == UInt8(DT_DIR) else { continue }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name != ".", name != ".." else { continue }
+            let child = parent.child(name)
+            guard !services.contains(where: { $0.cgroup.path == child.path || $0.cgroup.path.hasPrefix(child.path + "/") }),
+                  let usage = try? CgroupMemoryReader(location: child, files: files).usage() else { continue }
+            found.append((child.path, usage))
+        }
+        return found.sorted { $0.1 > $1.1 }
+    }
+}

@@ -1,0 +1,152 @@
+import ArgumentParser
+import CgroupKit
+import Foundation
+import Memwarn
+import MemwarnAgent
+import MemwarnSystem
+import UnixSignals
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `memwarn agent`: one coordinated release for a shared limit.
+struct AgentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agent",
+        abstract: "Guard a parent cgroup's (or the node's) memory: ask the memwarn services under it to release, largest first.",
+        discussion: """
+            The agent finds the memwarn services under --cgroup (processes serving a control \
+            endpoint whose /proc/PID/cgroup lies below it, known by the pid the kernel gives for \
+            the socket, never by what they say), leases them the parent's pressure (each service's \
+            own monitor then leaves that limit to the agent, and counts it again within --lease if \
+            the agent stops), and when the parent crosses its warning mark asks them to release, \
+            the largest first by kernel-measured usage, one at a time, reading the parent after \
+            each, until it is under its recovery mark; then at critical (terminating suspended \
+            units) in the same order if the parent is still at or above its critical mark. The \
+            marks are the policy's (--config). With --min-available the node's MemAvailable is \
+            guarded too, as the kubelet's eviction threshold reads it (all services on the node are asked). \
+            Cgroups under the parent with no memwarn service are listed, never touched.
+            Exit status: 0 when interrupted (SIGTERM, SIGINT: the leases end at once); 1 when the \
+            parent cannot be read or has no limit of its own and no --min-available is given, or \
+            the --metrics-file cannot be written; 64 for bad arguments.
+            Example: memwarn agent --cgroup /system.slice --json --metrics-file /var/lib/node_exporter/memwarn.prom
+            """)
+
+    @Option(name: .long, help: ArgumentHelp("The parent cgroup whose limit its services share: a path as in /proc/PID/cgroup, or under the cgroup mount.", valueName: "path"))
+    var cgroup: String?
+
+    @Option(name: .long, help: ArgumentHelp("Guard the node: pressure as MemAvailable nears SIZE (the kubelet's memory.available eviction threshold, say 500M).", valueName: "size"))
+    var minAvailable: String?
+
+    @Option(name: .long, help: ArgumentHelp("A directory of control endpoints (repeatable; a pattern with * is matched afresh at each search, such as '/run/memwarn/pods/*/memwarn'). Default: this user's (root's: /run/memwarn), and for root every user's under /run/user and /tmp.", valueName: "dir"))
+    var controlDir: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("How long one service may take to answer before the agent goes on (default 2s).", valueName: "duration"))
+    var askTimeout = "2s"
+
+    @Option(name: .long, help: ArgumentHelp("The lease each service gets, renewed every second (1s..60s, default 5s): how soon a service counts the parent again if the agent dies.", valueName: "duration"))
+    var lease = "5s"
+
+    @Option(name: .long, help: ArgumentHelp("Write the agent's Prometheus metrics to this file after each change (node_exporter's textfile collector reads it).", valueName: "file"))
+    var metricsFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("A policy file (format of Config/memwarn.conf): the marks applied to the parent. Default: $MEMWARN_CONFIG, else the built-in policy.", valueName: "file"))
+    var config: String?
+
+    @Flag(name: .long, help: "Print JSON lines instead of text.")
+    var json = false
+
+    func validate() throws {
+        guard cgroup != nil || minAvailable != nil else { throw ValidationError("give --cgroup PATH, --min-available SIZE, or both") }
+        if let cgroup, !cgroup.hasPrefix("/") { throw ValidationError("--cgroup takes an absolute path, such as /system.slice; got \"\(cgroup)\"") }
+        if let minAvailable, ByteSize.parse(minAvailable) == nil { throw ValidationError("--min-available takes a size such as 500M; got \"\(minAvailable)\"") }
+        guard let timeout = PressurePolicy.parseDuration(askTimeout), timeout >= .milliseconds(10), timeout <= .seconds(60) else {
+            throw ValidationError("--ask-timeout takes a duration within 10ms...60s, such as 2s; got \"\(askTimeout)\"")
+        }
+        guard let lease = PressurePolicy.parseDuration(lease), lease >= .seconds(1), lease <= .seconds(60) else {
+            throw ValidationError("--lease takes a duration within 1s...60s, such as 5s; got \"\(self.lease)\"")
+        }
+        guard timeout < lease else {
+            throw ValidationError("--ask-timeout (\(askTimeout)) must be shorter than --lease (\(self.lease)): the leases are renewed between asks")
+        }
+    }
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let policy = try PressurePolicy.load(file: config, environment: environment)
+        let parent = try cgroup.map { (path) throws(CgroupError) -> CgroupLocation in
+            guard let memory = try CgroupDiscovery().layout(cgroupPath: path).memory else {
+                throw CgroupError(.noMemoryController, "no memory controller is mounted", path: path)
+            }
+            return memory
+        }
+        var agentConfiguration = AgentConfiguration(parent: parent, minAvailableBytes: minAvailable.flatMap(ByteSize.parse),
+                                                    controlDirectories: controlDir.isEmpty ? Self.defaultDirectories() : controlDir, policy: policy)
+        agentConfiguration.askTimeout = PressurePolicy.parseDuration(askTimeout) ?? .seconds(2)
+        agentConfiguration.lease = PressurePolicy.parseDuration(lease) ?? .seconds(5)
+        for directory in agentConfiguration.controlDirectories where !directory.contains("*") {
+            var status = stat()
+            // One that does not exist yet is searched when it does; one that is something else is a mistake.
+            if lstat(directory, &status) == 0, status.st_mode & S_IFMT != S_IFDIR {
+                throw ValidationError("--control-dir \(directory) is not a directory (a symbolic link is not followed)")
+            }
+        }
+
+        let stop = Locked(false)
+        let json = self.json
+        let agent = NodeAgent(configuration: agentConfiguration, metricsFile: metricsFile) { record in
+            Output.line(json ? ((try? JSONLine.encode(record)) ?? #"{"event":"unencodable"}"#) : record.text)
+        }
+        if let metricsFile { try agent.checkMetricsFile(metricsFile) }
+        let box = AgentBox(agent)
+        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        let listener = Task {
+            for await _ in signals {
+                stop.withLock { $0 = true }
+                return
+            }
+        }
+        defer { listener.cancel() }
+        // The agent runs on a thread of its own (it sleeps between readings); this task waits for
+        // its end without holding a thread of the shared pool, which the signal listener needs.
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, CgroupError>, Never>) in
+            do {
+                try SystemThread.start(name: "memwarn-agent") {
+                    do throws(CgroupError) {
+                        try box.agent.run { stop.withLock { $0 } }
+                        continuation.resume(returning: .success(()))
+                    } catch {
+                        continuation.resume(returning: .failure(error))
+                    }
+                }
+            } catch {
+                continuation.resume(returning: .failure(CgroupError(.unsupported, "the agent's thread could not be started: \(error)")))
+            }
+        }
+        if case .failure(let error) = outcome { throw error }
+    }
+
+    /// This user's control directory; for root also every user's (`/run/user/<uid>/memwarn`,
+    /// `/tmp/memwarn-<uid>`: the directories endpoints make, ``ControlDirectory/defaultPath``),
+    /// since the services may run as anyone. Only directories by those exact names are taken.
+    static func defaultDirectories() -> [String] {
+        var directories = [ControlDirectory.defaultPath]
+        guard geteuid() == 0 else { return directories }
+        func isDirectory(_ path: String) -> Bool {
+            var status = stat()
+            return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+        }
+        let candidates = ((try? FileManager.default.contentsOfDirectory(atPath: "/run/user")) ?? []).filter { UInt32($0) != nil }.map { "/run/user/\($0)/memwarn" }
+            + ((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? [])
+                .filter { $0.hasPrefix("memwarn-") && UInt32($0.dropFirst("memwarn-".count)) != nil }.map { "/tmp/\($0)" }
+        for path in candidates.sorted() where !directories.contains(path) && isDirectory(path) { directories.append(path) }
+        return directories
+    }
+}
+
+/// Hands the agent to its thread, where alone it is used.
+private final class AgentBox: @unchecked Sendable {
+    // @unchecked: `agent` is used only on the agent's thread once handed over.
+    let agent: NodeAgent
+    init(_ agent: NodeAgent) { self.agent = agent }
+}

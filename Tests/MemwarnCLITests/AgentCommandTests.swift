@@ -1,0 +1,94 @@
+import CgroupKit
+import Foundation
+import MemwarnTestKit
+import MemwarnTestTraits
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `memwarn agent` as an operator runs it: its arguments, its errors, the node's floor
+/// (`--min-available`, read from the real `/proc/meminfo`), and its metrics file.
+@Suite(.serialized)
+struct AgentCommandTests {
+    static let memwarn = ChildProcess.productsDirectory + "/memwarn"
+
+    @Test(arguments: [
+        ([], "give --cgroup PATH, --min-available SIZE, or both"),
+        (["--cgroup", "system.slice"], "--cgroup takes an absolute path"),
+        (["--min-available", "lots"], "--min-available takes a size"),
+        (["--min-available", "500M", "--lease", "0.5s"], "--lease takes a duration within 1s...60s"),
+        (["--min-available", "500M", "--ask-timeout", "2"], "--ask-timeout takes a duration"),
+        (["--min-available", "500M", "--control-dir", "/etc/hostname"], "--control-dir /etc/hostname is not a directory"),
+        (["--min-available", "500M", "--ask-timeout", "5s", "--lease", "5s"], "--ask-timeout (5s) must be shorter than --lease (5s)"),
+    ])
+    func badArgumentsExit64WithOneLine(arguments: [String], message: String) throws {
+        let result = try ChildProcess.run([Self.memwarn, "agent"] + arguments)
+        #expect(result.status == 64, "\(arguments): \(result.standardError)")
+        #expect(result.standardError.contains(message), "\(result.standardError)")
+    }
+
+    @Test(.tags(.root, .cgroupV1), .needsRealCgroups)
+    func aParentWithoutALimitAndNoFloorIsAClearError() throws {
+        // Made beside the test cgroups, below this process's own (which has no limit, nor has
+        // any cgroup above it here): nothing to guard.
+        let own = try #require(try CgroupDiscovery().layout().memory)
+        let unlimited = try TestCgroup(at: own.child("memwarn-agent-unlimited-\(getpid())"))
+        defer { try? unlimited.remove() }
+        try #require(try CgroupMemoryReader(location: unlimited.location).constraints().isEmpty, "a limit applies above this cgroup here")
+        let result = try ChildProcess.run([Self.memwarn, "agent", "--cgroup", unlimited.location.path])
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("no memory limit of its own and no --min-available"), "\(result.standardError)")
+        let missing = try ChildProcess.run([Self.memwarn, "agent", "--cgroup", unlimited.location.path + "/no-such-cgroup"])
+        #expect(missing.status == 1 && missing.standardError.contains("no-such-cgroup"), "\(missing.standardError)")
+    }
+
+    @Test func aMetricsFileThatCannotBeWrittenIsAnErrorAtStart() throws {
+        let result = try ChildProcess.run([Self.memwarn, "agent", "--min-available", "100M", "--metrics-file", "/nonexistent-memwarn-dir/agent.prom"])
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("--metrics-file cannot be written") && result.standardError.contains("/nonexistent-memwarn-dir"),
+                "\(result.standardError)")
+    }
+
+    @Test func theNodesFloorAsksEveryServiceOnTheNodeAndTheMetricsFileSaysSo() async throws {
+        // A floor just under what is available now: the node is at its "limit" at once, so the
+        // agent asks the one service in its control directory, and keeps a Prometheus file.
+        let directory = try Self.privateDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let probe = try LineChild([ChildProcess.productsDirectory + "/memwarn-growth-probe", "--rate", "40", "--total", "40",
+                                   "--control", directory, "--hold", "30"])
+        defer { probe.killIfRunning() }
+        while !(try await probe.nextLine(within: .seconds(30))).contains(#""event":"control""#) {}
+        let available = try Self.memAvailable()
+        let metricsFile = directory + "/agent.prom"
+        let agent = try LineChild([Self.memwarn, "agent", "--min-available", "\(available - (16 << 20))", "--control-dir", directory,
+                                   "--json", "--metrics-file", metricsFile])
+        defer { agent.killIfRunning() }
+        var records: [[String: Any]] = []
+        while !records.contains(where: { $0["event"] as? String == "ask" }) {
+            let line = try await agent.nextLine(within: .seconds(30))
+            if let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] { records.append(object) }
+        }
+        let started = try #require(records.first { $0["event"] as? String == "started" })
+        #expect((started["measure"] as? String)?.hasPrefix("node (MemAvailable floor") == true, "\(started)")
+        let ask = try #require(records.first { $0["event"] as? String == "ask" })
+        #expect(ask["pid"] as? Int == Int(probe.pid) && ask["rank"] as? Int == 1, "\(ask)")
+        agent.signal(SIGTERM)
+        #expect(try await agent.exitStatus(within: .seconds(10)) == 0)
+        let metrics = try String(contentsOfFile: metricsFile, encoding: .utf8)
+        #expect(metrics.contains("# TYPE memwarn_agent_asks_total counter"), "\(metrics)")
+        #expect(metrics.contains(#"memwarn_agent_asks_total{cgroup=""#), "\(metrics)")
+        #expect(metrics.contains("memwarn_agent_services 1.0"), "\(metrics)")
+    }
+
+    static func memAvailable() throws -> UInt64 {
+        let text = try String(contentsOfFile: "/proc/meminfo", encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("MemAvailable:") })
+        return try #require(UInt64(line.split(separator: " ")[1])) * 1024
+    }
+
+    static func privateDirectory() throws -> String {
+        var template = Array((NSTemporaryDirectory() + "/memwarn-agent-XXXXXX").utf8CString)
+        return String(cString: try #require(mkdtemp(&template)))
+    }
+}
