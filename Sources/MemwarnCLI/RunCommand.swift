@@ -63,7 +63,7 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard !command.isEmpty else { throw ValidationError("no command: give it after --, as in memwarn run --memory-max 64M -- CMD") }
-        guard let maximum = ByteSize.parse(memoryMax) else { throw ValidationError("--memory-max: \"\(memoryMax)\" is not a size (examples: 67108864, 64M, 1.5G)") }
+        guard let maximum = ByteSize.parse(memoryMax, allowingZero: true) else { throw ValidationError("--memory-max: \"\(memoryMax)\" is not a size (examples: 67108864, 64M, 1.5G)") }
         guard maximum >= ByteSize.smallestLimit else {
             throw ValidationError("--memory-max: \(memoryMax) is below the smallest limit, 1M: no command can start under it")
         }

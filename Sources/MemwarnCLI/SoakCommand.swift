@@ -42,16 +42,30 @@ struct SoakCommand: AsyncParsableCommand {
     var noBaseline = false
 
     func validate() throws {
-        guard let maximum = ByteSize.parse(memoryMax) else { throw ValidationError("--memory-max: \"\(memoryMax)\" is not a size (examples: 256M, 1G)") }
+        guard let maximum = ByteSize.parse(memoryMax, allowingZero: true) else { throw ValidationError("--memory-max: \"\(memoryMax)\" is not a size (examples: 256M, 1G)") }
         guard maximum >= ByteSize.smallestLimit else { throw ValidationError("--memory-max: \(memoryMax) is below the smallest limit, 1M") }
-        guard Self.seconds(duration) != nil else { throw ValidationError("--duration: \"\(duration)\" is not a duration (examples: 60s, 90, 2m)") }
+        guard let seconds = Self.parseSeconds(duration) else {
+            throw ValidationError("--duration: \"\(duration)\" is not a duration (examples: 60s, 90, 2m)")
+        }
+        guard Self.durationRange.contains(seconds) else {
+            throw ValidationError("--duration: \(duration) is out of range: a soak runs from 1s to 24h (86400s)")
+        }
     }
 
-    /// `60s`, `90`, `2m`, `1.5m` in seconds.
+    /// The soak's shortest and longest load, in seconds: under a second the demo cannot start and
+    /// verify; past a day the run is a mistake (and `1e16` would overflow the clock).
+    static let durationRange: ClosedRange<Double> = 1...86_400
+
+    /// `60s`, `90`, `2m`, `1.5m` in seconds, when in ``durationRange``.
     static func seconds(_ text: String) -> Double? {
+        parseSeconds(text).flatMap { durationRange.contains($0) ? $0 : nil }
+    }
+
+    /// `60s`, `90`, `2m`, `1.5m` in seconds (any finite, non-negative number).
+    private static func parseSeconds(_ text: String) -> Double? {
         let scale: Double = text.hasSuffix("m") ? 60 : 1
         let number = Double(text.hasSuffix("m") || text.hasSuffix("s") ? String(text.dropLast()) : text)
-        guard let number, number.isFinite, number > 0 else { return nil }
+        guard let number, number.isFinite, number >= 0 else { return nil }
         return number * scale
     }
 

@@ -161,7 +161,7 @@ struct StatusReport: Encodable {
         var lines = [
             "level     \(level)",
             "usage     [\(bar)] \(String(format: "%.1f", ratio * 100))%",
-            "          \(Self.bytes(usageBytes)) of \(limitBytes.map(Self.bytes) ?? "no limit")"
+            "          \(Self.bytes(usageBytes)) of " + (limitBytes.map(Self.bytes) ?? systemTotalBytes.map { "the system's \(Self.bytes($0)) (no cgroup limit)" } ?? "no limit")
                 + (limitFile.map { " (\($0) of \(limitCgroup ?? "?"))" } ?? ""),
             "marks     warning \(Int(policy.warningRatio * 100))%, critical \(Int(policy.criticalRatio * 100))%, normal below \(Int(policy.recoveryRatio * 100))%",
             "cgroup    \(cgroupDirectory ?? "none") (\(mode))" + (cgroupUsageBytes.map { ", its own usage \(Self.bytes($0))" } ?? ""),
@@ -177,7 +177,8 @@ struct StatusReport: Encodable {
             if let full = psi.full { lines.append("psi full  avg10 \(full.avg10)%  avg60 \(full.avg60)%  avg300 \(full.avg300)%") }
         }
         if let growthBytesPerSecond, let secondsToLimit {
-            lines.append("growth    \(Self.bytes(UInt64(max(0, growthBytesPerSecond))))/s: the limit in \(String(format: "%.1f", secondsToLimit)) s")
+            let reaching = limitBytes == nil ? "the system's memory full" : "the limit"
+            lines.append("growth    \(Self.bytes(UInt64(max(0, growthBytesPerSecond))))/s: \(reaching) in \(String(format: "%.1f", secondsToLimit)) s")
         } else {
             lines.append("growth    none measured")
         }

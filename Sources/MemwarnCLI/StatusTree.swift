@@ -55,7 +55,7 @@ struct StatusTree {
             let system = report.measure == "system"
             measuresSystem = measuresSystem || system
             rows.append([
-                report.cgroupPath ?? "?",
+                report.cgroupPath.map(Output.name) ?? "?",
                 report.cgroupUsageBytes.map(StatusReport.bytes) ?? "?",
                 report.limitBytes.map(StatusReport.bytes) ?? "none",
                 String(format: "%.1f%%", report.ratio * 100) + (system ? "*" : ""),

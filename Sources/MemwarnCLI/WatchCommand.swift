@@ -107,7 +107,7 @@ struct WatchLine: Encodable {
 
     func text() -> String {
         let change = previous.map { "\($0) -> \(level)" } ?? "level \(level)"
-        return "\(time)  \(change)  \(StatusReport.bytes(usageBytes)) of \(limitBytes.map(StatusReport.bytes) ?? "no limit") (\(String(format: "%.1f", ratio * 100))%)  [\(source)]"
+        return "\(time)  \(change)  \(StatusReport.bytes(usageBytes)) of \(limitBytes.map(StatusReport.bytes) ?? "the system's memory (no cgroup limit)") (\(String(format: "%.1f", ratio * 100))%)  [\(source)]"
             + (secondsToLimit.map { "  limit in \(String(format: "%.1f", $0)) s" } ?? "")
             + (limitCgroup.flatMap { binding in cgroupUsageBytes.map { "  binds: \(binding) (own usage \(StatusReport.bytes($0)))" } } ?? "")
     }

@@ -21,6 +21,7 @@ struct CLIPolishTests {
 
     @Test(arguments: [
         ("status", ["0", "1", "64"]), ("watch", ["0", "1", "64"]), ("trigger", ["0", "1", "64"]), ("soak", ["0", "1", "64"]),
+        ("agent", ["0", "1", "64"]),
         ("run", ["N", "128+N", "64", "125", "126", "127", "1"]),
     ])
     func everySubcommandsHelpListsItsExitStatus(subcommand: String, codes: [String]) throws {
@@ -48,6 +49,32 @@ struct CLIPolishTests {
         let reply = try hog.nextLine()
         #expect(try hog.waitForExit() == 0)
         return reply
+    }
+
+    @Test(arguments: [
+        // Issue 28 item 10: 1e16 trapped (exit 132) and 1e-9 rounded to 0 ("did not survive").
+        ("1e16", "out of range: a soak runs from 1s to 24h"), ("1e-9", "out of range"), ("0s", "out of range"),
+        ("86401", "out of range"), ("soon", "is not a duration"),
+    ])
+    func aSoakDurationOutOfRangeIsABadArgument(duration: String, message: String) throws {
+        let result = try ChildProcess.run([Self.memwarn, "soak", "--duration", duration])
+        #expect(result.status == 64, "\(duration): exit \(result.status): \(result.standardError)")
+        #expect(result.standardError.contains(message), "\(duration): \(result.standardError)")
+    }
+
+    @Test(arguments: [["run", "--memory-max", "0", "--", "true"], ["soak", "--memory-max", "0"]])
+    func aZeroLimitSaysWhatIsWrongWithIt(arguments: [String]) throws {
+        // Issue 28 item 12: "0" was "not a size"; it is a size, below the smallest limit.
+        let result = try ChildProcess.run([Self.memwarn] + arguments)
+        #expect(result.status == 64 && result.standardError.contains("0 is below the smallest limit, 1M"), "\(result.standardError)")
+    }
+
+    @Test func statusWithoutALimitSaysWhatUsageIsMeasuredAgainst() throws {
+        // Issue 28 item 12: "646.6 MiB of no limit" and "the limit in 49455.2 s" without a limit.
+        let result = try ChildProcess.run([Self.memwarn, "status"], environment: ["MEMWARN_ANCESTOR_LIMITS=ignore"])
+        guard result.standardOutput.contains("(no cgroup limit)") || result.standardOutput.contains(" of no limit") else { return }  // a limit applies here
+        #expect(!result.standardOutput.contains("of no limit") && !result.standardOutput.contains("the limit in"), "\(result.standardOutput)")
+        #expect(result.standardOutput.contains("of the system's"), "\(result.standardOutput)")
     }
 
     @Test func theHogAllocatesASizeAndRefusesWhatIsNone() throws {

@@ -35,6 +35,18 @@ struct StatusAllTests {
         }
     }
 
+    @Test func aCgroupNameWithControlCharactersIsEscapedNotPrinted() async throws {
+        // Issue 28 item 8: anyone who may make a cgroup names it; an escape sequence in the name
+        // reached the terminal as it was.
+        try await withTestCgroup(limit: 64 << 20) { parent in
+            let forged = try TestCgroup(at: parent.location.child("evil\u{1b}[31mred\tx"))
+            defer { try? forged.remove() }
+            let text = try Self.status(["--all", "--cgroup", parent.location.path]).standardOutput
+            #expect(!text.unicodeScalars.contains { $0.value == 0x1b || $0 == "\t" }, "\(text.debugDescription)")
+            #expect(text.contains(#"/evil\x1b[31mred\x09x "#), "\(text.debugDescription)")
+        }
+    }
+
     @Test func everyCgroupBelowOneHasARowSortedByPathWithItsUsageLimitRatioAndLevel() async throws {
         try await Self.withFamily { parent, a, b in
             let hog = try MemoryHog()

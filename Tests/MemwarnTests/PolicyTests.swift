@@ -24,6 +24,22 @@ struct PolicyTests {
         #expect(policy.holdTime == .milliseconds(250))
     }
 
+    @Test func aFileWithWindowsLineBreaksIsReadLineByLine() throws {
+        // Issue 28 item 5: "\r\n" is one Character; split on "\n" alone, a file that starts with a
+        // comment was one comment line, and the defaults applied without a word.
+        var policy = PressurePolicy()
+        try policy.apply(fileText: "# memwarn policy\r\nwarning_ratio = 0.75\r\nhold_time = 3s\r\n", path: "crlf.conf")
+        #expect(policy.warningRatio == 0.75 && policy.holdTime == .seconds(3))
+        let error = #expect(throws: PolicyError.self) { try policy.apply(fileText: "# a\r\n# b\r\nwarnin_ratio = 0.7\r\n", path: "crlf.conf") }
+        #expect(error?.message.hasPrefix("crlf.conf:3: unknown key") == true, "\(String(describing: error))")
+        // The shipped file, as a Windows editor would save it, holds the defaults.
+        let shipped = try String(contentsOfFile: Self.configFile, encoding: .utf8).replacingOccurrences(of: "\n", with: "\r\n")
+        var windows = PressurePolicy()
+        windows.warningRatio = 0.5
+        try windows.apply(fileText: shipped, path: "memwarn.conf")
+        #expect(windows == PressurePolicy())
+    }
+
     @Test func anUnknownKeyNamesTheFileAndLine() {
         var policy = PressurePolicy()
         let error = #expect(throws: PolicyError.self) { try policy.apply(fileText: "# ok\nwarning_ratio = 0.8\nwarnin_ratio = 0.7\n", path: "p.conf") }

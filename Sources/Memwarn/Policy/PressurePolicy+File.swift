@@ -59,7 +59,9 @@ extension PressurePolicy {
     ///   unknown key or a bad value; the settings of the lines before it are applied.
     public mutating func apply(fileText: String, path: String) throws(PolicyError) {
         var lineNumber = 0
-        for rawLine in fileText.split(separator: "\n", omittingEmptySubsequences: false) {
+        // Any line break: "\r\n" (a file written on Windows) is one Character, not a "\n", and a
+        // file split on "\n" alone would be one line — a comment, if it starts with one.
+        for rawLine in fileText.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             lineNumber += 1
             let line = rawLine.prefix { $0 != "#" }.trimmingWhitespace()
             if line.isEmpty { continue }
