@@ -60,7 +60,8 @@ final class AgentLeases: Sendable {
     /// The cgroups coordinated now, with their leases; expired ones are forgotten.
     func current(now: ContinuousClock.Instant = .now) -> [String: Lease] {
         leases.withLock { leases in
-            leases = leases.filter { $0.value.until > now }
+            // Every full reading asks: no lease (the usual case) costs a lock and nothing more.
+            if leases.contains(where: { $0.value.until <= now }) { leases = leases.filter { $0.value.until > now } }
             return leases
         }
     }

@@ -7,12 +7,21 @@ import CgroupKit
 final class UsageGauge {
     /// The constraint it follows: `<cgroup path>|<limit file>`, or `system`.
     let key: String
+    /// The constraint it follows, as its parts (`nil`: the system's memory): compared at every
+    /// full reading without building the key.
+    let constraint: (cgroupPath: String, limitFile: String)?
     let file: UsageFile
     /// Whether the kernel reports this usage's crossings (cgroup v1 thresholds registered on it):
     /// then it is read only inside the guard bands below the marks.
     var isGuarded = false
 
     private let processors: Int
+
+    /// Whether it follows this constraint (`nil`: the system's memory).
+    func follows(_ other: MemoryConstraint?) -> Bool {
+        guard let constraint, let other else { return constraint == nil && other == nil }
+        return constraint.cgroupPath == other.cgroupPath && constraint.limitFile == other.limit.file
+    }
     private(set) var capacity: UInt64?
     private var thresholds: [UInt64] = []
     /// Recovery, warning, critical (bytes, ascending): where a fall matters; also the guard bands' tops.
@@ -37,8 +46,9 @@ final class UsageGauge {
     /// the kernel's guard "crossed", and it would not report usage coming back.
     private var guarding = false
 
-    init(key: String, file: UsageFile, processors: Int) {
-        self.key = key
+    init(constraint: (cgroupPath: String, limitFile: String)?, file: UsageFile, processors: Int) {
+        self.constraint = constraint
+        key = constraint.map { $0.cgroupPath + "|" + $0.limitFile } ?? "system"
         self.file = file
         self.processors = processors
     }

@@ -126,39 +126,50 @@ final class UsageSampling {
     /// - Throws: ``CgroupError`` when a new limit's usage file cannot be opened.
     @discardableResult
     func observe(_ snapshot: PressureSnapshot, at now: ContinuousClock.Instant) throws(CgroupError) -> Bool {
-        var wanted: [(key: String, path: String, format: UsageFile.Format, usage: UInt64, capacity: UInt64)] = []
         // A snapshot made by hand may name a limit without its constraints: the cgroup's own, then.
-        let constraints = !snapshot.constraints.isEmpty ? snapshot.constraints
-            : snapshot.limit.map { limit in cgroup.map { [MemoryConstraint(cgroupPath: $0.path, usageBytes: snapshot.usageBytes, limit: limit)] } ?? [] } ?? []
-        if let cgroup, !constraints.isEmpty {
-            for constraint in constraints {
-                let location = constraint.isHidden ? cgroup : CgroupLocation(version: cgroup.version, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)
-                wanted.append((Self.key(of: constraint), Self.usagePath(of: location, files: files), .bytes, constraint.usageBytes, constraint.limit.bytes))
-            }
-        } else {
-            wanted.append(("system", "/proc/meminfo", .meminfo, snapshot.usageBytes, snapshot.capacityBytes ?? 0))
+        var constraints = snapshot.constraints
+        if constraints.isEmpty, let limit = snapshot.limit, let cgroup {
+            constraints = [MemoryConstraint(cgroupPath: cgroup.path, usageBytes: snapshot.usageBytes, limit: limit)]
         }
-        var next: [UsageGauge] = []
-        for want in wanted {
-            let gauge: UsageGauge
-            if let existing = gauges.first(where: { $0.key == want.key }) {
-                gauge = existing
+        if cgroup == nil { constraints = [] }
+        lastFullReading = now
+        // The same limits as the last reading (the rule): each gauge takes its own, nothing is made.
+        if constraints.isEmpty ? gauges.count == 1 && gauges[0].follows(nil)
+            : constraints.count == gauges.count && zip(gauges, constraints).allSatisfy({ $0.follows($1) }) {
+            if constraints.isEmpty {
+                gauges[0].observe(usage: snapshot.usageBytes, capacity: snapshot.capacityBytes ?? 0, policy: policy, at: now)
             } else {
-                gauge = UsageGauge(key: want.key, file: try open(want.path, format: want.format), processors: processors)
-                if guardedKeys.contains(want.key) { gauge.guardFromNow() }
+                for (gauge, constraint) in zip(gauges, constraints) {
+                    gauge.observe(usage: constraint.usageBytes, capacity: constraint.limit.bytes, policy: policy, at: now)
+                }
             }
-            gauge.observe(usage: want.usage, capacity: want.capacity, policy: policy, at: now)
+            return false
+        }
+        // A limit appeared or went: the gauges are made again, those that follow the same keep their state.
+        var next: [UsageGauge] = []
+        for constraint in constraints.isEmpty ? [nil] : constraints.map(Optional.some) {
+            let gauge: UsageGauge
+            if let existing = gauges.first(where: { $0.follows(constraint) }) {
+                gauge = existing
+            } else if let constraint, let cgroup {
+                let location = constraint.isHidden ? cgroup : CgroupLocation(version: cgroup.version, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)
+                gauge = UsageGauge(constraint: (constraint.cgroupPath, constraint.limit.file),
+                                   file: try open(Self.usagePath(of: location, files: files), format: .bytes), processors: processors)
+            } else {
+                gauge = UsageGauge(constraint: nil, file: try open("/proc/meminfo", format: .meminfo), processors: processors)
+            }
+            if guardedKeys.contains(gauge.key) && !gauge.isGuarded { gauge.guardFromNow() }
+            if let constraint {
+                gauge.observe(usage: constraint.usageBytes, capacity: constraint.limit.bytes, policy: policy, at: now)
+            } else {
+                gauge.observe(usage: snapshot.usageBytes, capacity: snapshot.capacityBytes ?? 0, policy: policy, at: now)
+            }
             next.append(gauge)
         }
-        let changed = next.map(\.key) != gauges.map(\.key)
         gauges = next
-        if changed { openFiles = openFiles.filter { _, file in gauges.contains { $0.file === file } } }
-        lastFullReading = now
-        return changed
+        openFiles = openFiles.filter { _, file in gauges.contains { $0.file === file } }
+        return true
     }
-
-    /// The gauges' marks, for tests: each gauge's key with its capacity and marks above.
-    var marks: [(key: String, capacity: UInt64?, marksAbove: [UInt64])] { gauges.map { ($0.key, $0.capacity, $0.marksAbove) } }
 
     /// When to read next: the earliest any gauge asks for, or `nil` for not until the next full
     /// reading (every gauge guarded, outside every band).
