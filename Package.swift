@@ -15,7 +15,8 @@
 //                   will-terminate, and terminate-suspended through the release order
 //   MemwarnAgent    the node agent: finds the memwarn services under a parent cgroup (or a node),
 //                   leases them the parent's pressure, and asks them to release, largest first
-//   MemwarnSoak     commands under constrained cgroups (memwarn run), the soak and its report and plot
+//   MemwarnSoak     commands under constrained cgroups (memwarn run), the soak of the demo or of your own
+//                   service with its load, its report, plot, floor and leak verdict
 //   memwarn         the operator's command-line tool
 //   memwarn-demo    a memory-hungry demo service using every part of the library (the soak's subject)
 // Test support:

@@ -4,92 +4,235 @@ import Logging
 import Memwarn
 import MemwarnSystem
 import MemwarnSoak
+import UnixSignals
+import CgroupKit
 
-/// `memwarn soak`: the demo service with and without memwarn, under the same limit.
+/// `memwarn soak`: a service — the demo, or yours — with and without memwarn, under the same limit.
 struct SoakCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "soak",
-        abstract: "Run the demo service under a memory limit with memwarn and without; compare.",
+        abstract: "Run a service under a memory limit with memwarn and without, with its load; compare, find its floor, judge leaks.",
         discussion: """
-            Runs memwarn-demo (built beside memwarn) twice, each in a new cgroup with the same \
-            limit (as memwarn run does): first with memwarn — warnings release caches and media, \
-            critical pressure closes idle connections and terminates suspended sessions — then \
-            without it (the baseline). A progress line shows elapsed time, usage against the \
-            limit and the level. The report, side by side: survived or killed, OOM kills, \
-            warnings, bytes released per tier, units terminated, peak usage, lost writes. \
-            Exit status: 0 when the memwarn run survived with 0 OOM kills and 0 lost writes; \
-            1 when it did not, or a run could not start (no permission to create cgroups, \
-            say), or the plot could not be written; 64 for bad arguments or no memwarn-demo.
+            With no command, soaks memwarn-demo (built beside memwarn, or $MEMWARN_DEMO), which \
+            runs its own load. With -- CMD, soaks your service: each run starts CMD in a new \
+            cgroup under the limit (as memwarn run does), waits until it is ready (--ready-url \
+            answers 2xx, or --ready-after), starts --load outside the limit with \
+            MEMWARN_SOAK_URL, MEMWARN_SOAK_PID and MEMWARN_SOAK_RUN in its environment, and \
+            runs until --duration has passed or the load ends; then --check runs (its status is \
+            the "nothing lost" verdict), the service gets SIGTERM (SIGKILL 10 s later) and the \
+            load's process group likewise. The baseline is the same command with \
+            MEMWARN_DISABLE=1: memwarn linked but off. When the service serves memwarn's \
+            control endpoint, the report shows its releases by tier and consumer, exhausted \
+            time and forecasts; its /metrics (the ready URL's, or --metrics-url) give load shed \
+            (counters named *_shed_total, or --shed-counter). Every run reports its floor and a \
+            trend: steady, warming up, leaking (MiB/min, confidence) or retained by the \
+            allocator. --limits runs the pair at each limit from the smallest and reports the \
+            lowest each survives. A progress line on stderr; --plot is rewritten every 5 s.
+            Ctrl-C or SIGTERM stops the service and the load, removes the cgroups and prints \
+            the report of what ran.
+            Exit status:
+              0      with memwarn the service survived (at some limit) and its data held
+              1      it did not: OOM-killed, crashed, a --check or the demo's verification failed
+              2      the soak could not be carried out: the command was not found, never became
+                     ready, exited 0 early, its load failed at once, the limit is below what it
+                     needs to start (with --limits that is a result, at that limit), no cgroup
+                     could be made, or the plot or samples file could not be written
+              64     bad arguments
+              128+N  interrupted by signal N (the report of what ran is printed)
             Examples:
               memwarn soak
               memwarn soak --memory-max 256M --duration 60s --plot soak.svg
-              memwarn soak --duration 30s --json > soak.json
+              memwarn soak --memory-max 192M --duration 10m --ready-url http://127.0.0.1:8080/healthz \\
+                  --load 'python3 load.py --url "$MEMWARN_SOAK_URL"' -- ./my-service --port 8080
+              memwarn soak --limits 128M,192M,256M --duration 5m --ready-after 2s --load ./load.sh -- ./my-service
             """)
 
     @Option(name: .long, help: ArgumentHelp("The limit for each run.", valueName: "size"))
-    var memoryMax = "256M"
+    var memoryMax: String?
 
-    @Option(name: .long, help: ArgumentHelp("How long the demo's load runs (then it verifies its writes): 60s, 90, 2m.", valueName: "time"))
+    @Option(name: .long, help: ArgumentHelp("Several limits, comma-separated: the pair runs at each from the smallest; the report names the lowest each survives.", valueName: "sizes"))
+    var limits: String?
+
+    @Option(name: .long, help: ArgumentHelp("How long each run lasts: 60s, 90, 2m, 1.5h (the demo's load; your service's from ready, unless its load ends first).", valueName: "time"))
     var duration = "60s"
+
+    @Option(name: .long, help: ArgumentHelp("Your service is ready when this http:// URL (an IP address or localhost) answers 2xx (polled every 100 ms).", valueName: "url"))
+    var readyUrl: String?
+
+    @Option(name: .long, help: ArgumentHelp("Your service is ready this long after it started (default 2s when there is no --ready-url).", valueName: "time"))
+    var readyAfter: String?
+
+    @Option(name: .long, help: ArgumentHelp("How long --ready-url may take to answer.", valueName: "time"))
+    var readyTimeout = "60s"
+
+    @Option(name: .long, help: ArgumentHelp("A shell command that loads your service, run outside the limit once it is ready.", valueName: "command"))
+    var load: String?
+
+    @Option(name: .long, help: ArgumentHelp("A shell command run at the end while your service still runs: exit 0 when its data is intact.", valueName: "command"))
+    var check: String?
+
+    @Option(name: .long, help: ArgumentHelp("Your service's Prometheus page (default: the ready URL's origin + /metrics).", valueName: "url"))
+    var metricsUrl: String?
+
+    @Option(name: .long, help: ArgumentHelp("A counter of requests your service shed (repeatable; default: every *_shed_total).", valueName: "name"))
+    var shedCounter: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Write your service's, the load's and the check's output here (default: stderr).", valueName: "file"))
+    var serviceLog: String?
 
     @Flag(name: .long, help: "Print the report as JSON (the progress line still goes to stderr).")
     var json = false
 
-    @Option(name: .long, help: ArgumentHelp("Write an SVG plot of usage against the limit over time for both runs.", valueName: "file.svg"))
+    @Option(name: .long, help: ArgumentHelp("Write an SVG plot of usage against the limit over time for every run (rewritten every 5 s).", valueName: "file.svg"))
     var plot: String?
 
-    @Flag(name: .long, help: "Skip the run without memwarn.")
+    @Option(name: .long, help: ArgumentHelp("Write every run's samples as JSON: usage every 100 ms, the floor once a second.", valueName: "file.json"))
+    var samples: String?
+
+    @Flag(name: .long, help: "Skip the runs without memwarn.")
     var noBaseline = false
 
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("Your service's command and its arguments, after --.", valueName: "command"))
+    var command: [String] = []
+
     func validate() throws {
-        guard let maximum = ByteSize.parse(memoryMax, allowingZero: true) else { throw ValidationError("--memory-max: \"\(memoryMax)\" is not a size (examples: 256M, 1G)") }
-        guard maximum >= ByteSize.smallestLimit else { throw ValidationError("--memory-max: \(memoryMax) is below the smallest limit, 1M") }
+        _ = try limitBytes()
         guard let seconds = Self.parseSeconds(duration) else {
-            throw ValidationError("--duration: \"\(duration)\" is not a duration (examples: 60s, 90, 2m)")
+            throw ValidationError("--duration: \"\(duration)\" is not a duration (examples: 60s, 90, 2m, 1.5h)")
         }
         guard Self.durationRange.contains(seconds) else {
             throw ValidationError("--duration: \(duration) is out of range: a soak runs from 1s to 24h (86400s)")
         }
+        if command.isEmpty {
+            let serviceOptions = [("--ready-url", readyUrl), ("--ready-after", readyAfter), ("--load", load), ("--check", check),
+                                  ("--metrics-url", metricsUrl), ("--service-log", serviceLog)]
+            if let given = serviceOptions.first(where: { $0.1 != nil }) {
+                throw ValidationError("\(given.0) is for your service: give its command after --, as in memwarn soak \(given.0) … -- ./my-service")
+            }
+            return
+        }
+        if readyUrl != nil && readyAfter != nil { throw ValidationError("give --ready-url or --ready-after, not both") }
+        for (name, url) in [("--ready-url", readyUrl), ("--metrics-url", metricsUrl)] {
+            if let url, case .failure(let problem) = HTTPGet.Address.parse(url) { throw ValidationError("\(name): \(url): \(problem)") }
+        }
+        for (name, text) in [("--ready-after", readyAfter), ("--ready-timeout", readyTimeout as String?)] {
+            if let text, Self.parseSeconds(text).map({ (0...3_600).contains($0) }) != true {
+                throw ValidationError("\(name): \"\(text)\" is not a duration from 0 to 1h (examples: 2s, 500ms is 0.5s, 1m)")
+            }
+        }
+        for (name, text) in [("--load", load), ("--check", check)] where text?.trimmingCharacters(in: .whitespaces).isEmpty == true {
+            throw ValidationError("\(name) is empty: give a shell command")
+        }
+    }
+
+    /// `--limits` or `--memory-max` (default 256M), each at least 1M.
+    private func limitBytes() throws -> [UInt64] {
+        if limits != nil && memoryMax != nil { throw ValidationError("give --memory-max or --limits, not both") }
+        let name = limits != nil ? "--limits" : "--memory-max"
+        let texts = (limits ?? memoryMax ?? "256M").split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        var bytes: [UInt64] = []
+        for text in texts {
+            guard let size = ByteSize.parse(text, allowingZero: true) else {
+                throw ValidationError("\(name): \"\(text)\" is not a size (examples: 256M, 1G\(limits != nil ? "; several: 128M,192M,256M" : ""))")
+            }
+            guard size >= ByteSize.smallestLimit else { throw ValidationError("\(name): \(text) is below the smallest limit, 1M") }
+            bytes.append(size)
+        }
+        guard Set(bytes).count == bytes.count else { throw ValidationError("\(name): a limit is given twice") }
+        guard bytes.count <= 16 else { throw ValidationError("\(name): at most 16 limits") }
+        return bytes.sorted()
     }
 
     /// The soak's shortest and longest load, in seconds: under a second the demo cannot start and
     /// verify; past a day the run is a mistake (and `1e16` would overflow the clock).
     static let durationRange: ClosedRange<Double> = 1...86_400
 
-    /// `60s`, `90`, `2m`, `1.5m` in seconds, when in ``durationRange``.
+    /// `60s`, `90`, `2m`, `1.5h` in seconds, when in ``durationRange``.
     static func seconds(_ text: String) -> Double? {
         parseSeconds(text).flatMap { durationRange.contains($0) ? $0 : nil }
     }
 
-    /// `60s`, `90`, `2m`, `1.5m` in seconds (any finite, non-negative number).
+    /// `60s`, `90`, `2m`, `1.5h` in seconds (any finite, non-negative number).
     private static func parseSeconds(_ text: String) -> Double? {
-        let scale: Double = text.hasSuffix("m") ? 60 : 1
-        let number = Double(text.hasSuffix("m") || text.hasSuffix("s") ? String(text.dropLast()) : text)
+        let scales: [Character: Double] = ["s": 1, "m": 60, "h": 3_600]
+        let scale = text.last.flatMap { scales[$0] }
+        let number = Double(scale == nil ? text : String(text.dropLast()))
         guard let number, number.isFinite, number >= 0 else { return nil }
-        return number * scale
+        return number * (scale ?? 1)
     }
 
     func run() async throws {
-        let demo = try Self.demoPath()
         let environment = ProcessInfo.processInfo.environment
         var logger = Logger(label: "memwarn")
         logger.logLevel = .error
-        let soak = Soak(demoPath: demo, memoryMaxBytes: ByteSize.parse(memoryMax) ?? 0,
-                        duration: .milliseconds(Int64((Self.seconds(duration) ?? 60) * 1_000)), includesBaseline: !noBaseline,
-                        policy: try PressurePolicy.load(environment: environment))
-        let line = ProgressLine(limit: soak.memoryMaxBytes, total: Self.seconds(duration) ?? 60)
-        let report = try await soak.run(logger: logger) { line.show($0) }
+        let limitBytes = try limitBytes()
+        let seconds = Self.seconds(duration) ?? 60
+        let subject: Soak.Subject
+        var log: FileHandle?
+        if command.isEmpty {
+            subject = .demo(path: try Self.demoPath())
+        } else {
+            if let serviceLog {
+                guard FileManager.default.createFile(atPath: serviceLog, contents: nil), let handle = FileHandle(forWritingAtPath: serviceLog) else {
+                    Output.errorLine("Error: cannot write the service's output to \(serviceLog): \(String(cString: strerror(errno)))")
+                    throw ExitCode(2)
+                }
+                log = handle
+            }
+            let readiness: Soak.Service.Readiness = readyUrl.map { .url($0, timeout: .milliseconds(Int64((Self.parseSeconds(readyTimeout) ?? 60) * 1_000))) }
+                ?? .after(.milliseconds(Int64((readyAfter.flatMap(Self.parseSeconds) ?? 2) * 1_000)))
+            subject = .command(Soak.Service(command: command, readiness: readiness, load: load, check: check, metricsURL: metricsUrl,
+                                            shedCounters: shedCounter, outputDescriptor: log?.fileDescriptor))
+        }
+        let soak = Soak(subject: subject, limits: limitBytes, duration: .milliseconds(Int64(seconds * 1_000)), includesBaseline: !noBaseline,
+                        policy: try PressurePolicy.load(environment: environment), plotPath: plot)
+        if let plot, !FileManager.default.createFile(atPath: plot, contents: nil) {
+            Output.errorLine("Error: cannot write the plot to \(plot): \(String(cString: strerror(errno)))")
+            throw ExitCode(2)
+        }
+        // Trapped before anything starts (children get the default dispositions back before
+        // exec): Ctrl-C, SIGTERM, a hang-up or a closed output pipe stop the run under way.
+        let interruption = SoakInterruption()
+        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup, .sigpipe)
+        let listening = Task {
+            for await signal in signals { interruption.interrupt(by: signal.rawValue) }
+        }
+        defer { listening.cancel() }
+        let line = ProgressLine(total: seconds)
+        let report: SoakReport
+        do {
+            report = try await soak.run(logger: logger, interruption: interruption) { line.show($0) }
+        } catch let error as CgroupError where error.code == .permissionDenied {
+            line.finish()
+            Output.errorLine("Error: \(error.message)")
+            throw ExitCode(2)
+        } catch {
+            line.finish()
+            Output.errorLine("Error: \(error)")
+            throw ExitCode(2)
+        }
         line.finish()
+        try? log?.close()
         if let plot {
             do {
                 try SoakPlot.svg(report).write(toFile: plot, atomically: true, encoding: .utf8)
                 Output.errorLine("memwarn soak: plot written to \(plot)")
             } catch {
+                Output.line(json ? try report.json() : report.text)
                 Output.errorLine("Error: cannot write the plot to \(plot): \(error)")
-                throw ExitCode(1)
+                throw ExitCode(2)
+            }
+        }
+        if let samples {
+            do {
+                try report.samplesJSON().write(to: URL(fileURLWithPath: samples))
+            } catch {
+                Output.errorLine("Error: cannot write the samples to \(samples): \((error as NSError).localizedDescription)")
+                throw ExitCode(2)
             }
         }
         Output.line(json ? try report.json() : report.text)
+        if let signal = report.interruptedBy { throw ExitCode(128 + signal) }
         if !report.passed { throw ExitCode(1) }
     }
 
@@ -106,20 +249,19 @@ struct SoakCommand: AsyncParsableCommand {
 
 /// The live progress line on stderr: rewritten in place on a terminal, a line every 5 s otherwise.
 final class ProgressLine: Sendable {
-    private let limit: UInt64
     private let total: Double
     private let isTerminal = isatty(2) == 1
     private let lastPrinted = Locked<(label: String, seconds: Double)>(("", -10))
 
-    init(limit: UInt64, total: Double) {
-        self.limit = limit
+    init(total: Double) {
         self.total = total
     }
 
     func show(_ progress: Soak.Progress) {
         let label = progress.label.padding(toLength: 8, withPad: " ", startingAt: 0)
         let text = "\(label) \(String(format: "%5.1f/%.0f", progress.seconds, total)) s  usage \(ByteSize.describe(progress.usageBytes)) "
-            + "of \(ByteSize.describe(limit))  level \(progress.level.rawValue)"
+            + "of \(ByteSize.describe(progress.memoryMaxBytes))  level \(progress.level.rawValue)"
+            + (progress.releases.map { "  releases \($0)" } ?? "") + (progress.trend.map { "  trend \($0)" } ?? "")
         let due = lastPrinted.withLock { last in
             let due = isTerminal || last.label != progress.label || progress.seconds - last.seconds >= 5
             if due { last = (progress.label, progress.seconds) }

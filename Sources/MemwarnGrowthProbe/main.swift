@@ -17,7 +17,11 @@
 //   --entry-kib KIB       entry size (default 1024)
 //   --unreleasable SHARE  share of each insert held outside any cache (default 0)
 //   --shed                refuse new inserts while memory is exhausted (load shedding)
-//   --control DIR         serve a control endpoint in DIR (memwarn trigger, memwarn agent find it);
+//   --leak MIB_PER_MIN    besides the inserts, keep this much a minute that no release can reach (a leak;
+//                         the soak's leak verdict is measured with it)
+//   --floor MIB           hold this much, outside any cache, from the start (a service's fixed floor)
+//   --control DIR         serve a control endpoint in DIR (memwarn trigger, memwarn agent, memwarn soak
+//                         find it; `default` for the default directory, where memwarn soak looks);
 //                         one {"event":"control","socket":..} line once it listens
 //   --start-after SECONDS wait this long before the first insert (an agent finds the service first)
 //   --hold SECONDS        stay up this long after the last insert (holding the cache), then end
@@ -52,6 +56,8 @@ struct Options {
     var controlDirectory: String?
     var holdSeconds = 0.0
     var startAfterSeconds = 0.0
+    var leakMiBPerMinute = 0.0
+    var floorMiB = 0.0
 
     init(_ arguments: [String]) throws {
         var iterator = arguments.makeIterator()
@@ -73,6 +79,8 @@ struct Options {
             case "--control": controlDirectory = try value(argument)
             case "--hold": holdSeconds = try number(argument)
             case "--start-after": startAfterSeconds = try number(argument)
+            case "--leak": leakMiBPerMinute = try number(argument)
+            case "--floor": floorMiB = try number(argument)
             case "--releaser":
                 releaser = try value(argument)
                 guard ["memwarn", "rise-only", "poller", "none"].contains(releaser) else { throw Failure("unknown releaser \(releaser)") }
@@ -109,7 +117,14 @@ struct Load: Service {
     let cache: DiscardableCache<Int, [UInt8]>
     let monitor: PressureMonitor?
 
+    /// Inserts until done, or until SIGTERM (graceful shutdown) ends the service cleanly.
     func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown { try await insert() }
+        } catch is CancellationError {}
+    }
+
+    private func insert() async throws {
         let count = Int(options.totalMiB * 1_048_576) / options.entryBytes
         let interval = Duration.seconds(Double(options.entryBytes) / (options.rate * 1_048_576))
         var unreleasable: [[UInt8]] = []
@@ -137,6 +152,37 @@ struct Load: Service {
                       "forecasts": ["raised": tally.raised, "confirmed": tally.confirmed, "false": tally.falseAlarms]])
         if options.holdSeconds > 0 { try? await Task.sleep(for: .seconds(options.holdSeconds)) }
         withExtendedLifetime(unreleasable) {}
+    }
+}
+
+/// Keeps `--floor` from the start and adds `--leak` every 200 ms, touched, never released.
+struct Leak: Service {
+    let options: Options
+
+    func run() async throws {
+        var kept: [[UInt8]] = []
+        if options.floorMiB > 0 { kept.append([UInt8](repeating: 1, count: Int(options.floorMiB * 1_048_576))) }
+        guard options.leakMiBPerMinute > 0 else {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(86_400 * 365)) }
+            withExtendedLifetime(kept) {}
+            return
+        }
+        let began = ContinuousClock.now
+        let rate = options.leakMiBPerMinute
+        let leaked = try? await cancelWhenGracefulShutdown { () async throws -> Int in
+            var leaked = 0.0
+            var kept: [[UInt8]] = []
+            while true {
+                try await Task.sleep(for: .milliseconds(200))
+                let due = (ContinuousClock.now - began).inSeconds / 60 * rate * 1_048_576
+                if due - leaked >= 4096 {
+                    let bytes = Int(due - leaked) / 4096 * 4096
+                    kept.append([UInt8](repeating: UInt8(truncatingIfNeeded: kept.count | 1), count: bytes))
+                    leaked += Double(bytes)
+                }
+            }
+        }
+        withExtendedLifetime((kept, leaked)) {}
     }
 }
 
@@ -197,7 +243,7 @@ do {
         services.append(.init(service: running))
         monitor = running
         if let directory = options.controlDirectory {
-            let control = ControlService(monitor: running, directory: directory, logger: logger)
+            let control = ControlService(monitor: running, directory: directory == "default" ? nil : directory, logger: logger)
             services.append(.init(service: control))
             Task {
                 if let socket = await control.started() { emit("control", ["socket": socket]) }
@@ -206,6 +252,7 @@ do {
     } else if options.releaser == "poller" {
         try startPoller(policy: policy, coordinator: coordinator)
     }
+    if options.leakMiBPerMinute > 0 || options.floorMiB > 0 { services.append(.init(service: Leak(options: options))) }
     services.append(.init(service: Load(options: options, cache: cache, monitor: monitor), successTerminationBehavior: .gracefullyShutdownGroup))
     let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm], logger: logger))
     try await group.run()

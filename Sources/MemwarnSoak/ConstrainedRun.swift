@@ -1,6 +1,6 @@
 public import CgroupKit
 import Foundation
-import MemwarnSystem
+public import MemwarnSystem
 public import Logging
 public import Memwarn
 
@@ -30,13 +30,21 @@ public final class ConstrainedRun: Sendable {
         /// Where the command's standard output goes: a descriptor the caller reads, or `nil`
         /// to share this process's.
         public var standardOutput: Int32?
+        /// Where the command's standard error goes (`nil`: this process's).
+        public var standardError: Int32?
+        /// The command's standard input (`nil`: this process's).
+        public var standardInput: Int32?
+        /// Whether the command leads a process group of its own: then ``ConstrainedRun/forward(signal:)``
+        /// signals the group (the command and what it started), and the terminal's Ctrl-C does not
+        /// reach it directly.
+        public var newProcessGroup = false
         /// The cgroup's name prefix.
         public var namePrefix: String
 
         /// - Parameter environment: the command's environment; `nil` passes this process's.
         public init(command: [String], memoryMaxBytes: UInt64, memoryHigh: MemoryHighSetting = .automatic,
                     environment: [String: String]? = nil, policy: PressurePolicy = PressurePolicy(),
-                    sampleInterval: Duration? = nil, standardOutput: Int32? = nil, namePrefix: String = "memwarn-run") {
+                    sampleInterval: Duration? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil, namePrefix: String = "memwarn-run") {
             self.command = command
             self.memoryMaxBytes = memoryMaxBytes
             self.memoryHigh = memoryHigh
@@ -44,6 +52,7 @@ public final class ConstrainedRun: Sendable {
             self.policy = policy
             self.sampleInterval = sampleInterval
             self.standardOutput = standardOutput
+            self.standardError = standardError
             self.namePrefix = namePrefix
         }
     }
@@ -110,6 +119,9 @@ public final class ConstrainedRun: Sendable {
             spawn.arguments[0] = name
             spawn.cgroupProcsFile = cgroup.location.file("cgroup.procs")
             spawn.standardOutput = options.standardOutput
+            spawn.standardError = options.standardError
+            spawn.standardInput = options.standardInput
+            spawn.newProcessGroup = options.newProcessGroup
             spawn.parentDeathSignal = SIGKILL  // the command dies with this process, whatever kills it
             child = try WaitedChild(spawn)
         } catch {
@@ -139,6 +151,9 @@ public final class ConstrainedRun: Sendable {
         }
     }
 
+    /// Whether the command has ended (it may not be reaped by ``wait(onLevel:onSample:)`` yet).
+    public var hasEnded: Bool { child.exitIfEnded != nil }
+
     /// Sends a signal on to the command (Ctrl-C or SIGTERM of `memwarn run`); the second
     /// request kills it (SIGKILL), for a command that ignores the first.
     public func forward(signal: Int32) {
@@ -146,7 +161,16 @@ public final class ConstrainedRun: Sendable {
             count += 1
             return count
         }
-        child.signal(count == 1 ? signal : SIGKILL)
+        if options.newProcessGroup {
+            child.signalGroup(count == 1 ? signal : SIGKILL)
+        } else {
+            child.signal(count == 1 ? signal : SIGKILL)
+        }
+    }
+
+    /// Waits for the command itself to end (``wait(onLevel:onSample:)`` then tears the run down).
+    public func commandExit() async -> ProcessExit {
+        await child.exit()
     }
 
     /// Watches the command until it ends, then collects the figures, removes the cgroup, and

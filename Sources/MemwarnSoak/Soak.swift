@@ -3,78 +3,192 @@ import MemwarnSystem
 public import Logging
 public import Memwarn
 
-/// `memwarn soak`: the demo service run under the same memory limit twice — with memwarn, and
-/// without it (the baseline) — each in its own cgroup through ``ConstrainedRun``, sampled for
-/// the plot, its own events read from its output.
+/// `memwarn soak`: a service run under a memory limit twice — with memwarn, and without it (the
+/// baseline: the same binary with `MEMWARN_DISABLE=1`) — each in its own cgroup through
+/// ``ConstrainedRun``, with its load beside it, sampled for the plot, its floor and trend, and
+/// its own figures read through memwarn's control endpoint. The service is the demo, or the
+/// user's command (``Service``).
 public struct Soak: Sendable {
-    public var demoPath: String
-    public var memoryMaxBytes: UInt64
+    /// What is soaked.
+    public enum Subject: Sendable {
+        /// `memwarn-demo` at this path: it runs its own load for the duration, then verifies its writes.
+        case demo(path: String)
+        /// The user's service.
+        case command(Service)
+    }
+
+    /// The user's service, how to tell it is ready, its load and its check.
+    public struct Service: Sendable {
+        /// When the service is ready for its load.
+        public enum Readiness: Sendable {
+            /// This URL answers 2xx (polled every 100 ms, until the timeout).
+            case url(String, timeout: Duration)
+            /// This long after it started.
+            case after(Duration)
+        }
+
+        /// The command and its arguments.
+        public var command: [String]
+        public var readiness: Readiness
+        /// A shell command run outside the limited cgroup once the service is ready, with
+        /// `MEMWARN_SOAK_URL` (the ready URL's origin), `MEMWARN_SOAK_PID` and `MEMWARN_SOAK_RUN`
+        /// (`memwarn` or `baseline`) in its environment; the run ends when it ends.
+        public var load: String?
+        /// A shell command run at the end, while the service still runs: its exit status is the
+        /// "nothing lost" verdict.
+        public var check: String?
+        /// The service's Prometheus page, read for its load-shedding counters (default: the
+        /// ready URL's origin + `/metrics`, when there is a ready URL).
+        public var metricsURL: String?
+        /// The shedding counters to read (default: names ending in `_shed_total`).
+        public var shedCounters: [String]
+        /// Where the service's, the load's and the check's output go (a descriptor; `nil`: stderr).
+        public var outputDescriptor: Int32?
+
+        public init(command: [String], readiness: Readiness, load: String? = nil, check: String? = nil, metricsURL: String? = nil,
+                    shedCounters: [String] = [], outputDescriptor: Int32? = nil) {
+            self.command = command
+            self.readiness = readiness
+            self.load = load
+            self.check = check
+            self.metricsURL = metricsURL
+            self.shedCounters = shedCounters
+            self.outputDescriptor = outputDescriptor
+        }
+
+        /// The ready URL's parsed address, if any.
+        var readyAddress: HTTPGet.Address? {
+            guard case .url(let text, _) = readiness, case .success(let address) = HTTPGet.Address.parse(text) else { return nil }
+            return address
+        }
+    }
+
+    /// Why the soak could not be carried out (not why the service did not survive): the command
+    /// was not found, never became ready, exited 0 early, its load failed at once, or no cgroup
+    /// could be made. `memwarn soak` exits 2 with it.
+    public struct SetupError: Error, CustomStringConvertible {
+        public var description: String
+        public init(_ description: String) { self.description = description }
+    }
+
+    public var subject: Subject
+    /// The limits, each run in turn from the smallest (one for a plain soak).
+    public var limits: [UInt64]
     public var duration: Duration
     public var includesBaseline: Bool
     public var sampleInterval: Duration
     public var policy: PressurePolicy
+    /// Written every 5 s while the soak runs (best effort), so that an interrupted soak keeps its
+    /// evidence; the caller writes the final plot from the report.
+    public var plotPath: String?
 
-    public init(demoPath: String, memoryMaxBytes: UInt64, duration: Duration, includesBaseline: Bool = true,
-                sampleInterval: Duration = .milliseconds(100), policy: PressurePolicy = PressurePolicy()) {
-        self.demoPath = demoPath
-        self.memoryMaxBytes = memoryMaxBytes
+    public init(subject: Subject, limits: [UInt64], duration: Duration, includesBaseline: Bool = true,
+                sampleInterval: Duration = .milliseconds(100), policy: PressurePolicy = PressurePolicy(), plotPath: String? = nil) {
+        self.subject = subject
+        self.limits = limits.sorted()
         self.duration = duration
         self.includesBaseline = includesBaseline
         self.sampleInterval = sampleInterval
         self.policy = policy
+        self.plotPath = plotPath
     }
 
     /// What the live progress line shows.
     public struct Progress: Sendable {
         public var label: String
+        public var memoryMaxBytes: UInt64
         public var seconds: Double
         public var usageBytes: UInt64
         public var level: MemoryPressureLevel
+        /// Releases the service reported so far (`nil`: it does not report them).
+        public var releases: Int?
+        /// The trend so far, one line, once there is enough to say something.
+        public var trend: String?
     }
 
-    /// Runs the demo with memwarn, then the baseline.
-    public func run(logger: Logger, progress: @escaping @Sendable (Progress) -> Void) async throws -> SoakReport {
-        var runs = [try await runDemo(memwarnEnabled: true, logger: logger, progress: progress)]
-        if includesBaseline { runs.append(try await runDemo(memwarnEnabled: false, logger: logger, progress: progress)) }
-        return SoakReport(memoryMaxBytes: memoryMaxBytes, durationSeconds: Double(duration.components.seconds), runs: runs)
+    /// A one-time report of what a soak saw: the runs, in the order they ran.
+    var subjectName: String {
+        switch subject {
+        case .demo: "memwarn-demo"
+        case .command(let service): service.command.joined(separator: " ")
+        }
     }
 
-    private func runDemo(memwarnEnabled: Bool, logger: Logger, progress: @escaping @Sendable (Progress) -> Void) async throws -> SoakRun {
-        let label = memwarnEnabled ? "memwarn" : "baseline"
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        // The demo's files go in a folder of the soak's, removed afterwards: a run that is
-        // OOM-killed cannot clean up after itself.
-        // A fresh private folder (mkdtemp, 0700): nobody else can have prepared anything in it.
-        let dataDirectory: String
-        do {
-            dataDirectory = try PrivateDirectory.makeTemporary(prefix: "memwarn-soak-\(label)")
-        } catch {
-            throw ConstrainedRun.StartError(description: "the demo's data folder: \(error)")
+    /// Runs every leg — at each limit from the smallest, with memwarn then without — until the
+    /// interruption says stop. At a limit past the first, only the runs that have not survived
+    /// yet are run again.
+    ///
+    /// - Returns: the report (an interrupted soak reports what ran).
+    /// - Throws: ``SetupError`` or ``ConstrainedRun/StartError`` or `CgroupError` when the soak
+    ///   cannot be carried out.
+    public func run(logger: Logger, interruption: SoakInterruption, progress: @escaping @Sendable (Progress) -> Void) async throws -> SoakReport {
+        let labels = includesBaseline ? [true, false] : [true]
+        let runs = Locked<[SoakRun]>([])
+        let live = Locked<(@Sendable () -> SoakRun)?>(nil)
+        let plotting = plotPath.map { path in
+            Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(5))
+                    if Task.isCancelled { break }
+                    let shown = runs.withLock { $0 } + (live.withLock { $0 }.map { [$0()] } ?? [])
+                    try? SoakPlot.svg(report(shown, interruption: nil)).write(toFile: path, atomically: true, encoding: .utf8)
+                }
+            }
         }
-        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
-        var command = [demoPath, "--duration", String(seconds), "--data-dir", dataDirectory]
-        if !memwarnEnabled { command.append("--no-memwarn") }
-        let output: PipeEnds
-        do {
-            output = try PipeEnds()
-        } catch {
-            throw ConstrainedRun.StartError(description: "the demo's output: \(error)")
+        defer { plotting?.cancel() }
+        var survivedOnce: Set<Bool> = []
+        legs: for limit in limits {
+            for memwarnEnabled in labels where !survivedOnce.contains(memwarnEnabled) {
+                if interruption.signal != nil { break legs }
+                let leg = SoakLeg(soak: self, memwarnEnabled: memwarnEnabled, limit: limit, logger: logger)
+                let run = try await leg.run(interruption: interruption, progress: progress) { partial in live.withLock { $0 = partial } }
+                runs.withLock { $0.append(run) }
+                if run.survived { survivedOnce.insert(memwarnEnabled) }
+                // A limit too small to start under is a result when several limits are tried, or for
+                // the baseline; every other problem means the soak cannot be carried out.
+                let tooSmallToStart = run.end == .notReady && run.run.oomKills > 0
+                if let problem = run.problem, interruption.signal == nil, !tooSmallToStart || (memwarnEnabled && limits.count == 1) {
+                    throw SetupError(problem)
+                }
+            }
         }
-        let run = try ConstrainedRun(.init(command: command, memoryMaxBytes: memoryMaxBytes, policy: policy, sampleInterval: sampleInterval,
-                                           standardOutput: output.writeEnd.rawValue, namePrefix: "memwarn-soak"), logger: logger)
-        // Closed here once the demo holds its copy: end of file when the demo exits.
-        let lines: LineStream
-        do {
-            lines = try LineStream(reading: output.keepingReadEnd(), name: "memwarn-soak-out")
-        } catch {
-            throw ConstrainedRun.StartError(description: "the demo's output: \(error)")
+        plotting?.cancel()
+        _ = await plotting?.value  // the final plot is the caller's to write, after the last of these
+        return report(runs.withLock { $0 }, interruption: interruption.signal)
+    }
+
+    private func report(_ runs: [SoakRun], interruption: Int32?) -> SoakReport {
+        SoakReport(subject: subjectName, memoryMaxBytes: limits.first ?? 0, limits: limits, durationSeconds: duration.seconds,
+                   runs: runs, interruptedBy: interruption)
+    }
+}
+
+/// Ctrl-C, SIGTERM, a hang-up or a closed pipe during a soak: the run under way stops its load
+/// and its service and reports, and no further run starts.
+public final class SoakInterruption: Sendable {
+    private let state = Locked<(signal: Int32?, handlers: [@Sendable (Int32) -> Void])>((nil, []))
+
+    public init() {}
+
+    /// The signal that interrupted the soak, if one did.
+    public var signal: Int32? { state.withLock { $0.signal } }
+
+    /// Interrupts the soak (the first signal counts; later ones are ignored here).
+    public func interrupt(by signal: Int32) {
+        let handlers = state.withLock { state -> [@Sendable (Int32) -> Void] in
+            guard state.signal == nil else { return [] }
+            state.signal = signal
+            return state.handlers
         }
-        let level = Locked(MemoryPressureLevel.normal)
-        let report = await run.wait(
-            onLevel: { event in level.withLock { $0 = event.level } },
-            onSample: { sample in progress(Progress(label: label, seconds: sample.seconds, usageBytes: sample.usageBytes, level: level.withLock { $0 })) })
-        var demo = DemoRecord()
-        for line in await lines.remainingLines() { demo.read(line) }
-        return SoakRun(label: label, memwarnEnabled: memwarnEnabled, run: report, demo: demo)
+        for handler in handlers { handler(signal) }
+    }
+
+    /// Calls `handler` on interruption (at once if the soak is interrupted already).
+    func onInterrupt(_ handler: @escaping @Sendable (Int32) -> Void) {
+        let signal = state.withLock { state -> Int32? in
+            if state.signal == nil { state.handlers.append(handler) }
+            return state.signal
+        }
+        if let signal { handler(signal) }
     }
 }

@@ -16,17 +16,17 @@ public enum SoakPlot {
         var parts = [
             ##"<svg xmlns="http://www.w3.org/2000/svg" width="\##(Int(width))" height="\##(Int(height))" viewBox="0 0 \##(Int(width)) \##(Int(height))" font-family="sans-serif" font-size="12">"##,
             ##"<rect width="100%" height="100%" fill="white"/>"##,
-            ##"<text x="\##(margin.left)" y="22" font-size="15" font-weight="bold">memwarn soak: memwarn-demo under \##(escape(ByteSize.describe(report.memoryMaxBytes))), usage over time</text>"##,
+            ##"<text x="\##(margin.left)" y="22" font-size="15" font-weight="bold">memwarn soak: \##(escape(String(report.subject.prefix(60)))) under \##(escape(report.limits.map(ByteSize.describe).joined(separator: ", "))), usage over time</text>"##,
         ]
         for (index, run) in report.runs.enumerated() {
             let top = margin.top + Double(index) * (panelHeight + margin.bottom)
-            parts += panel(run, top: top, maximumSeconds: maximumSeconds, limit: report.memoryMaxBytes)
+            parts += panel(run, top: top, maximumSeconds: maximumSeconds, limit: run.memoryMaxBytes)
         }
         let legendY = height - 12
         parts.append(##"<g font-size="11">"##)
         var x = margin.left
         for (label, color, dash) in [("usage", "#333", ""), ("limit", "#000", "6,3"), ("warning (with memwarn: a release)", "#e6a700", ""), ("critical (likewise)", "#d62728", ""),
-                                     ("unit terminated", "#2ca02c", ""), ("OOM kill", "#000", "")] {
+                                     ("unit terminated", "#2ca02c", ""), ("trough (floor)", "#9467bd", ""), ("OOM kill", "#000", "")] {
             parts.append(##"<line x1="\##(x)" y1="\##(legendY - 4)" x2="\##(x + 18)" y2="\##(legendY - 4)" stroke="\##(color)" stroke-width="2"\##(dash.isEmpty ? "" : ##" stroke-dasharray="\##(dash)""##)/>"##)
             parts.append(##"<text x="\##(x + 22)" y="\##(legendY)">\##(label)</text>"##)
             x += 22 + Double(label.count) * 6.5 + 18
@@ -46,7 +46,7 @@ public enum SoakPlot {
         let outcome = run.survived ? "survived" : "killed after \(String(format: "%.1f", run.run.durationSeconds)) s"
         var parts = [
             ##"<g>"##,
-            ##"<text x="\##(margin.left)" y="\##(top - 8)" font-weight="bold" fill="\##(color)">\##(escape(title)): \##(escape(outcome)), \##(run.run.oomKills) OOM kill\##(run.run.oomKills == 1 ? "" : "s"), \##(run.demo.terminations.count) units terminated</text>"##,
+            ##"<text x="\##(margin.left)" y="\##(top - 8)" font-weight="bold" fill="\##(color)">\##(escape(title)): \##(escape(outcome)), \##(run.run.oomKills) OOM kill\##(run.run.oomKills == 1 ? "" : "s"), \##(run.demo.map { "\($0.terminations.count) units terminated" } ?? "\(run.service.releases) releases"), trend: \##(escape(run.trend.verdict.rawValue))</text>"##,
             ##"<rect x="\##(margin.left)" y="\##(top)" width="\##(plotWidth)" height="\##(panelHeight)" fill="none" stroke="#999"/>"##,
         ]
         // Axes: MiB on the left, seconds below.
@@ -68,20 +68,29 @@ public enum SoakPlot {
         parts.append(##"<text x="\##(margin.left + plotWidth - 4)" y="\##(y(Double(limit)) - 5)" text-anchor="end">limit \##(escape(ByteSize.describe(limit)))</text>"##)
         // Event marks: with memwarn, the releases the service made (at warning or critical);
         // without it, the level changes the outside monitor saw.
-        let marks = run.demo.releases.isEmpty
+        let demoReleases = run.demo?.releases ?? []
+        let marks = demoReleases.isEmpty
             ? run.run.levelChanges.filter { $0.level != "normal" }.map { (seconds: $0.seconds, level: $0.level, what: "\($0.level)") }
-            : run.demo.releases.map { (seconds: $0.seconds, level: $0.level, what: "release at \($0.level): \(ByteSize.describe(UInt64($0.freedBytes))) freed") }
+            : demoReleases.map { (seconds: $0.seconds, level: $0.level, what: "release at \($0.level): \(ByteSize.describe(UInt64($0.freedBytes))) freed") }
         for mark in marks {
             let color = mark.level == "critical" ? "#d62728" : "#e6a700"
             parts.append(##"<line x1="\##(x(mark.seconds))" y1="\##(top)" x2="\##(x(mark.seconds))" y2="\##(top + panelHeight)" stroke="\##(color)" stroke-width="1" opacity="0.7"><title>\##(escape(mark.what)) at \##(String(format: "%.2f", mark.seconds)) s</title></line>"##)
         }
-        for termination in run.demo.terminations {
+        for termination in run.demo?.terminations ?? [] {
             parts.append(##"<circle cx="\##(x(termination.seconds))" cy="\##(top + 8)" r="3.5" fill="#2ca02c"><title>\##(escape(termination.unit)) terminated, \##(escape(ByteSize.describe(UInt64(termination.freedBytes)))) freed</title></circle>"##)
         }
         // Usage.
         if !run.run.samples.isEmpty {
             let points = run.run.samples.map { "\(String(format: "%.1f", x($0.seconds))),\(String(format: "%.1f", y(Double($0.usageBytes))))" }
             parts.append(##"<polyline fill="none" stroke="\##(color)" stroke-width="1.8" points="\##(points.joined(separator: " "))"/>"##)
+        }
+        // The troughs (the floor's lowest point in each window), and the floor itself.
+        for trough in run.trend.troughs {
+            parts.append(##"<rect x="\##(x(trough.seconds) - 3)" y="\##(y(Double(trough.bytes)) - 3)" width="6" height="6" fill="#9467bd"><title>trough \##(escape(ByteSize.describe(trough.bytes))) at \##(String(format: "%.0f", trough.seconds)) s</title></rect>"##)
+        }
+        if let floor = run.trend.floorBytes {
+            parts.append(##"<line x1="\##(margin.left)" y1="\##(y(Double(floor)))" x2="\##(margin.left + plotWidth)" y2="\##(y(Double(floor)))" stroke="#9467bd" stroke-width="1" stroke-dasharray="2,3"/>"##)
+            parts.append(##"<text x="\##(margin.left + 4)" y="\##(y(Double(floor)) - 4)" fill="#9467bd">floor \##(escape(ByteSize.describe(floor)))</text>"##)
         }
         if run.run.oomKills > 0 {
             let killX = x(run.run.durationSeconds), killY = y(Double(limit))

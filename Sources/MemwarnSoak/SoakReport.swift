@@ -1,65 +1,140 @@
-import Foundation
+public import Foundation
 import MemwarnSystem
 
-/// The soak's result: both runs side by side.
+/// The soak's result: every run side by side, the lowest limit each survived, and the verdict.
 public struct SoakReport: Sendable, Codable {
+    /// The service soaked: `memwarn-demo`, or the command line.
+    public var subject: String
+    /// The first (smallest) limit.
     public var memoryMaxBytes: UInt64
+    /// Every limit asked for, smallest first.
+    public var limits: [UInt64]
     public var durationSeconds: Double
     public var runs: [SoakRun]
+    /// The signal that interrupted the soak, if one did: the report is of what ran.
+    public var interruptedBy: Int32?
 
-    /// The memwarn run survived the whole load with no OOM kill and no lost write.
+    public init(subject: String, memoryMaxBytes: UInt64, limits: [UInt64], durationSeconds: Double, runs: [SoakRun], interruptedBy: Int32? = nil) {
+        self.subject = subject
+        self.memoryMaxBytes = memoryMaxBytes
+        self.limits = limits
+        self.durationSeconds = durationSeconds
+        self.runs = runs
+        self.interruptedBy = interruptedBy
+    }
+
+    /// The lowest limit at which the run with memwarn (or the baseline) survived, if any did.
+    public func lowestSurvivingLimit(memwarnEnabled: Bool) -> UInt64? {
+        runs.filter { $0.memwarnEnabled == memwarnEnabled && $0.survived }.map(\.memoryMaxBytes).min()
+    }
+
+    /// With memwarn the service survived (at some limit, with several), not interrupted, and its
+    /// data held (the demo lost no write; `--check` passed, when given).
     public var passed: Bool {
-        guard let memwarn = runs.first(where: \.memwarnEnabled) else { return false }
-        return memwarn.survived && memwarn.demo.lostWrites == 0
+        guard interruptedBy == nil else { return false }
+        return runs.contains { $0.memwarnEnabled && $0.survived && $0.dataHeld != false }
     }
 
     /// The table `memwarn soak` prints.
     public var text: String {
-        func row(_ name: String, _ value: (SoakRun) -> String) -> [String] { [name] + runs.map(value) }
         let mib = { (bytes: Int) in ByteSize.describe(UInt64(max(0, bytes))) }
+        func row(_ name: String, _ value: (SoakRun) -> String) -> [String] { [name] + runs.map(value) }
+        let several = Set(runs.map(\.memoryMaxBytes)).count > 1
         var rows = [
-            [""] + runs.map { $0.memwarnEnabled ? "with memwarn" : "without (baseline)" },
+            [""] + runs.map { ($0.memwarnEnabled ? "with memwarn" : "without (baseline)") + (several ? " @ \(ByteSize.describe($0.memoryMaxBytes))" : "") },
             row("outcome") { run in
-                run.survived ? "survived \(String(format: "%.0f", run.run.durationSeconds)) s"
-                    : "killed after \(String(format: "%.1f", run.run.durationSeconds)) s (\(run.run.exit.signal.map { "signal \($0)" } ?? "status \(run.run.exitCode)"))"
+                if run.survived { return "survived \(String(format: "%.0f", run.run.durationSeconds)) s" }
+                if run.end == .interrupted && run.run.oomKills == 0 { return "interrupted after \(String(format: "%.1f", run.run.durationSeconds)) s" }
+                if run.end == .notReady { return "not ready" + (run.run.oomKills > 0 ? " (OOM-killed)" : "") }
+                return "killed after \(String(format: "%.1f", run.run.durationSeconds)) s (\(run.run.exit.signal.map { "signal \($0)" } ?? "status \(run.run.exitCode)"))"
             },
             row("OOM kills") { "\($0.run.oomKills)" },
             row("warnings") { "\($0.run.warnings["warning"] ?? 0)" },
             row("criticals") { "\($0.run.warnings["critical"] ?? 0)" },
             row("peak usage") { run in run.run.peakUsageBytes.map(ByteSize.describe) ?? "unknown" },
+            row("memwarn in the service") { run in
+                if run.service.linksMemwarn { return run.memwarnEnabled ? "linked, answering" : "linked, turned off (MEMWARN_DISABLE=1)" }
+                return run.demo != nil ? (run.memwarnEnabled ? "linked" : "off (--no-memwarn)") : "no control endpoint answered"
+            },
         ]
-        let tiers = Set(runs.flatMap { $0.demo.releasedByTier.keys })
-        for tier in ["discarded", "caches", "media", "shared-resources"] where tiers.contains(tier) {
-            rows.append(row("released: \(tier)") { mib($0.demo.releasedByTier[tier] ?? 0) })
+        let tiers = Set(runs.flatMap { $0.releasedByTier.keys })
+        for tier in ["discarded", "caches", "media", "shared-resources", "suspended-units"] where tiers.contains(tier) {
+            rows.append(row("released: \(tier)") { mib($0.releasedByTier[tier] ?? 0) })
+        }
+        if runs.contains(where: { !$0.service.releasedBytesByConsumer.isEmpty }) {
+            rows.append(row("largest releasers") { run in
+                let top = run.service.releasedBytesByConsumer.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(3)
+                return top.isEmpty ? "-" : top.map { "\($0.key) \(mib($0.value))" }.joined(separator: ", ")
+            })
         }
         rows += [
             row("memory exhausted") { run in
                 guard run.memwarnEnabled else { return "-" }
-                guard let first = run.demo.exhaustions.first else { return "never" }
-                return "\(run.demo.exhaustions.count)× (floor \(mib(first.floorBytes)))"
+                if let demo = run.demo, let first = demo.exhaustions.first { return "\(demo.exhaustions.count)× (floor \(mib(first.floorBytes)))" }
+                return run.service.exhaustedSeconds > 0 ? "\(String(format: "%.0f", run.service.exhaustedSeconds)) s" : "never"
             },
-            row("new users turned away") { run in run.memwarnEnabled ? "\(run.demo.turnedAway)" : "-" },
+            row("load shed") { run in
+                if let demo = run.demo { return run.memwarnEnabled ? "\(demo.turnedAway) new users turned away" : "-" }
+                guard let shed = run.service.shed else { return run.service.metricsScraped ? "no *_shed_total counter" : "-" }
+                return "\(Int(shed)) (\(run.service.shedCounters.keys.sorted().joined(separator: ", ")))"
+            },
             row("forecast warnings") { run in
-                guard run.memwarnEnabled, let raised = run.demo.forecastWarnings else { return "-" }
-                return "\(raised) (\(run.demo.falseForecasts ?? 0) false)"
+                guard run.memwarnEnabled else { return "-" }
+                if let raised = run.demo?.forecastWarnings { return "\(raised) (\(run.demo?.falseForecasts ?? 0) false)" }
+                return run.service.linksMemwarn ? "\(run.service.forecastWarnings) (\(run.service.falseForecasts) false)" : "-"
             },
-            row("units terminated") { "\($0.demo.terminations.count)" },
-            row("writes acknowledged") { run in "\(run.demo.writesAcknowledged ?? run.demo.writesAcknowledgedSoFar)\(run.demo.writesAcknowledged == nil ? "+ (at last report)" : "")" },
-            row("lost writes") { run in run.demo.lostWrites.map(String.init) ?? "unknown (killed before verifying)" },
+        ]
+        if runs.contains(where: { $0.demo != nil }) {
+            rows += [
+                row("units terminated") { "\($0.demo?.terminations.count ?? 0)" },
+                row("writes acknowledged") { run in
+                    guard let demo = run.demo else { return "-" }
+                    return "\(demo.writesAcknowledged ?? demo.writesAcknowledgedSoFar)\(demo.writesAcknowledged == nil ? "+ (at last report)" : "")"
+                },
+                row("lost writes") { run in run.demo?.lostWrites.map(String.init) ?? "unknown (killed before verifying)" },
+            ]
+        }
+        if runs.contains(where: \.killedAtStop) {
+            rows.append(row("stopped") { $0.killedAtStop ? "SIGKILL: it ignored SIGTERM for 10 s" : "by SIGTERM" })
+        }
+        if runs.contains(where: { $0.checkExitCode != nil || $0.loadExitCode != nil }) {
+            rows.append(row("load exit status") { run in run.loadExitCode.map(String.init) ?? "-" })
+            rows.append(row("check") { run in run.checkExitCode.map { $0 == 0 ? "passed" : "FAILED (status \($0))" } ?? "-" })
+        }
+        rows += [
+            row("floor") { run in
+                guard let floor = run.trend.floorBytes else { return "unknown" }
+                return ByteSize.describe(floor) + (run.trend.heapFloorBytes.map { " (heap in use \(ByteSize.describe($0)))" } ?? "")
+            },
+            row("memory trend") { $0.trend.verdict == .leaking ? "leaking \(String(format: "%.2f", $0.trend.rateBytesPerMinute / 1_048_576)) MiB/min (\(percent($0.trend.confidence)))" : $0.trend.verdict.rawValue },
         ]
         let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
         let lines = rows.map { row in
             String(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
                 .joined(separator: "   ").reversed().drop { $0 == " " }.reversed())
         }
-        var verdict = passed ? "PASS: with memwarn the service survived, with 0 OOM kills and 0 lost writes"
-            : "FAIL: with memwarn the service did not survive cleanly"
-        if passed, let memwarn = runs.first(where: \.memwarnEnabled), memwarn.demo.turnedAway > 0 {
-            verdict += ", shedding load: \(memwarn.demo.turnedAway) new users turned away while memory was exhausted"
+        var notes: [String] = []
+        if let memwarn = runs.last(where: \.memwarnEnabled) { notes.append("trend with memwarn: " + memwarn.trend.summary) }
+        if limits.count > 1 {
+            let lowest = { (memwarn: Bool) in self.lowestSurvivingLimit(memwarnEnabled: memwarn).map(ByteSize.describe) ?? "none of \(self.limits.map(ByteSize.describe).joined(separator: ", "))" }
+            notes.append("lowest limit survived: with memwarn \(lowest(true))" + (runs.contains { !$0.memwarnEnabled } ? ", without \(lowest(false))" : ""))
+        }
+        var verdict = passed ? "PASS: with memwarn the service survived" : "FAIL: with memwarn the service did not survive cleanly"
+        if let signal = interruptedBy { verdict = "INTERRUPTED by signal \(signal): the report is of what ran" }
+        if passed, let memwarn = runs.first(where: { $0.memwarnEnabled && $0.survived }) {
+            if let demo = memwarn.demo {
+                verdict += ", with 0 OOM kills and 0 lost writes"
+                if demo.turnedAway > 0 { verdict += ", shedding load: \(demo.turnedAway) new users turned away while memory was exhausted" }
+            } else {
+                verdict += memwarn.checkExitCode == 0 ? ", with 0 OOM kills, and its check passed" : ", with 0 OOM kills"
+            }
+            if let baseline = runs.first(where: { !$0.memwarnEnabled && $0.memoryMaxBytes == memwarn.memoryMaxBytes }) {
+                verdict += baseline.survived ? "; without memwarn it survived too" : "; without memwarn it did not (\(baseline.killedAfterSeconds.map { "killed after \(String(format: "%.1f", $0)) s" } ?? "failed"))"
+            }
         }
         if let reason = runs.first(where: \.memwarnEnabled)?.killReason { verdict += "\n" + reason }
-        return (["memwarn soak: memwarn-demo under \(ByteSize.describe(memoryMaxBytes)) for \(String(format: "%.0f", durationSeconds)) s", ""]
-            + lines + ["", verdict]).joined(separator: "\n")
+        let title = "memwarn soak: \(subject) under \(limits.map(ByteSize.describe).joined(separator: ", ")) for \(String(format: "%.0f", durationSeconds)) s"
+        return ([title, ""] + lines + [""] + notes + ["", verdict]).joined(separator: "\n")
     }
 
     /// The report as one JSON object (`memwarn soak --json`).
@@ -69,23 +144,53 @@ public struct SoakReport: Sendable, Codable {
         return String(decoding: try encoder.encode(JSONForm(self)), as: UTF8.self)
     }
 
+    /// Every run's samples as one JSON object (`memwarn soak --samples FILE`): usage every
+    /// 100 ms, and the floor samples once a second, for an analysis of your own.
+    public func samplesJSON() throws -> Data {
+        struct Run: Encodable {
+            var label: String
+            var memoryMaxBytes: UInt64
+            var usage: [SoakSample]
+            var floorSamples: [MemoryTrend.Sample]
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(["runs": runs.map { Run(label: $0.label, memoryMaxBytes: $0.memoryMaxBytes, usage: $0.run.samples, floorSamples: $0.service.floorSamples) }])
+    }
+
     /// The JSON: the verdict first, and each run without its samples (they are for the plot).
     private struct JSONForm: Encodable {
         var passed: Bool
+        var subject: String
         var memoryMaxBytes: UInt64
+        var limits: [UInt64]
+        var lowestSurvivingLimit: [String: UInt64]
         var durationSeconds: Double
+        var interruptedBy: Int32?
         var runs: [Run]
 
         struct Run: Encodable {
             var label: String
             var memwarnEnabled: Bool
+            var memoryMaxBytes: UInt64
             var survived: Bool
+            var end: String
+            var problem: String?
             var killedAfterSeconds: Double?
+            var readyAfterSeconds: Double?
             var exitCode: Int32
             var oomKills: UInt64
             var warnings: [String: Int]
             var peakUsageBytes: UInt64?
+            var linksMemwarn: Bool
+            var releases: Int
             var releasedBytesByTier: [String: Int]
+            var releasedBytesByConsumer: [String: Int]
+            var exhaustedSeconds: Double
+            var shed: Double?
+            var loadExitCode: Int32?
+            var checkExitCode: Int32?
+            var killedAtStop: Bool
             var unitsTerminated: Int
             var exhaustions: Int
             var floorBytes: Int?
@@ -96,19 +201,34 @@ public struct SoakReport: Sendable, Codable {
             var writesAcknowledged: Int?
             var writesVerified: Int?
             var lostWrites: Int?
+            var trend: MemoryTrend
         }
 
         init(_ report: SoakReport) {
             passed = report.passed
+            subject = report.subject
             memoryMaxBytes = report.memoryMaxBytes
+            limits = report.limits
+            lowestSurvivingLimit = [:]
+            for (label, enabled) in [("memwarn", true), ("baseline", false)] {
+                if let lowest = report.lowestSurvivingLimit(memwarnEnabled: enabled) { lowestSurvivingLimit[label] = lowest }
+            }
             durationSeconds = report.durationSeconds
+            interruptedBy = report.interruptedBy
             runs = report.runs.map { run in
-                Run(label: run.label, memwarnEnabled: run.memwarnEnabled, survived: run.survived, killedAfterSeconds: run.killedAfterSeconds,
-                    exitCode: run.run.exitCode, oomKills: run.run.oomKills, warnings: run.run.warnings, peakUsageBytes: run.run.peakUsageBytes,
-                    releasedBytesByTier: run.demo.releasedByTier, unitsTerminated: run.demo.terminations.count,
-                    exhaustions: run.demo.exhaustions.count, floorBytes: run.demo.exhaustions.first?.floorBytes, turnedAway: run.demo.turnedAway,
-                    forecastWarnings: run.demo.forecastWarnings, falseForecasts: run.demo.falseForecasts, killReason: run.killReason,
-                    writesAcknowledged: run.demo.writesAcknowledged, writesVerified: run.demo.writesVerified, lostWrites: run.demo.lostWrites)
+                let demo = run.demo
+                return Run(label: run.label, memwarnEnabled: run.memwarnEnabled, memoryMaxBytes: run.memoryMaxBytes, survived: run.survived,
+                           end: run.end.rawValue, problem: run.problem, killedAfterSeconds: run.killedAfterSeconds, readyAfterSeconds: run.readyAfterSeconds,
+                           exitCode: run.run.exitCode, oomKills: run.run.oomKills, warnings: run.run.warnings, peakUsageBytes: run.run.peakUsageBytes,
+                           linksMemwarn: run.service.linksMemwarn, releases: demo.map { $0.releases.count } ?? run.service.releases,
+                           releasedBytesByTier: run.releasedByTier, releasedBytesByConsumer: run.service.releasedBytesByConsumer,
+                           exhaustedSeconds: run.service.exhaustedSeconds, shed: run.service.shed, loadExitCode: run.loadExitCode,
+                           checkExitCode: run.checkExitCode, killedAtStop: run.killedAtStop, unitsTerminated: demo?.terminations.count ?? 0,
+                           exhaustions: demo?.exhaustions.count ?? 0, floorBytes: demo?.exhaustions.first?.floorBytes, turnedAway: demo?.turnedAway ?? 0,
+                           forecastWarnings: demo?.forecastWarnings ?? (run.service.linksMemwarn ? run.service.forecastWarnings : nil),
+                           falseForecasts: demo?.falseForecasts ?? (run.service.linksMemwarn ? run.service.falseForecasts : nil),
+                           killReason: run.killReason, writesAcknowledged: demo?.writesAcknowledged, writesVerified: demo?.writesVerified,
+                           lostWrites: demo?.lostWrites, trend: run.trend)
             }
         }
     }

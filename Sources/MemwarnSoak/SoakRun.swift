@@ -1,15 +1,63 @@
 import MemwarnSystem
 
-/// One run of the demo service under the soak's limit.
+/// One run of the soaked service under one limit: with memwarn, or without it (the baseline).
 public struct SoakRun: Sendable, Codable {
+    /// Why the run ended.
+    public enum End: String, Sendable, Codable {
+        /// `--duration` ran out; the soak stopped the service.
+        case duration
+        /// The load command ended; the soak stopped the service.
+        case loadEnded = "load ended"
+        /// The service ended by itself (the demo at the end of its load; a command, early).
+        case serviceExited = "service exited"
+        /// Ctrl-C or SIGTERM: the soak stopped the service.
+        case interrupted
+        /// The service never became ready.
+        case notReady = "not ready"
+        /// The load command failed at once.
+        case loadFailed = "load failed"
+    }
+
     /// `memwarn` or `baseline`.
     public var label: String
     public var memwarnEnabled: Bool
+    /// The limit of this run.
+    public var memoryMaxBytes: UInt64
     public var run: ConstrainedRunReport
-    public var demo: DemoRecord
+    /// The demo's own event lines (the demo soak only).
+    public var demo: DemoRecord?
+    /// What the service reported about itself while it ran.
+    public var service: ServiceFigures
+    /// The floor and its trend.
+    public var trend: MemoryTrend
+    public var end: End
+    /// Seconds from the start until the service was ready.
+    public var readyAfterSeconds: Double?
+    /// The load command's exit status (128 + signal), when there was one.
+    public var loadExitCode: Int32?
+    /// The `--check` command's exit status, when it ran.
+    public var checkExitCode: Int32?
+    /// Why the soak could not be carried out in this run (not ready, load failed at once,
+    /// exited 0 early): a sentence.
+    public var problem: String?
+    /// The service ignored SIGTERM at the end and was killed (SIGKILL) 10 s later.
+    public var killedAtStop = false
 
-    /// It ran to the end of its load, was not OOM-killed, and exited 0.
-    public var survived: Bool { run.exitCode == 0 && run.oomKills == 0 && demo.writesAcknowledged != nil }
+    /// It ran to the end under its limit: not OOM-killed, and (a command) still running when its
+    /// time or its load ended and the soak stopped it, or (the demo) ended its load and exited 0
+    /// having verified its writes. An interrupted run did not run to the end.
+    public var survived: Bool {
+        guard problem == nil, run.oomKills == 0, end != .interrupted else { return false }
+        if let demo { return run.exitCode == 0 && demo.writesAcknowledged != nil }
+        return end == .duration || end == .loadEnded
+    }
+
+    /// Whether its data held: the demo lost no write; a command's `--check` exited 0 (`nil`:
+    /// nothing checked it).
+    public var dataHeld: Bool? {
+        if let demo { return demo.lostWrites.map { $0 == 0 } }
+        return checkExitCode.map { $0 == 0 }
+    }
 
     /// When it died, if it did (its run's duration).
     public var killedAfterSeconds: Double? { survived ? nil : run.durationSeconds }
@@ -18,11 +66,14 @@ public struct SoakRun: Sendable, Codable {
     /// without memwarn.
     public var killReason: String? {
         guard memwarnEnabled, !survived else { return nil }
+        if let problem { return problem }
         guard run.oomKills > 0 || run.exit.signal == 9 else {
-            return "exited with status \(run.exitCode)" + (demo.otherLines.last.map { ": \($0)" } ?? "")
+            return "exited with status \(run.exitCode)" + (demo?.otherLines.last.map { ": \($0)" } ?? "")
         }
         let limit = ByteSize.describe(run.memoryMaxBytes)
-        guard let exhaustion = demo.exhaustions.last else {
+        guard let exhaustion = demo?.exhaustions.last else {
+            if service.exhaustedSeconds > 0 { return "killed while its monitor found memory exhausted (\(Int(service.exhaustedSeconds)) s in all): its floor did not fit in \(limit)" }
+            if !service.linksMemwarn && demo == nil { return "OOM-killed under \(limit); no memwarn control endpoint answered, so what it released is unknown" }
             return "killed with no exhaustion reported: releasable memory was left, and the releases did not keep up with growth"
         }
         let floor = ByteSize.describe(UInt64(max(0, exhaustion.floorBytes)))
@@ -31,5 +82,11 @@ public struct SoakRun: Sendable, Codable {
             return "killed: the floor, \(floor), plus one second of growth, \(growth), did not fit in \(limit)"
         }
         return "killed: memory was exhausted (floor \(floor) of \(limit), growing \(growth)/s) and the service kept growing past it"
+    }
+
+    /// Bytes released by tier: the demo's events, or the service's own count.
+    public var releasedByTier: [String: Int] {
+        if let demo, service.releasedBytesByTier.isEmpty { return demo.releasedByTier }
+        return service.releasedBytesByTier
     }
 }

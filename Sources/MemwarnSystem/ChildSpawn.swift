@@ -21,6 +21,9 @@ package struct ChildSpawn {
     package var standardError: Int32?
     /// The signal it gets when the thread that spawned it ends (`PR_SET_PDEATHSIG`), or 0.
     package var parentDeathSignal: Int32 = 0
+    /// Whether it leads a new process group (its pid is the group's id): then
+    /// ``WaitedChild/signalGroup(_:)`` reaches it and everything it started.
+    package var newProcessGroup = false
 
     /// - Parameters:
     ///   - arguments: the program's path, then its arguments.
@@ -74,7 +77,7 @@ package struct ChildSpawn {
         return argv.withUnsafeBufferPointer { argv in
             envp.withUnsafeBufferPointer { envp in
                 memwarn_spawn(executable, argv.baseAddress, envp.baseAddress, procs,
-                              standardInput ?? -1, standardOutput ?? -1, standardError ?? -1, parentDeathSignal)
+                              standardInput ?? -1, standardOutput ?? -1, standardError ?? -1, parentDeathSignal, newProcessGroup ? 1 : 0)
             }
         }
     }

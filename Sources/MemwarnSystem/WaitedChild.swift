@@ -68,4 +68,12 @@ package final class WaitedChild: Sendable {
             if ending.exit == nil { _ = kill(pid, number) }
         }
     }
+
+    /// Sends a signal to the child's process group (a child spawned with
+    /// ``ChildSpawn/newProcessGroup``): the child and what it started. Once the child is reaped
+    /// the group may live on (its members keep its id, which no new group can take while they
+    /// live), so this also reaches what the child left behind.
+    package func signalGroup(_ number: Int32) {
+        _ = kill(-pid, number)
+    }
 }

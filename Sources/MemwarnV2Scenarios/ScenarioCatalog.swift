@@ -10,6 +10,7 @@ enum ScenarioCatalog {
         RunCommandScenario.scenario,
         TerminateSuspendedScenario.scenario,
         SoakScenario.scenario,
+        SoakScenario.ownService,
         GrowthSamplingScenario.scenario,
         SharedLimitScenario.scenario,
         ContainerScenario.scenario,

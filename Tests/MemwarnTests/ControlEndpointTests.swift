@@ -43,6 +43,30 @@ struct ControlEndpointTests {
         withExtendedLifetime(caches) {}
     }
 
+    @Test func statusCarriesTheReleasesSoFarTheExhaustionForecastsAndTheProcessMemory() async throws {
+        let coordinator = ReleaseCoordinator(trimsHeap: false)
+        let caches = Self.caches(["small": 1, "large": 3], registeredWith: coordinator)
+        try await Self.withServingMonitor(coordinator: coordinator) { monitor, socket, _ in
+            guard case .status(let before) = try ControlClient.send(.status, to: socket) else {
+                Issue.record("a status request got another reply")
+                return
+            }
+            #expect(before.released.releases == 0 && before.released.freedBytesByTier.isEmpty)
+            _ = try ControlClient.send(.warn(level: .warning, targetBytes: 2 * Self.mebibyte), to: socket)
+            guard case .status(let after) = try ControlClient.send(.status, to: socket) else {
+                Issue.record("a status request got another reply")
+                return
+            }
+            #expect(after.released.releases == 1, "the warn's release is counted")
+            #expect(after.released.freedBytesByTier == ["caches": 2 * Self.mebibyte], "the largest cache met the 2 MiB target: \(after.released)")
+            #expect(after.released.freedBytesByConsumer == ["large": 2 * Self.mebibyte])
+            #expect(after.isMemoryExhausted == monitor.isMemoryExhausted && after.forecasts == monitor.forecastTally)
+            let process = try #require(after.process, "this process's memory is read")
+            #expect(process.residentBytes > 1 << 20 && process.heapInUseBytes > 0)
+        }
+        withExtendedLifetime(caches) {}
+    }
+
     @Test func warnReleasesThroughTheCoordinatorInTheDocumentedTierOrder() async throws {
         let coordinator = ReleaseCoordinator(trimsHeap: false)
         let caches = Self.caches(["small": 1, "large": 3], registeredWith: coordinator)

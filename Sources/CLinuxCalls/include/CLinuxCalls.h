@@ -35,11 +35,14 @@ static inline int memwarn_set_thread_name(const char *name) {
 ///   already runs under the cgroup's limit;
 /// - makes `stdin_fd`, `stdout_fd` and `stderr_fd` its standard streams where they are not -1
 ///   (the others are inherited).
-/// Every other descriptor should be close-on-exec. Returns the child's pid, or -errno when fork
+/// Every other descriptor should be close-on-exec. With `new_group` not 0 the child leads a
+/// process group of its own (`setpgid(0, 0)`, before it joins the cgroup; the parent sets it too,
+/// so that the group exists when this returns), and it and everything it starts can be signalled
+/// together. Returns the child's pid, or -errno when fork
 /// failed. The child exits 126 when it cannot join the cgroup or set its streams up, and 127
 /// when exec fails.
 static inline int memwarn_spawn(const char *path, char *const argv[], char *const envp[], int procs_fd,
-                                int stdin_fd, int stdout_fd, int stderr_fd, int parent_death_signal) {
+                                int stdin_fd, int stdout_fd, int stderr_fd, int parent_death_signal, int new_group) {
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) return -errno;
@@ -54,6 +57,7 @@ static inline int memwarn_spawn(const char *path, char *const argv[], char *cons
         for (int sig = 1; sig < 32; sig++) {
             if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
         }
+        if (new_group != 0 && setpgid(0, 0) != 0) _exit(126);
         if (procs_fd != -1) {
             if (write(procs_fd, "0\n", 2) != 2) _exit(126);
             close(procs_fd);
@@ -77,7 +81,21 @@ static inline int memwarn_spawn(const char *path, char *const argv[], char *cons
         execve(path, argv, envp);
         _exit(127);
     }
+    if (new_group != 0) setpgid(pid, pid);  // EACCES once the child has exec'd: it set it itself
     return pid;
+}
+
+/// Heap blocks in use in every malloc arena plus mmapped chunks: `mallinfo2` on glibc 2.33 and
+/// later; before it, `mallinfo`, whose int fields wrap past 2 GiB. It walks each arena's free
+/// lists with the arena locked: call it now and then, not per allocation.
+static inline unsigned long long memwarn_heap_in_use_bytes(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 info = mallinfo2();
+    return (unsigned long long)info.uordblks + (unsigned long long)info.hblkhd;
+#else
+    struct mallinfo info = mallinfo();
+    return (unsigned long long)(unsigned int)info.uordblks + (unsigned long long)(unsigned int)info.hblkhd;
+#endif
 }
 
 /// Asks the CPU to start loading the cache lines at and just before an address, for

@@ -8,7 +8,9 @@ import Foundation
 /// connection.
 ///
 /// ```
-/// {"ok":true,"request":"status","pid":42,"level":"normal","usageBytes":…,"limitBytes":…,"cgroupPath":…,"consumers":[{"name":…,"tier":…,"footprintBytes":…}]}
+/// {"ok":true,"request":"status","pid":42,"level":"normal","usageBytes":…,"limitBytes":…,"cgroupPath":…,"consumers":[{"name":…,"tier":…,"footprintBytes":…}],
+///  "releases":…,"releasedBytesByTier":{…},"releasedBytesByConsumer":{…},"memoryExhausted":false,"forecastWarnings":…,
+///  "falseForecasts":…,"residentBytes":…,"heapInUseBytes":…}
 /// {"ok":true,"request":"warn","pid":42,"report":{…}}
 /// {"ok":true,"request":"terminate-suspended","pid":42,"report":{…}}
 /// {"ok":true,"request":"coordinate","pid":42,"cgroup":"/kubepods.slice","leaseMilliseconds":5000}

@@ -118,7 +118,7 @@ public final class ControlService: Service, Sendable {
     }
 
     /// Returns on graceful shutdown or cancellation of the calling task.
-    private static func untilShutdown() async {
+    static func untilShutdown() async {
         let stop = Locked<(stopped: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
         await withTaskCancellationOrGracefulShutdownHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

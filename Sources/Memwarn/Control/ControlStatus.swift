@@ -1,3 +1,5 @@
+public import MemwarnSystem
+
 /// What a control endpoint answers to `status`: the monitor's latest reading and the
 /// coordinator's consumers.
 public struct ControlStatus: Sendable, Hashable {
@@ -23,4 +25,12 @@ public struct ControlStatus: Sendable, Hashable {
     public var cgroupPath: String?
     /// The coordinator's live consumers, in release order: by tier, the largest first.
     public var consumers: [Consumer]
+    /// What the coordinator has released so far (an endpoint that predates it answers none).
+    public var released = ReleaseTotals()
+    /// Whether the monitor finds memory exhausted now (``PressureMonitor/isMemoryExhausted``).
+    public var isMemoryExhausted = false
+    /// The monitor's forecast warnings so far and how they turned out.
+    public var forecasts = ForecastTally()
+    /// The process's resident memory and heap in use, when it could read them.
+    public var process: ProcessMemory?
 }

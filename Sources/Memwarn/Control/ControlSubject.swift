@@ -56,8 +56,15 @@ struct ControlSubject: Sendable {
         let consumers = coordinator.consumers
             .map { (tier: $0.tier, entry: ControlStatus.Consumer(name: $0.name, tier: $0.tier.name, footprintBytes: $0.footprintBytes)) }
             .sorted { $0.tier != $1.tier ? $0.tier < $1.tier : ($0.entry.footprintBytes, $1.entry.name) > ($1.entry.footprintBytes, $0.entry.name) }
-        return ControlStatus(pid: getpid(), level: latest?.level ?? .normal, usageBytes: latest?.snapshot.usageBytes,
-                             limitBytes: latest?.snapshot.limit?.bytes, cgroupPath: latest?.snapshot.cgroup?.path,
-                             consumers: consumers.map(\.entry))
+        var status = ControlStatus(pid: getpid(), level: latest?.level ?? .normal, usageBytes: latest?.snapshot.usageBytes,
+                                   limitBytes: latest?.snapshot.limit?.bytes, cgroupPath: latest?.snapshot.cgroup?.path,
+                                   consumers: consumers.map(\.entry))
+        status.released = coordinator.totals
+        if let monitor = monitor() {
+            status.isMemoryExhausted = monitor.isMemoryExhausted
+            status.forecasts = monitor.forecastTally
+        }
+        status.process = ProcessMemory.current()
+        return status
     }
 }

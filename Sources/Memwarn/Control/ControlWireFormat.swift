@@ -164,8 +164,15 @@ extension ControlReply: Codable {
 extension ControlStatus: Codable {
     private enum CodingKeys: String, CodingKey {
         case pid, level, usageBytes, limitBytes, cgroupPath, consumers
+        case releases, releasedBytesByTier, releasedBytesByConsumer, memoryExhausted, forecastWarnings, falseForecasts
+        case residentBytes, heapInUseBytes
     }
 
+    /// Reads a reply; the figures added after the first release (releases, exhaustion,
+    /// forecasts, process memory) may be missing, from an older endpoint.
+    ///
+    /// - Parameter decoder: the decoder to read from.
+    /// - Throws: `DecodingError` for a missing or mistyped field of the first release.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(pid: try container.decode(Int32.self, forKey: .pid), level: try container.decode(MemoryPressureLevel.self, forKey: .level),
@@ -173,6 +180,16 @@ extension ControlStatus: Codable {
                   limitBytes: try container.decodeIfPresent(UInt64.self, forKey: .limitBytes),
                   cgroupPath: try container.decodeIfPresent(String.self, forKey: .cgroupPath),
                   consumers: try container.decode([Consumer].self, forKey: .consumers))
+        released.releases = try container.decodeIfPresent(Int.self, forKey: .releases) ?? 0
+        released.freedBytesByTier = try container.decodeIfPresent([String: Int].self, forKey: .releasedBytesByTier) ?? [:]
+        released.freedBytesByConsumer = try container.decodeIfPresent([String: Int].self, forKey: .releasedBytesByConsumer) ?? [:]
+        isMemoryExhausted = try container.decodeIfPresent(Bool.self, forKey: .memoryExhausted) ?? false
+        forecasts.raised = try container.decodeIfPresent(Int.self, forKey: .forecastWarnings) ?? 0
+        forecasts.falseAlarms = try container.decodeIfPresent(Int.self, forKey: .falseForecasts) ?? 0
+        if let resident = try container.decodeIfPresent(UInt64.self, forKey: .residentBytes),
+           let heap = try container.decodeIfPresent(UInt64.self, forKey: .heapInUseBytes) {
+            process = ProcessMemory(residentBytes: resident, heapInUseBytes: heap)
+        }
     }
 
     /// Every key is present: unknown values are `null`.
@@ -187,6 +204,14 @@ extension ControlStatus: Codable {
         try container.encode(limitBytes, forKey: .limitBytes)
         try container.encode(cgroupPath, forKey: .cgroupPath)
         try container.encode(consumers, forKey: .consumers)
+        try container.encode(released.releases, forKey: .releases)
+        try container.encode(released.freedBytesByTier, forKey: .releasedBytesByTier)
+        try container.encode(released.freedBytesByConsumer, forKey: .releasedBytesByConsumer)
+        try container.encode(isMemoryExhausted, forKey: .memoryExhausted)
+        try container.encode(forecasts.raised, forKey: .forecastWarnings)
+        try container.encode(forecasts.falseAlarms, forKey: .falseForecasts)
+        try container.encode(process?.residentBytes, forKey: .residentBytes)
+        try container.encode(process?.heapInUseBytes, forKey: .heapInUseBytes)
     }
 }
 

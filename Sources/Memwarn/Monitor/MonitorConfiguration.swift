@@ -17,7 +17,8 @@ public struct MonitorConfiguration: Sendable {
     /// can raise (`memwarn run` does). systemd's pressure watch is the service manager's
     /// request and follows ``environment``, not this flag.
     public var watchesPressureStall: Bool = true
-    /// The environment consulted for systemd's `MEMORY_PRESSURE_WATCH` / `MEMORY_PRESSURE_WRITE`.
+    /// The environment consulted for systemd's `MEMORY_PRESSURE_WATCH` / `MEMORY_PRESSURE_WRITE`,
+    /// and for ``disableVariable``.
     public var environment: [String: String]
     /// Where kernel files are read (the host; tests may point elsewhere).
     public var files: KernelFiles = .host
@@ -34,5 +35,25 @@ public struct MonitorConfiguration: Sendable {
         self.policy = policy
         self.cgroupPath = cgroupPath
         self.environment = environment ?? ProcessInfo.processInfo.environment
+    }
+
+    /// The environment variable that turns memwarn off in a process: `MEMWARN_DISABLE=1` (or
+    /// `true`, `yes`, `on`) and the monitor neither reads the kernel nor reports a level — no
+    /// warning, no release, no exhaustion, no termination — while the service runs as if
+    /// memwarn were not linked. `memwarn soak` sets it for its baseline run: the same binary,
+    /// limit and load, without memwarn. `0`, `false`, `no`, `off` or empty leave memwarn on; any
+    /// other value is an error (``PressureMonitor/run()`` throws it).
+    public static let disableVariable = "MEMWARN_DISABLE"
+
+    /// Whether ``environment`` turns the monitor off (``disableVariable``).
+    ///
+    /// - Returns: `true` for `1`, `true`, `yes`, `on` (in any case); `false` when unset, empty,
+    ///   `0`, `false`, `no` or `off`.
+    /// - Throws: ``MonitorError`` for any other value.
+    public func isDisabled() throws(MonitorError) -> Bool {
+        guard let value = environment[Self.disableVariable]?.lowercased() else { return false }
+        if ["1", "true", "yes", "on"].contains(value) { return true }
+        if ["", "0", "false", "no", "off"].contains(value) { return false }
+        throw MonitorError("\(Self.disableVariable)=\(environment[Self.disableVariable] ?? ""): expected 1 to turn memwarn off, or 0 (or unset) to keep it on")
     }
 }

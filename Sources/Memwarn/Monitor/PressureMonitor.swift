@@ -48,6 +48,9 @@ public final class PressureMonitor: Service, Sendable {
         case failedToArm(any Error)
         /// ``run()`` is under way with this session.
         case running(MonitorSession)
+        /// Turned off by ``MonitorConfiguration/disableVariable``: never armed, ``run()`` only
+        /// waits for shutdown.
+        case disabled
     }
 
     private struct State {
@@ -78,7 +81,9 @@ public final class PressureMonitor: Service, Sendable {
 
     /// Creates a monitor and arms it: when it returns, the cgroup's sources are registered, the
     /// first reading is taken (``latestEvent``) and the release thread waits for readings. A
-    /// failure to arm is kept and thrown by ``run()``.
+    /// failure to arm is kept and thrown by ``run()``. With `MEMWARN_DISABLE=1` in the
+    /// configuration's environment (``MonitorConfiguration/disableVariable``) it does not arm:
+    /// it reads nothing and reports nothing.
     ///
     /// - Parameters:
     ///   - configuration: what to watch and the policy.
@@ -94,7 +99,12 @@ public final class PressureMonitor: Service, Sendable {
         samples = UsageSampleCount(metrics: metrics)
         let phase: Phase
         do {
-            phase = .armed(try arm())
+            if try configuration.isDisabled() {
+                phase = .disabled
+                logger.notice("memwarn is turned off by \(MonitorConfiguration.disableVariable): no levels, no releases")
+            } else {
+                phase = .armed(try arm())
+            }
         } catch {
             phase = .failedToArm(error)
             logger.error("memory monitor could not be armed; run() reports why", metadata: ["error": "\(error)"])
@@ -235,36 +245,57 @@ public final class PressureMonitor: Service, Sendable {
     }
 
     /// Keeps the armed monitor running — reporting levels and releasing — until graceful
-    /// shutdown or cancellation. A monitor run again after it stopped is armed anew here.
+    /// shutdown or cancellation. A monitor run again after it stopped is armed anew here. A
+    /// monitor turned off by ``MonitorConfiguration/disableVariable`` only waits for shutdown.
     ///
     /// - Throws: ``MonitorError`` when already running or when the system refuses a thread, an
     ///   epoll instance or an eventfd; ``PolicyError`` for an inconsistent policy; CgroupKit's
-    ///   `CgroupError` when the cgroup cannot be found or read, or is deleted while watched.
+    ///   `CgroupError` when the cgroup cannot be found or read, or is deleted while watched;
+    ///   ``MonitorError`` for a value of `MEMWARN_DISABLE` that is neither on nor off.
     public func run() async throws {
-        let claimed = try state.withLock { (state: inout State) throws(MonitorError) -> Result<MonitorSession, any Error>? in
+        /// What ``run()`` finds the monitor in.
+        enum Claim {
+            case armed(MonitorSession)
+            case failedToArm(any Error)
+            case needsArming
+            case disabled
+        }
+        let claim = try state.withLock { (state: inout State) throws(MonitorError) -> Claim in
             switch state.phase {
             case .running:
                 throw MonitorError("the monitor is already running")
             case .armed(let session):
                 state.phase = .running(session)
-                return .success(session)
+                return .armed(session)
             case .failedToArm(let error):
                 state.phase = .idle
-                return .failure(error)
+                return .failedToArm(error)
             case .idle:
-                return nil
+                return .needsArming
+            case .disabled:
+                return .disabled
             }
         }
         let session: MonitorSession
-        switch claimed {
-        case .success(let armed)?:
+        switch claim {
+        case .armed(let armed):
             session = armed
-        case .failure(let error)?:
+        case .failedToArm(let error):
             levelEvents.finish()  // streams made meanwhile end, as after a run
             throw error
-        case nil:
+        case .disabled:
+            // Turned off: the service runs on as if memwarn were not linked.
+            await ControlService.untilShutdown()
+            levelEvents.finish()
+            return
+        case .needsArming:
             levelEvents.reopen()
             do {
+                if try configuration.isDisabled() {
+                    await ControlService.untilShutdown()
+                    levelEvents.finish()
+                    return
+                }
                 session = try arm()
             } catch {
                 levelEvents.finish()
@@ -344,7 +375,7 @@ public final class PressureMonitor: Service, Sendable {
         state.withLock { state in
             switch state.phase {
             case .armed(let session), .running(let session): session
-            case .idle, .failedToArm: nil
+            case .idle, .failedToArm, .disabled: nil
             }
         }
     }

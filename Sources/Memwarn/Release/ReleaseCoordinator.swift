@@ -26,6 +26,7 @@ public final class ReleaseCoordinator: Sendable {
 
     private struct State {
         var consumers: [ObjectIdentifier: WeakConsumer] = [:]
+        var totals = ReleaseTotals()
     }
 
     private let state = Locked(State())
@@ -151,9 +152,13 @@ public final class ReleaseCoordinator: Sendable {
         var report = ReleaseReport(level: level, targetBytes: target.bytes, entries: entries, trimmedHeap: trimsHeap && freedAny, duration: .now - start)
         report.headroomBytes = target.headroomBytes
         report.growthBytesPerSecond = target.growthBytesPerSecond
+        state.withLock { $0.totals.add(report) }
         reports.post(report)
         return report
     }
+
+    /// What this coordinator has released since it was made.
+    public var totals: ReleaseTotals { state.withLock { $0.totals } }
 
     /// Calls `observer` with every report (on the releasing thread).
     ///

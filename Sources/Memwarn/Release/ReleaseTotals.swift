@@ -1,0 +1,37 @@
+/// What a coordinator has released since it was made: releases, and bytes freed by tier and by
+/// consumer. `memwarn soak` reads it through the control endpoint's `status`.
+///
+/// The consumers are counted by name, at most ``maximumConsumerNames`` of them: consumers
+/// named later are summed under ``otherConsumers``, so names made from request data cannot
+/// grow it without bound.
+public struct ReleaseTotals: Sendable, Hashable {
+    /// The most consumer names counted one by one.
+    public static let maximumConsumerNames = 64
+    /// The name the bytes of consumers past ``maximumConsumerNames`` are counted under.
+    public static let otherConsumers = "(other consumers)"
+
+    /// Releases made at a level above normal: each automatic release, and each one asked for at
+    /// `warning` or `critical` (a release at `normal` frees nothing and is not counted).
+    public var releases = 0
+    /// Bytes freed, by tier name (`discarded`, `caches`, `media`, `shared-resources`, `suspended-units`).
+    public var freedBytesByTier: [String: Int] = [:]
+    /// Bytes freed, by consumer name.
+    public var freedBytesByConsumer: [String: Int] = [:]
+
+    /// No release yet.
+    public init() {}
+
+    /// Adds one release's report.
+    ///
+    /// - Parameter report: what the release did.
+    mutating func add(_ report: ReleaseReport) {
+        guard report.level > .normal else { return }
+        releases += 1
+        for entry in report.entries where entry.bytesFreed > 0 {
+            freedBytesByTier[entry.tier.name, default: 0] += entry.bytesFreed
+            let name = freedBytesByConsumer[entry.consumer] != nil || freedBytesByConsumer.count < Self.maximumConsumerNames
+                ? entry.consumer : Self.otherConsumers
+            freedBytesByConsumer[name, default: 0] += entry.bytesFreed
+        }
+    }
+}

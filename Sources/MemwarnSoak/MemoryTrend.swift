@@ -1,0 +1,206 @@
+import Foundation
+
+/// What a soak says about the memory a service cannot give back: its floor, and whether the floor
+/// rises — steady, warming up, leaking (at what rate, how sure), or retained by the allocator.
+///
+/// The method (also in the README):
+/// 1. **Floor samples.** Once a second the soak reads the cgroup's anonymous memory (v1
+///    `memory.stat` `total_rss`, v2 `anon`: page cache is the kernel's to reclaim, not the
+///    service's floor) and, when the service links memwarn, what its consumers hold (the
+///    control endpoint's `status`). A floor sample is the first less the second: memory no
+///    release tier could give back at that moment. A service without memwarn has no consumers:
+///    its floor samples are its anonymous memory.
+/// 2. **Troughs.** Over the loaded service — from ready until the soak begins to stop it — the
+///    lowest floor sample in each whole window of `max(5 s, span / 40)`, after the first: the
+///    memory that stayed however much was released.
+/// 3. **Trend.** The Mann–Kendall test for a rising trend over the troughs (its one-sided
+///    confidence), and Sen's slope (the median of the slopes between every two troughs) as the
+///    rate. A rise counts when the confidence is at least 99 % and the rate over the soak
+///    comes to at least `max(2 MiB, 1 % of the limit)`: a slower leak is reported as not visible
+///    in this soak (``smallestVisibleRateBytesPerMinute``).
+/// 4. **Verdict.** No rise: *steady*. A rise whose second half climbs at under a third of the
+///    first half's rate, or does not climb as surely on its own (under 99 % confidence):
+///    *warming up* (caches of the runtime, pools reaching their size; a short soak cannot tell
+///    more, and the summary says so). A rise
+///    in the floor whose heap in use (the service's own figure, less its consumers) does not rise
+///    with it — under a third of the rate: *retained by the allocator* (freed memory malloc
+///    keeps; not a leak). Otherwise: *leaking*, with the rate.
+public struct MemoryTrend: Sendable, Hashable, Codable {
+    /// The verdict.
+    public enum Verdict: String, Sendable, Hashable, Codable {
+        case steady
+        case warmingUp = "warming up"
+        case leaking
+        case retainedByAllocator = "retained by the allocator"
+        /// Fewer than six troughs, or a soak under 20 s: nothing can be said.
+        case tooShort = "too short to tell"
+    }
+
+    /// One trough: the lowest floor sample of its window.
+    public struct Point: Sendable, Hashable, Codable {
+        public var seconds: Double
+        public var bytes: UInt64
+
+        public init(seconds: Double, bytes: UInt64) {
+            self.seconds = seconds
+            self.bytes = bytes
+        }
+    }
+
+    public var verdict: Verdict
+    /// The floor: the median of the last quarter of the troughs.
+    public var floorBytes: UInt64?
+    /// The floor of heap in use less the consumers' footprint, when the service reports its heap.
+    public var heapFloorBytes: UInt64?
+    /// Sen's slope over the troughs, in bytes a minute.
+    public var rateBytesPerMinute: Double
+    /// The Mann–Kendall test's one-sided confidence that the troughs rise (0…1).
+    public var confidence: Double
+    /// Sen's slope and the Mann–Kendall confidence over the second half of the troughs alone
+    /// (0 when the trend was not judged).
+    public var secondHalfRateBytesPerMinute = 0.0
+    public var secondHalfConfidence = 0.0
+    /// The slowest rise this soak could show, in bytes a minute.
+    public var smallestVisibleRateBytesPerMinute: Double
+    /// What the floor samples are: `anonymous memory less the consumers' footprint`, or `anonymous memory`.
+    public var basis: String
+    /// The troughs, in time order (the plot marks them).
+    public var troughs: [Point]
+
+    /// One line: `steady (floor 61.2 MiB)`, `leaking 2.1 MiB/min (confidence 99.9 %; floor 80.3 MiB)`.
+    public var summary: String {
+        let floor = floorBytes.map { "floor \(mebibytes(Double($0)))" } ?? "floor unknown"
+        let rate = "\(String(format: "%.2f", rateBytesPerMinute / 1_048_576)) MiB/min"
+        switch verdict {
+        case .steady:
+            return "steady (\(floor); a rise under \(String(format: "%.2f", smallestVisibleRateBytesPerMinute / 1_048_576)) MiB/min would not show in this soak)"
+        case .warmingUp:
+            let late = String(format: "%.2f", secondHalfRateBytesPerMinute / 1_048_576)
+            return secondHalfRateBytesPerMinute < rateBytesPerMinute / 3
+                ? "warming up (troughs rose \(rate), the second half \(late) MiB/min: flattening; \(floor))"
+                : "warming up (troughs rose \(rate); the second half, \(late) MiB/min, does not clearly rise on its own: soak longer to tell a warm-up from a leak; \(floor))"
+        case .leaking: return "leaking \(rate) (confidence \(percent(confidence)); \(floor))"
+        case .retainedByAllocator:
+            return "retained by the allocator (the floor rose \(rate), heap in use did not; \(floor)\(heapFloorBytes.map { ", heap \(mebibytes(Double($0)))" } ?? ""))"
+        case .tooShort: return "too short to tell (\(troughs.count) troughs; \(floor))"
+        }
+    }
+
+    /// A floor sample: anonymous memory, less what the consumers held, with the heap in use when known.
+    public struct Sample: Sendable, Hashable, Codable {
+        public var seconds: Double
+        public var floorBytes: UInt64
+        public var heapFloorBytes: UInt64?
+
+        public init(seconds: Double, floorBytes: UInt64, heapFloorBytes: UInt64?) {
+            self.seconds = seconds
+            self.floorBytes = floorBytes
+            self.heapFloorBytes = heapFloorBytes
+        }
+    }
+
+    /// Analyses the floor samples of a soak that ran `spanSeconds` under `limitBytes`.
+    ///
+    /// - Parameters:
+    ///   - samples: floor samples, in time order.
+    ///   - spanSeconds: the soak's length.
+    ///   - limitBytes: its limit (the smallest rise that counts is 1 % of it, at least 2 MiB).
+    ///   - basis: what the samples are, for the report.
+    /// - Returns: the trend.
+    /// - Complexity: O(t²) for t troughs (at most about 40).
+    public static func analyse(_ samples: [Sample], spanSeconds: Double, limitBytes: UInt64, basis: String) -> MemoryTrend {
+        let window = max(5, spanSeconds / 40)
+        let troughs = troughs(of: samples.map { Point(seconds: $0.seconds, bytes: $0.floorBytes) }, window: window, span: spanSeconds)
+        // The heap's figures come with the service's answers: not before its endpoint listens.
+        let heapPoints = samples.compactMap { sample in sample.heapFloorBytes.map { Point(seconds: sample.seconds, bytes: $0) } }
+        let heapTroughs = heapPoints.count * 5 >= samples.count * 4 ? Self.troughs(of: heapPoints, window: window, span: spanSeconds) : []
+        let smallestRise = max(2.0 * 1_048_576, Double(limitBytes) / 100)
+        // The rise is measured between the first and the last trough: the slowest visible rate is over that time.
+        let span = max(1, troughs.count >= 2 ? (troughs.last?.seconds ?? 0) - (troughs.first?.seconds ?? 0) : spanSeconds)
+        var trend = MemoryTrend(verdict: .tooShort, floorBytes: lastQuarterMedian(troughs), heapFloorBytes: lastQuarterMedian(heapTroughs),
+                                rateBytesPerMinute: 0, confidence: 0, smallestVisibleRateBytesPerMinute: smallestRise / span * 60,
+                                basis: basis, troughs: troughs)
+        guard troughs.count >= 6, spanSeconds >= 20 else { return trend }
+        let slope = senSlope(troughs)
+        trend.rateBytesPerMinute = slope * 60
+        trend.confidence = risingConfidence(troughs)
+        let observedSpan = (troughs.last?.seconds ?? 0) - (troughs.first?.seconds ?? 0)
+        guard trend.confidence >= 0.99, slope * observedSpan >= smallestRise else {
+            trend.verdict = .steady
+            return trend
+        }
+        let half = troughs.count / 2
+        let early = senSlope(Array(troughs[..<half])), late = senSlope(Array(troughs[half...]))
+        trend.secondHalfRateBytesPerMinute = late * 60
+        trend.secondHalfConfidence = risingConfidence(Array(troughs[half...]))
+        // A leak keeps rising: its second half, on its own, rises as surely as the whole.
+        if late < early / 3 || trend.secondHalfConfidence < 0.99 {
+            trend.verdict = .warmingUp
+        } else if heapTroughs.count >= 6, senSlope(heapTroughs) < slope / 3 {
+            trend.verdict = .retainedByAllocator
+        } else {
+            trend.verdict = .leaking
+        }
+        return trend
+    }
+
+    /// The lowest point of each whole window after the first (a last window cut short by the
+    /// end of the soak is left out: its few samples would make a trough of their own).
+    static func troughs(of points: [Point], window: Double, span: Double) -> [Point] {
+        var lowest: [Int: Point] = [:]
+        let whole = Int((span + 1e-9) / window)
+        for point in points {
+            let index = Int(point.seconds / window)
+            guard index >= 1, index < whole else { continue }
+            if let current = lowest[index], current.bytes <= point.bytes { continue }
+            lowest[index] = point
+        }
+        return lowest.keys.sorted().compactMap { lowest[$0] }
+    }
+
+    /// Sen's slope: the median of the slopes between every two points, in bytes a second.
+    static func senSlope(_ points: [Point]) -> Double {
+        var slopes: [Double] = []
+        for i in points.indices {
+            for j in points.indices where j > i && points[j].seconds > points[i].seconds {
+                slopes.append((Double(points[j].bytes) - Double(points[i].bytes)) / (points[j].seconds - points[i].seconds))
+            }
+        }
+        guard !slopes.isEmpty else { return 0 }
+        slopes.sort()
+        let middle = slopes.count / 2
+        return slopes.count % 2 == 1 ? slopes[middle] : (slopes[middle - 1] + slopes[middle]) / 2
+    }
+
+    /// The Mann–Kendall test's one-sided confidence that the points rise: 1 − p, with S's
+    /// variance `n(n−1)(2n+5)/18` less the ties' part and a continuity correction.
+    static func risingConfidence(_ points: [Point]) -> Double {
+        let n = points.count
+        guard n >= 3 else { return 0 }
+        var s = 0
+        for i in 0..<n {
+            for j in (i + 1)..<n {
+                s += points[j].bytes > points[i].bytes ? 1 : points[j].bytes < points[i].bytes ? -1 : 0
+            }
+        }
+        var ties: [UInt64: Int] = [:]
+        for point in points { ties[point.bytes, default: 0] += 1 }
+        let tiePart = ties.values.filter { $0 > 1 }.reduce(0.0) { sum, t in sum + Double(t * (t - 1) * (2 * t + 5)) }
+        let variance = (Double(n * (n - 1) * (2 * n + 5)) - tiePart) / 18
+        guard variance > 0, s > 0 else { return 0 }
+        let z = (Double(s) - 1) / variance.squareRoot()
+        return 1 - 0.5 * erfc(z / 2.0.squareRoot())
+    }
+
+    static func lastQuarterMedian(_ points: [Point]) -> UInt64? {
+        guard !points.isEmpty else { return nil }
+        let quarter = points.suffix(max(1, points.count / 4)).map(\.bytes).sorted()
+        return quarter[quarter.count / 2]
+    }
+}
+
+func mebibytes(_ bytes: Double) -> String { String(format: "%.1f MiB", bytes / 1_048_576) }
+
+func percent(_ fraction: Double) -> String {
+    fraction >= 0.999 ? "> 99.9 %" : String(format: "%.1f %%", fraction * 100)
+}

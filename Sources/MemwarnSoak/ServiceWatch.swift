@@ -1,0 +1,122 @@
+import CgroupKit
+import Foundation
+import Memwarn
+import MemwarnSystem
+
+/// Reads a soaked service's own figures once a second while it runs: memwarn's control endpoint
+/// of any process in its cgroup, the cgroup's anonymous memory, and its `/metrics` when given.
+/// It polls on a thread of its own: a slow endpoint blocks it, never Swift's cooperative pool
+/// (where the soak's sampling, timers and signal handling run).
+final class ServiceWatch: Sendable {
+    private let cgroup: MemoryCgroup
+    private let start: ContinuousClock.Instant
+    private let metrics: HTTPGet.Address?
+    private let shedCounterNames: [String]
+    private let figures = Locked(ServiceFigures())
+    private let interval: Duration
+    /// Whether the thread is asked to stop, and whether it has.
+    private let life = ConditionLock((stopping: false, ended: false))
+
+    init(cgroup: MemoryCgroup, start: ContinuousClock.Instant, metrics: HTTPGet.Address?, shedCounterNames: [String],
+         interval: Duration = .seconds(1)) {
+        self.cgroup = cgroup
+        self.start = start
+        self.metrics = metrics
+        self.shedCounterNames = shedCounterNames
+        self.interval = interval
+    }
+
+    /// The figures so far.
+    var current: ServiceFigures { figures.withLock { $0 } }
+
+    /// Starts polling on a thread of its own.
+    ///
+    /// - Throws: ``SystemError`` when no thread can be made.
+    func startPolling() throws(SystemError) {
+        try SystemThread.start(name: "memwarn-soak-watch") { [self] in
+            var lastAnswer: (at: ContinuousClock.Instant, exhausted: Bool)?
+            while true {
+                poll(lastAnswer: &lastAnswer)
+                let stopping = life.wait(timeout: interval) { $0.stopping ? true : nil } ?? false
+                if stopping { break }
+            }
+            life.withLock { $0.ended = true }
+        }
+    }
+
+    /// Stops polling and waits until the thread has ended (at most a poll's length).
+    func stop() {
+        life.withLock { $0.stopping = true }
+        _ = life.wait(timeout: .seconds(5)) { $0.ended ? true : nil }
+    }
+
+    /// One poll. `lastAnswer` is when the endpoint last answered and whether memory was
+    /// exhausted then: the time since counts as exhausted when it was.
+    private func poll(lastAnswer: inout (at: ContinuousClock.Instant, exhausted: Bool)?) {
+        let now = ContinuousClock.now
+        let seconds = (now - start).seconds
+        let status = self.status()
+        let anonymous = Self.anonymousBytes(cgroup.reader)
+        figures.withLock { figures in
+            if let status {
+                figures.linksMemwarn = true
+                figures.endpointPid = status.pid
+                if status.released.releases > figures.releases { figures.releaseSeconds.append(seconds) }
+                figures.releases = status.released.releases
+                figures.releasedBytesByTier = status.released.freedBytesByTier
+                figures.releasedBytesByConsumer = status.released.freedBytesByConsumer
+                figures.forecastWarnings = status.forecasts.raised
+                figures.falseForecasts = status.forecasts.falseAlarms
+                if let last = lastAnswer, last.exhausted { figures.exhaustedSeconds += (now - last.at).seconds }
+                lastAnswer = (now, status.isMemoryExhausted)
+                figures.lastFootprintBytes = Dictionary(status.consumers.map { ($0.name, $0.footprintBytes) }, uniquingKeysWith: +)
+            }
+            // A service that answered before and not now gives no footprint to subtract: no sample.
+            guard let anonymous, status != nil || !figures.linksMemwarn else { return }
+            let footprint = UInt64(max(0, status?.consumers.reduce(0) { $0 + $1.footprintBytes } ?? 0))
+            // The heap less the consumers, when the consumers' memory is heap (not an mmapped arena).
+            let heapFloor = status?.process.flatMap { $0.heapInUseBytes >= footprint ? $0.heapInUseBytes - footprint : nil }
+            figures.floorSamples.append(.init(seconds: seconds, floorBytes: anonymous > footprint ? anonymous - footprint : 0, heapFloorBytes: heapFloor))
+        }
+        if let metrics, let response = try? HTTPGet.get(metrics, timeout: .milliseconds(800)), (200..<300).contains(response.status) {
+            let counters = Self.shedCounters(in: response.body, names: shedCounterNames)
+            figures.withLock { figures in
+                figures.metricsScraped = true
+                if !counters.isEmpty { figures.shedCounters = counters }
+            }
+        }
+    }
+
+    /// The first process in the cgroup whose control endpoint answers `status`.
+    private func status() -> ControlStatus? {
+        let directory = ControlDirectory.defaultPath
+        for pid in (try? cgroup.processes()) ?? [] {
+            let socket = ControlDirectory.socketPath(for: pid, in: directory)
+            guard FileManager.default.fileExists(atPath: socket),
+                  case .status(let status)? = try? ControlClient.send(.status, to: socket, timeout: .milliseconds(800)) else { continue }
+            return status
+        }
+        return nil
+    }
+
+    /// Anonymous memory: v1 `memory.stat` `total_rss` (the cgroup and its children), v2 `anon`.
+    static func anonymousBytes(_ reader: CgroupMemoryReader) -> UInt64? {
+        guard let stat = try? reader.stat() else { return nil }
+        return stat["total_rss"] ?? stat["anon"]
+    }
+
+    /// The shedding counters in a Prometheus text page, summed over their labels: those named,
+    /// or else every sample whose name ends in `_shed_total`.
+    static func shedCounters(in page: String, names: [String]) -> [String: Double] {
+        var sums: [String: Double] = [:]
+        for line in page.split(separator: "\n") where !line.hasPrefix("#") {
+            let name = String(line.prefix { $0 != "{" && $0 != " " })
+            // `name{labels} value [timestamp]`: the value is the first field after the labels.
+            let labelsEnd = line.lastIndex(of: "}").map { line.index(after: $0) } ?? line.index(line.startIndex, offsetBy: name.count)
+            guard names.isEmpty ? name.hasSuffix("_shed_total") : names.contains(name),
+                  let valueText = line[labelsEnd...].split(separator: " ").first, let value = Double(valueText), value.isFinite else { continue }
+            sums[name, default: 0] += value
+        }
+        return sums
+    }
+}
