@@ -75,7 +75,7 @@ final class ServiceWatch: Sendable {
             guard let anonymous, status != nil || !figures.linksMemwarn else { return }
             let footprint = UInt64(max(0, status?.consumers.reduce(0) { $0 + $1.footprintBytes } ?? 0))
             // The heap less the consumers, when the consumers' memory is heap (not an mmapped arena).
-            let heapFloor = status?.process.flatMap { $0.heapInUseBytes >= footprint ? $0.heapInUseBytes - footprint : nil }
+            let heapFloor = status?.process?.heapInUseBytes.flatMap { $0 >= footprint ? $0 - footprint : nil }
             figures.floorSamples.append(.init(seconds: seconds, floorBytes: anonymous > footprint ? anonymous - footprint : 0, heapFloorBytes: heapFloor))
         }
         if let metrics, let response = try? HTTPGet.get(metrics, timeout: .milliseconds(800)), (200..<300).contains(response.status) {

@@ -12,8 +12,10 @@ public struct ProcessMemory: Sendable, Hashable {
     /// Resident memory (`/proc/self/statm`'s second field, in pages).
     public var residentBytes: UInt64
     /// Heap blocks in use: malloc's allocated chunks in every arena plus its mmapped chunks
-    /// (`mallinfo2`'s `uordblks + hblkhd`).
-    public var heapInUseBytes: UInt64
+    /// (`mallinfo2`'s `uordblks + hblkhd`; `mallinfo` before glibc 2.33), or `nil` when glibc's
+    /// malloc is not the process's allocator (jemalloc, tcmalloc or a sanitizer's, which leave
+    /// glibc's counts at 0).
+    public var heapInUseBytes: UInt64?
 
     /// Reads both now; `nil` when `/proc/self/statm` cannot be read.
     ///
@@ -23,7 +25,8 @@ public struct ProcessMemory: Sendable, Hashable {
     ///   not on a hot path.
     public static func current() -> ProcessMemory? {
         guard let text = statm(), let field = text.split(separator: " ").dropFirst().first, let pages = UInt64(field) else { return nil }
-        return ProcessMemory(residentBytes: pages * UInt64(sysconf(Int32(_SC_PAGESIZE))), heapInUseBytes: memwarn_heap_in_use_bytes())
+        let heap = memwarn_heap_in_use_bytes()
+        return ProcessMemory(residentBytes: pages * UInt64(sysconf(Int32(_SC_PAGESIZE))), heapInUseBytes: heap == 0 ? nil : heap)
     }
 
     private static func statm() -> String? {
@@ -39,8 +42,17 @@ public struct ProcessMemory: Sendable, Hashable {
     /// - Parameters:
     ///   - residentBytes: resident memory.
     ///   - heapInUseBytes: heap blocks in use.
-    public init(residentBytes: UInt64, heapInUseBytes: UInt64) {
+    public init(residentBytes: UInt64, heapInUseBytes: UInt64?) {
         self.residentBytes = residentBytes
         self.heapInUseBytes = heapInUseBytes
+    }
+}
+
+extension ProcessMemory {
+    /// Whether glibc's malloc serves this process, as far as a sanitizer can tell: not when the
+    /// thread or address sanitizer interposes its own (which leaves glibc's counts at 0). Tests
+    /// use it to expect a heap figure or none.
+    package static var glibcMallocIsTheAllocator: Bool {
+        dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") == nil && dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") == nil
     }
 }

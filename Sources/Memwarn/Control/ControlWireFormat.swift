@@ -186,9 +186,8 @@ extension ControlStatus: Codable {
         isMemoryExhausted = try container.decodeIfPresent(Bool.self, forKey: .memoryExhausted) ?? false
         forecasts.raised = try container.decodeIfPresent(Int.self, forKey: .forecastWarnings) ?? 0
         forecasts.falseAlarms = try container.decodeIfPresent(Int.self, forKey: .falseForecasts) ?? 0
-        if let resident = try container.decodeIfPresent(UInt64.self, forKey: .residentBytes),
-           let heap = try container.decodeIfPresent(UInt64.self, forKey: .heapInUseBytes) {
-            process = ProcessMemory(residentBytes: resident, heapInUseBytes: heap)
+        if let resident = try container.decodeIfPresent(UInt64.self, forKey: .residentBytes) {
+            process = ProcessMemory(residentBytes: resident, heapInUseBytes: try container.decodeIfPresent(UInt64.self, forKey: .heapInUseBytes))
         }
     }
 
