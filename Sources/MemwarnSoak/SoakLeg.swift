@@ -162,11 +162,14 @@ struct SoakLeg {
         var endedBeforeReady = false
         var timers: [Task<Void, Never>] = []
         defer { for timer in timers { timer.cancel() } }
+        let cgroupDirectory = run.cgroup.location.directory
+        var stallAtReady: StallFigures.Reading?
         if let service {
             switch await ready(service, run: run, end: end, start: start) {
             case .success(let seconds):
                 readyAfter = seconds
                 readySeconds.withLock { $0 = seconds }
+                stallAtReady = StallFigures.read(cgroupDirectory: cgroupDirectory)
             case .failure(let notReady):
                 if case .interrupted? = end.reason {
                     reason = end.reason  // Ctrl-C while waiting: a report of what ran, not a setup error
@@ -199,6 +202,7 @@ struct SoakLeg {
             }
         } else {
             readyAfter = 0
+            stallAtReady = StallFigures.read(cgroupDirectory: cgroupDirectory)
             // The demo ends itself after its load; a demo that hangs is stopped two minutes later.
             timers.append(Task {
                 try? await Task.sleep(for: soak.duration + .seconds(120))
@@ -210,6 +214,7 @@ struct SoakLeg {
         // have seen it die before the soak did): it did not last to the end.
         let ending = run.hasEnded ? .serviceExited : reason ?? .serviceExited
         let stoppedAt = (ContinuousClock.now - start).seconds
+        let stall = StallFigures(from: stallAtReady, to: StallFigures.read(cgroupDirectory: cgroupDirectory))
 
         // The load failing at once is a broken setup, not a result.
         if case .loadEnded(let code) = ending, code != 0, problem == nil, !run.hasEnded, ContinuousClock.now - loadStarted < Self.loadStartGrace {
@@ -272,7 +277,7 @@ struct SoakLeg {
         return SoakRun(label: label, memwarnEnabled: memwarnEnabled, memoryMaxBytes: limit, run: report, demo: demo, service: figures,
                        trend: MemoryTrend.analyse(loaded, spanSeconds: max(0, stoppedAt - (readyAfter ?? 0)), limitBytes: limit, basis: basis),
                        end: runEnd, readyAfterSeconds: readyAfter, loadExitCode: load?.exitIfEnded?.code, checkExitCode: checkExitCode,
-                       problem: problem, killedAtStop: killedAtStop)
+                       problem: problem, killedAtStop: killedAtStop, stall: stall)
     }
 
     /// Why the service never became ready.

@@ -101,6 +101,13 @@ public struct SoakReport: Sendable, Codable {
             rows.append(row("load exit status") { run in run.loadExitCode.map(String.init) ?? "-" })
             rows.append(row("check") { run in run.checkExitCode.map { $0 == 0 ? "passed" : "FAILED (status \($0))" } ?? "-" })
         }
+        if runs.contains(where: { $0.stall != nil }) {
+            rows.append(row("memory stall (PSI)") { run in
+                guard let stall = run.stall else { return "-" }
+                return "some \(String(format: "%.2f", stall.someSeconds)) s" + (stall.fullSeconds.map { ", full \(String(format: "%.2f", $0)) s" } ?? "")
+                    + (stall.source == "cgroup" ? "" : " (system)")
+            })
+        }
         rows += [
             row("floor") { run in
                 guard let floor = run.trend.floorBytes else { return "unknown" }
@@ -114,7 +121,10 @@ public struct SoakReport: Sendable, Codable {
                 .joined(separator: "   ").reversed().drop { $0 == " " }.reversed())
         }
         var notes: [String] = []
-        if let memwarn = runs.last(where: \.memwarnEnabled) { notes.append("trend with memwarn: " + memwarn.trend.summary) }
+        if let memwarn = runs.last(where: \.memwarnEnabled) {
+            notes.append("trend with memwarn: " + memwarn.trend.summary)
+            if let stall = memwarn.stall { notes.append("memory stall with memwarn: " + stall.summary) }
+        }
         if limits.count > 1 {
             let lowest = { (memwarn: Bool) in self.lowestSurvivingLimit(memwarnEnabled: memwarn).map(ByteSize.describe) ?? "none of \(self.limits.map(ByteSize.describe).joined(separator: ", "))" }
             notes.append("lowest limit survived: with memwarn \(lowest(true))" + (runs.contains { !$0.memwarnEnabled } ? ", without \(lowest(false))" : ""))
@@ -191,6 +201,7 @@ public struct SoakReport: Sendable, Codable {
             var loadExitCode: Int32?
             var checkExitCode: Int32?
             var killedAtStop: Bool
+            var stall: StallFigures?
             var unitsTerminated: Int
             var exhaustions: Int
             var floorBytes: Int?
@@ -223,7 +234,7 @@ public struct SoakReport: Sendable, Codable {
                            linksMemwarn: run.service.linksMemwarn, releases: demo.map { $0.releases.count } ?? run.service.releases,
                            releasedBytesByTier: run.releasedByTier, releasedBytesByConsumer: run.service.releasedBytesByConsumer,
                            exhaustedSeconds: run.service.exhaustedSeconds, shed: run.service.shed, loadExitCode: run.loadExitCode,
-                           checkExitCode: run.checkExitCode, killedAtStop: run.killedAtStop, unitsTerminated: demo?.terminations.count ?? 0,
+                           checkExitCode: run.checkExitCode, killedAtStop: run.killedAtStop, stall: run.stall, unitsTerminated: demo?.terminations.count ?? 0,
                            exhaustions: demo?.exhaustions.count ?? 0, floorBytes: demo?.exhaustions.first?.floorBytes, turnedAway: demo?.turnedAway ?? 0,
                            forecastWarnings: demo?.forecastWarnings ?? (run.service.linksMemwarn ? run.service.forecastWarnings : nil),
                            falseForecasts: demo?.falseForecasts ?? (run.service.linksMemwarn ? run.service.falseForecasts : nil),

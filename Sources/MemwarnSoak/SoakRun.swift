@@ -42,6 +42,8 @@ public struct SoakRun: Sendable, Codable {
     public var problem: String?
     /// The service ignored SIGTERM at the end and was killed (SIGKILL) 10 s later.
     public var killedAtStop = false
+    /// Memory pressure stall while it was loaded (`nil` without PSI).
+    public var stall: StallFigures?
 
     /// It ran to the end under its limit: not OOM-killed, and (a command) still running when its
     /// time or its load ended and the soak stopped it, or (the demo) ended its load and exited 0

@@ -28,6 +28,7 @@ enum SoakScenario {
         try expect(memwarn["survived"] as? Bool == true && memwarn["linksMemwarn"] as? Bool == true && (memwarn["releases"] as? Int ?? 0) > 0,
                    "with memwarn the service did not survive, or its releases were not read: \(memwarn)")
         try expect((trend["floorBytes"] as? Int ?? 0) > 0, "no floor from v2's memory.stat anon: \(trend)")
+        try expect((memwarn["stall"] as? [String: Any])?["source"] as? String == "cgroup", "v2: the run's own memory.pressure: \(memwarn["stall"] ?? "none")")
         try expect(baseline["survived"] as? Bool == false && (baseline["oomKills"] as? Int ?? 0) >= 1, "without memwarn the service was not OOM-killed")
     }
 

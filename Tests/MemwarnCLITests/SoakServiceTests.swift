@@ -63,6 +63,8 @@ struct SoakServiceTests {
         #expect((memwarn["releases"] as? Int ?? 0) > 0, "the service's own releases were read: \(memwarn)")
         #expect(((memwarn["releasedBytesByTier"] as? [String: Int])?["caches"] ?? 0) > 0)
         #expect(((memwarn["releasedBytesByConsumer"] as? [String: Int])?["entries"] ?? 0) > 0, "by consumer: the probe's cache is named entries")
+        let stall = try #require(memwarn["stall"] as? [String: Any], "PSI over the loaded run: \(memwarn)")
+        #expect(stall["source"] as? String == "system" && (stall["someSeconds"] as? Double ?? -1) >= 0, "v1 has no PSI of its own per cgroup: \(stall)")
         // The baseline: the same binary with MEMWARN_DISABLE=1 — memwarn linked but off.
         #expect(baseline["memwarnEnabled"] as? Bool == false)
         #expect(baseline["releases"] as? Int == 0, "memwarn off releases nothing: \(baseline)")
