@@ -5,8 +5,6 @@ public struct ServiceFigures: Sendable, Hashable, Codable {
     /// Whether a control endpoint of a process in the service's cgroup answered: the service
     /// links memwarn (and adds its `ControlService`).
     public var linksMemwarn = false
-    /// The process whose endpoint answered.
-    public var endpointPid: Int32?
     /// Releases the service's coordinator made (at a level above normal).
     public var releases = 0
     /// Bytes freed by tier and by consumer, the service's own count.
@@ -17,10 +15,6 @@ public struct ServiceFigures: Sendable, Hashable, Codable {
     public var falseForecasts = 0
     /// Seconds the service's monitor found memory exhausted (polled once a second).
     public var exhaustedSeconds = 0.0
-    /// What the consumers held at the last answer, by name.
-    public var lastFootprintBytes: [String: Int] = [:]
-    /// Seconds into the run at which the release count was seen to grow (to within the poll).
-    public var releaseSeconds: [Double] = []
     /// The floor samples (``MemoryTrend``).
     public var floorSamples: [MemoryTrend.Sample] = []
     /// Whether `/metrics` answered.

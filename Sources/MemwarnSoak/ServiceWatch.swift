@@ -60,8 +60,6 @@ final class ServiceWatch: Sendable {
         figures.withLock { figures in
             if let status {
                 figures.linksMemwarn = true
-                figures.endpointPid = status.pid
-                if status.released.releases > figures.releases { figures.releaseSeconds.append(seconds) }
                 figures.releases = status.released.releases
                 figures.releasedBytesByTier = status.released.freedBytesByTier
                 figures.releasedBytesByConsumer = status.released.freedBytesByConsumer
@@ -69,7 +67,6 @@ final class ServiceWatch: Sendable {
                 figures.falseForecasts = status.forecasts.falseAlarms
                 if let last = lastAnswer, last.exhausted { figures.exhaustedSeconds += (now - last.at).seconds }
                 lastAnswer = (now, status.isMemoryExhausted)
-                figures.lastFootprintBytes = Dictionary(status.consumers.map { ($0.name, $0.footprintBytes) }, uniquingKeysWith: +)
             }
             // A service that answered before and not now gives no footprint to subtract: no sample.
             guard let anonymous, status != nil || !figures.linksMemwarn else { return }

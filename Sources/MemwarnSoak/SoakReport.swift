@@ -104,8 +104,7 @@ public struct SoakReport: Sendable, Codable {
         if runs.contains(where: { $0.stall != nil }) {
             rows.append(row("memory stall (PSI)") { run in
                 guard let stall = run.stall else { return "-" }
-                return "some \(String(format: "%.2f", stall.someSeconds)) s" + (stall.fullSeconds.map { ", full \(String(format: "%.2f", $0)) s" } ?? "")
-                    + (stall.source == "cgroup" ? "" : " (system)")
+                return stall.seconds + (stall.source == "cgroup" ? "" : " (system)")
             })
         }
         rows += [

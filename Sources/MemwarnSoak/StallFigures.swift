@@ -36,9 +36,13 @@ public struct StallFigures: Sendable, Hashable, Codable {
         }
     }
 
-    /// `some 1.2 s, full 0.3 s (the run's cgroup)`.
-    public var summary: String {
+    /// `some 1.20 s, full 0.30 s`.
+    public var seconds: String {
         "some \(String(format: "%.2f", someSeconds)) s" + (fullSeconds.map { ", full \(String(format: "%.2f", $0)) s" } ?? "")
-            + (source == "cgroup" ? " (the run's cgroup)" : " (system-wide: v1 has no PSI of its own per cgroup)")
+    }
+
+    /// `some 1.20 s, full 0.30 s (the run's cgroup)`.
+    public var summary: String {
+        seconds + (source == "cgroup" ? " (the run's cgroup)" : " (system-wide: v1 has no PSI of its own per cgroup)")
     }
 }
