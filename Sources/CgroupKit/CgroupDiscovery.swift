@@ -5,9 +5,11 @@ import Glibc
 /// Finds a process's cgroups from `/proc/PID/cgroup` and `/proc/self/mountinfo`, on cgroup
 /// v1, v2 and hybrid hosts, inside cgroup namespaces too.
 ///
-/// On the real host the v1 memory cgroup is looked up through libcgroup
-/// (`cgroup_get_current_controller_path`); libcgroup 2.0.2 cannot name cgroup2 paths, so
-/// those come from memwarn's own parsers, as does everything in a fixture tree.
+/// The cgroups come from memwarn's own parse of `/proc/PID/cgroup`, the kernel's answer read
+/// whole. On the real host libcgroup's lookup of the v1 memory cgroup
+/// (`cgroup_get_current_controller_path`) is asked beside it, and where the two differ the
+/// layout's notes say so (libcgroup 2.0.2 stops at a space in the path, and cannot name cgroup2
+/// paths at all).
 public struct CgroupDiscovery: Sendable {
     /// Where the kernel files are read.
     public var files: KernelFiles
@@ -70,15 +72,20 @@ public struct CgroupDiscovery: Sendable {
             guard let line = memberships.first(where: { $0.controllers.contains("memory") }) else {
                 throw CgroupError(.malformed, "a v1 memory hierarchy is mounted but the process has no memory line", path: files.path(procPath))
             }
-            var path = line.path
+            // /proc/PID/cgroup is the kernel's own answer and is parsed whole (a path may hold
+            // spaces and colons). libcgroup's lookup is asked too, as a check: its parse stops at
+            // a space, so in `/app 2` it named `/app` — another cgroup, with another limit.
             if files.root == "/" {
                 do {
-                    path = try Libcgroup.currentPath(pid: processID, controller: "memory")
+                    let named = try Libcgroup.currentPath(pid: processID, controller: "memory")
+                    if named != line.path {
+                        notes.append("libcgroup named the memory cgroup \(named), \(procPath) names \(line.path); used \(procPath)")
+                    }
                 } catch {
                     notes.append("libcgroup could not look up the memory cgroup (\(error)); used \(procPath)")
                 }
             }
-            memory = try locate(path, version: .v1, in: v1Memory, pid: processID)
+            memory = try locate(line.path, version: .v1, in: v1Memory, pid: processID)
         } else if let unified, try unifiedHasMemory(unified) {
             memory = unified
         }

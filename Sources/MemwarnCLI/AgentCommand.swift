@@ -35,16 +35,16 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The parent cgroup whose limit its services share: a path as in /proc/PID/cgroup, or under the cgroup mount.", valueName: "path"))
     var cgroup: String?
 
-    @Option(name: .long, help: ArgumentHelp("Guard the node: pressure as MemAvailable nears SIZE (the kubelet's memory.available eviction threshold, say 500M).", valueName: "size"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Guard the node: pressure as MemAvailable nears SIZE (the kubelet's memory.available eviction threshold, say 500M).", valueName: "size"))
     var minAvailable: String?
 
     @Option(name: .long, help: ArgumentHelp("A directory of control endpoints (repeatable; a pattern with * is matched afresh at each search, such as '/run/memwarn/pods/*/memwarn'). Default: this user's (root's: /run/memwarn), and for root every user's under /run/user and /tmp.", valueName: "dir"))
     var controlDir: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("How long one service may take to answer before the agent goes on (default 2s).", valueName: "duration"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("How long one service may take to answer before the agent goes on (default 2s).", valueName: "duration"))
     var askTimeout = "2s"
 
-    @Option(name: .long, help: ArgumentHelp("The lease each service gets, renewed every second (1s..60s, default 5s): how soon a service counts the parent again if the agent dies.", valueName: "duration"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The lease each service gets, renewed every second (1s..60s, default 5s): how soon a service counts the parent again if the agent dies.", valueName: "duration"))
     var lease = "5s"
 
     @Option(name: .long, help: ArgumentHelp("Write the agent's Prometheus metrics to this file after each change (node_exporter's textfile collector reads it).", valueName: "file"))
@@ -59,7 +59,7 @@ struct AgentCommand: AsyncParsableCommand {
     func validate() throws {
         guard cgroup != nil || minAvailable != nil else { throw ValidationError("give --cgroup PATH, --min-available SIZE, or both") }
         if let cgroup, !cgroup.hasPrefix("/") { throw ValidationError("--cgroup takes an absolute path, such as /system.slice; got \"\(cgroup)\"") }
-        if let minAvailable, ByteSize.parse(minAvailable) == nil { throw ValidationError("--min-available takes a size such as 500M; got \"\(minAvailable)\"") }
+        if let minAvailable, ByteSize.parse(minAvailable) == nil { throw ValidationError("--min-available: \(ValueWords.notASize(minAvailable)) (a size such as 500M)") }
         guard let timeout = PressurePolicy.parseDuration(askTimeout), timeout >= .milliseconds(10), timeout <= .seconds(60) else {
             throw ValidationError("--ask-timeout takes a duration within 10ms...60s, such as 2s; got \"\(askTimeout)\"")
         }
@@ -126,21 +126,10 @@ struct AgentCommand: AsyncParsableCommand {
         if case .failure(let error) = outcome { throw error }
     }
 
-    /// This user's control directory; for root also every user's (`/run/user/<uid>/memwarn`,
-    /// `/tmp/memwarn-<uid>`: the directories endpoints make, ``ControlDirectory/defaultPath``),
-    /// since the services may run as anyone. Only directories by those exact names are taken.
+    /// This user's control directories; for root also every user's (``ControlDirectory/everyUsersPaths``),
+    /// since the services may run as anyone. Only directories by the names endpoints make, owned by their user.
     static func defaultDirectories() -> [String] {
-        var directories = [ControlDirectory.defaultPath]
-        guard geteuid() == 0 else { return directories }
-        func isDirectory(_ path: String) -> Bool {
-            var status = stat()
-            return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
-        }
-        let candidates = ((try? FileManager.default.contentsOfDirectory(atPath: "/run/user")) ?? []).filter { UInt32($0) != nil }.map { "/run/user/\($0)/memwarn" }
-            + ((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? [])
-                .filter { $0.hasPrefix("memwarn-") && UInt32($0.dropFirst("memwarn-".count)) != nil }.map { "/tmp/\($0)" }
-        for path in candidates.sorted() where !directories.contains(path) && isDirectory(path) { directories.append(path) }
-        return directories
+        ControlDirectory.everyUsersPaths
     }
 }
 

@@ -41,10 +41,10 @@ struct RunCommand: AsyncParsableCommand {
             (memwarn-hog is memwarn's test hog: swift build --product memwarn-hog.)
             """)
 
-    @Option(name: .long, help: ArgumentHelp("The hard limit: bytes or with a unit (64M, 1.5G).", valueName: "size"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The hard limit: bytes or with a unit (64M, 1.5G).", valueName: "size"))
     var memoryMax: String
 
-    @Option(name: .long, help: ArgumentHelp(
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp(
         "The throttling limit, cgroup v2 only: a size, or max for none (default on v2: halfway between the critical mark and --memory-max, 95% on the default policy).",
         valueName: "size|max"))
     var memoryHigh: String?
@@ -63,12 +63,12 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard !command.isEmpty else { throw ValidationError("no command: give it after --, as in memwarn run --memory-max 64M -- CMD") }
-        guard let maximum = ByteSize.parse(memoryMax, allowingZero: true) else { throw ValidationError("--memory-max: \"\(memoryMax)\" is not a size (examples: 67108864, 64M, 1.5G)") }
+        guard let maximum = ByteSize.parse(memoryMax, allowingZero: true) else { throw ValidationError("--memory-max: \(ValueWords.notASize(memoryMax)) (examples: 67108864, 64M, 1.5G)") }
         guard maximum >= ByteSize.smallestLimit else {
             throw ValidationError("--memory-max: \(memoryMax) is below the smallest limit, 1M: no command can start under it")
         }
         if let memoryHigh, memoryHigh != "max" {
-            guard let high = ByteSize.parse(memoryHigh) else { throw ValidationError("--memory-high: \"\(memoryHigh)\" is not a size (or max, for none)") }
+            guard let high = ByteSize.parse(memoryHigh) else { throw ValidationError("--memory-high: \(ValueWords.notASize(memoryHigh)) (or max, for none)") }
             guard high >= ByteSize.smallestLimit else {
                 throw ValidationError("--memory-high: \(memoryHigh) is below the smallest limit, 1M: no command can start under it")
             }

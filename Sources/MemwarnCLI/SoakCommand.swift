@@ -47,22 +47,22 @@ struct SoakCommand: AsyncParsableCommand {
               memwarn soak --limits 128M,192M,256M --duration 5m --ready-after 2s --load ./load.sh -- ./my-service
             """)
 
-    @Option(name: .long, help: ArgumentHelp("The limit for each run.", valueName: "size"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The limit for each run.", valueName: "size"))
     var memoryMax: String?
 
-    @Option(name: .long, help: ArgumentHelp("Several limits, comma-separated: the pair runs at each from the smallest; the report names the lowest each survives.", valueName: "sizes"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Several limits, comma-separated: the pair runs at each from the smallest; the report names the lowest each survives.", valueName: "sizes"))
     var limits: String?
 
-    @Option(name: .long, help: ArgumentHelp("How long each run lasts: 60s, 90, 2m, 1.5h (the demo's load; your service's from ready, unless its load ends first).", valueName: "time"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("How long each run lasts: 60s, 90, 2m, 1.5h (the demo's load; your service's from ready, unless its load ends first).", valueName: "time"))
     var duration = "60s"
 
     @Option(name: .long, help: ArgumentHelp("Your service is ready when this http:// URL (an IP address or localhost) answers 2xx (polled every 100 ms).", valueName: "url"))
     var readyUrl: String?
 
-    @Option(name: .long, help: ArgumentHelp("Your service is ready this long after it started (default 2s when there is no --ready-url).", valueName: "time"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Your service is ready this long after it started (default 2s when there is no --ready-url).", valueName: "time"))
     var readyAfter: String?
 
-    @Option(name: .long, help: ArgumentHelp("How long --ready-url may take to answer.", valueName: "time"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("How long --ready-url may take to answer.", valueName: "time"))
     var readyTimeout = "60s"
 
     @Option(name: .long, help: ArgumentHelp("A shell command that loads your service, run outside the limit once it is ready.", valueName: "command"))
@@ -98,7 +98,7 @@ struct SoakCommand: AsyncParsableCommand {
     func validate() throws {
         _ = try limitBytes()
         guard let seconds = Self.parseSeconds(duration) else {
-            throw ValidationError("--duration: \"\(duration)\" is not a duration (examples: 60s, 90, 2m, 1.5h)")
+            throw ValidationError("--duration: \(ValueWords.notADuration(duration)) (examples: 60s, 90, 2m, 1.5h)")
         }
         guard Self.durationRange.contains(seconds) else {
             throw ValidationError("--duration: \(duration) is out of range: a soak runs from 1s to 24h (86400s)")
@@ -116,9 +116,11 @@ struct SoakCommand: AsyncParsableCommand {
             if let url, case .failure(let problem) = HTTPGet.Address.parse(url) { throw ValidationError("\(name): \(url): \(problem)") }
         }
         for (name, text) in [("--ready-after", readyAfter), ("--ready-timeout", readyTimeout as String?)] {
-            if let text, Self.parseSeconds(text).map({ (0...3_600).contains($0) }) != true {
-                throw ValidationError("\(name): \"\(text)\" is not a duration from 0 to 1h (examples: 2s, 500ms is 0.5s, 1m)")
+            guard let text else { continue }
+            guard let seconds = Self.parseSeconds(text) else {
+                throw ValidationError("\(name): \(ValueWords.notADuration(text)) (examples: 2s, 500ms is 0.5s, 1m)")
             }
+            guard (0...3_600).contains(seconds) else { throw ValidationError("\(name): \(text) is out of range: it takes 0 to 1h") }
         }
         for (name, text) in [("--load", load), ("--check", check)] where text?.trimmingCharacters(in: .whitespaces).isEmpty == true {
             throw ValidationError("\(name) is empty: give a shell command")
@@ -133,7 +135,7 @@ struct SoakCommand: AsyncParsableCommand {
         var bytes: [UInt64] = []
         for text in texts {
             guard let size = ByteSize.parse(text, allowingZero: true) else {
-                throw ValidationError("\(name): \"\(text)\" is not a size (examples: 256M, 1G\(limits != nil ? "; several: 128M,192M,256M" : ""))")
+                throw ValidationError("\(name): \(ValueWords.notASize(text)) (examples: 256M, 1G\(limits != nil ? "; several: 128M,192M,256M" : ""))")
             }
             guard size >= ByteSize.smallestLimit else { throw ValidationError("\(name): \(text) is below the smallest limit, 1M") }
             bytes.append(size)

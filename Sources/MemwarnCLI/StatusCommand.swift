@@ -37,7 +37,7 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Every memory cgroup at and below --cgroup (default: this process's own), one row each.")
     var all = false
 
-    @Option(name: .customLong("growth-sample"), help: ArgumentHelp(
+    @Option(name: .customLong("growth-sample"), parsing: .unconditional, help: ArgumentHelp(
         "How long to read usage to measure growth (11 readings over this time; 0s for none).", valueName: "DURATION"))
     var growthSample = "500ms"
 

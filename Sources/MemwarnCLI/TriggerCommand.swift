@@ -12,7 +12,8 @@ struct TriggerCommand: ParsableCommand {
         discussion: """
             Talks to the control endpoint of each process that runs a memwarn ControlService: \
             <pid>.sock in $XDG_RUNTIME_DIR/memwarn, else /run/user/<uid>/memwarn, else for \
-            root /run/memwarn, else /tmp/memwarn-<uid>; a directory another user owns or may \
+            root /run/memwarn, else /tmp/memwarn-<uid> (your own /tmp/memwarn-<uid>.XXXXXX \
+            when another user made that first); a directory another user owns or may \
             change is refused, and so is an endpoint run by another user than you or root. \
             Stale sockets (their process gone, or nothing listening) are removed first; what \
             the endpoint sends is printed without control characters. \
@@ -33,7 +34,7 @@ struct TriggerCommand: ParsableCommand {
         case warning, critical
     }
 
-    @Option(name: .long, help: ArgumentHelp("The process to ask.", valueName: "pid"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The process to ask.", valueName: "pid"))
     var pid: Int32?
 
     @Flag(name: .long, help: "Ask every process of this user that has a control endpoint.")
@@ -45,7 +46,7 @@ struct TriggerCommand: ParsableCommand {
     @Flag(name: .customLong("terminate-suspended"), help: "Only terminate suspended units (a critical release of that tier).")
     var terminateSuspended = false
 
-    @Option(name: .customLong("target-bytes"), help: ArgumentHelp(
+    @Option(name: .customLong("target-bytes"), parsing: .unconditional, help: ArgumentHelp(
         "Stop once this much is freed: bytes or with a unit (67108864, 64M, 1.5G). Default: everything the level allows.", valueName: "size"))
     var targetBytes: String?
 
@@ -56,7 +57,7 @@ struct TriggerCommand: ParsableCommand {
         guard (pid != nil) != all else { throw ValidationError("give either --pid PID or --all") }
         if let pid, pid <= 0 { throw ValidationError("--pid takes a positive process ID; got \(pid)") }
         if let targetBytes, Self.bytes(targetBytes) == nil {
-            throw ValidationError("--target-bytes: \"\(targetBytes)\" is not a size (examples: 0, 67108864, 64M, 1.5G)")
+            throw ValidationError("--target-bytes: \(ValueWords.notASize(targetBytes)) (examples: 0, 67108864, 64M, 1.5G)")
         }
         if terminateSuspended && level == .warning {
             throw ValidationError("--terminate-suspended always releases at critical; drop --level warning")
@@ -75,30 +76,33 @@ struct TriggerCommand: ParsableCommand {
     }
 
     func run() throws {
-        let directory = ControlDirectory.defaultPath
-        // A directory another user could have made or could change is not believed.
-        try ControlDirectory.check(directory)
-        ControlClient.pruneStaleSockets(in: directory)
-        let sockets = try socketPaths(in: directory)
+        let directories = ControlDirectory.searchPaths
+        for directory in directories {
+            // A directory another user could have made or could change is not believed.
+            try ControlDirectory.check(directory)
+            ControlClient.pruneStaleSockets(in: directory)
+        }
+        let sockets = try socketPaths(in: directories)
         var failures: [String] = []
         for (index, path) in sockets.enumerated() {
             let pid = ControlDirectory.pid(ofSocket: path) ?? 0
+            let process = Self.naming(pid)
             do {
                 let line = try ControlClient.exchange(request.line, with: path)
                 switch try ControlReply(line: Array(line.utf8)) {
                 case .failure(let message):
-                    failures.append("process \(pid): \(Output.printable(message))")
+                    failures.append("\(process): \(Output.printable(message))")
                 case .status, .coordinated:
-                    failures.append("process \(pid): answered with something other than a report")
+                    failures.append("\(process): answered with something other than a report")
                 case .released(_, _, let report):
                     if json {
                         Output.line(Output.printable(line))
                     } else {
-                        Output.line((index > 0 ? "\n" : "") + Output.printable(TriggerReport(pid: pid, report: report).text()))
+                        Output.line((index > 0 ? "\n" : "") + Output.printable(TriggerReport(process: process, report: report).text()))
                     }
                 }
             } catch {
-                failures.append("process \(pid): \(error.message)")
+                failures.append("\(process): \(error.message)")
             }
         }
         guard failures.isEmpty else {
@@ -107,17 +111,25 @@ struct TriggerCommand: ParsableCommand {
         }
     }
 
+    /// `process 4242 (my-service)`: the pid and the program's name as the kernel keeps it
+    /// (`/proc/PID/comm`, at most 15 characters, printable); the pid alone once it is gone.
+    static func naming(_ pid: Int32) -> String {
+        guard let name = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+            .trimmingCharacters(in: .newlines), !name.isEmpty else { return "process \(pid)" }
+        return "process \(pid) (\(Output.printable(name)))"
+    }
+
     /// The sockets to ask: the one of `--pid`, or all of them.
-    private func socketPaths(in directory: String) throws -> [String] {
+    private func socketPaths(in directories: [String]) throws -> [String] {
+        let named = directories.joined(separator: ", ")
         guard let pid else {
-            let all = ControlClient.socketPaths(in: directory)
-            guard !all.isEmpty else { throw ControlError("no control endpoints in \(directory): no process of this user runs a memwarn ControlService") }
+            let all = directories.flatMap { ControlClient.socketPaths(in: $0) }
+            guard !all.isEmpty else { throw ControlError("no control endpoints in \(named): no process of this user runs a memwarn ControlService") }
             return all
         }
         guard ControlClient.processExists(pid) else { throw ControlError("no process with pid \(pid)") }
-        let path = ControlDirectory.socketPath(for: pid, in: directory)
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw ControlError("process \(pid) has no control endpoint in \(directory) (it runs no memwarn ControlService, has MEMWARN_CONTROL=off, or belongs to another user)")
+        guard let path = directories.map({ ControlDirectory.socketPath(for: pid, in: $0) }).first(where: { FileManager.default.fileExists(atPath: $0) }) else {
+            throw ControlError("process \(pid) has no control endpoint in \(named) (it runs no memwarn ControlService, has MEMWARN_CONTROL=off, or belongs to another user)")
         }
         return [path]
     }

@@ -3,13 +3,14 @@ import Memwarn
 
 /// The text form of one process's release report, as `memwarn trigger` prints it.
 struct TriggerReport {
-    var pid: Int32
+    /// The process as ``TriggerCommand/naming(_:)`` names it: `process 4242 (my-service)`.
+    var process: String
     var report: ReleaseReport
 
     func text() -> String {
         let target = report.targetBytes == .max ? "everything the level allows" : StatusReport.bytes(UInt64(report.targetBytes))
         var lines = [
-            "process \(pid): \(report.level) release, target \(target): freed \(StatusReport.bytes(UInt64(report.freedBytes))) "
+            "\(process): \(report.level) release, target \(target): freed \(StatusReport.bytes(UInt64(report.freedBytes))) "
                 + "in \(Self.milliseconds(report.duration)) ms\(report.trimmedHeap ? " (heap trimmed)" : "")",
         ]
         guard !report.entries.isEmpty else { return (lines + ["nothing to release"]).joined(separator: "\n") }

@@ -1,5 +1,6 @@
 public import CgroupKit
 public import Logging
+import MemwarnSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,14 +39,41 @@ extension ConstrainedRun {
         return nil
     }
 
-    /// Removes the run cgroups under `parent` whose owner is gone — killing what the dead run's
-    /// command left in them — and says so in the log. A cgroup whose owner pid is alive (a
-    /// concurrent run, or a reused pid) is left alone.
+    /// The run cgroup at `location`, named for `owner`, when it is proven abandoned — its lock,
+    /// then held by the caller while it cleans up; `nil` for one that may still be in use.
+    /// Proven: its owner pid is not alive in this PID namespace (runs made before the lock
+    /// existed are judged by that alone), and its lock can be taken — a run holds it from just
+    /// after it made the cgroup until it ends, in whatever PID namespace it runs. Holding the lock
+    /// while cleaning up also keeps a run that made the cgroup a moment ago from starting in it.
+    static func claimIfAbandoned(_ location: CgroupLocation, owner: Int32) -> DirectoryLock? {
+        guard kill(owner, 0) != 0, errno == ESRCH else { return nil }
+        return try? DirectoryLock(holding: location.directory)
+    }
+
+    /// Takes the lock that tells later runs and `memwarn status` that the run cgroup (or the
+    /// leaf) at `location` is in use (``claimIfAbandoned(_:owner:)``).
+    ///
+    /// - Throws: ``CgroupError`` when the directory cannot be opened or locked.
+    static func claim(_ location: CgroupLocation) throws(CgroupError) -> DirectoryLock {
+        do {
+            return try DirectoryLock(holding: location.directory)
+        } catch {
+            let why = error.errno == EWOULDBLOCK ? "another memwarn is removing it as a leftover; try again" : error.reason
+            throw CgroupError(.unwritable, "could not lock the run's cgroup (\(why))", path: location.directory, errno: error.errno)
+        }
+    }
+
+    /// Removes the run cgroups under `parent` that are proven abandoned (``claimIfAbandoned(_:owner:)``)
+    /// — killing what the dead run's command left in them — and says so in the log. A cgroup
+    /// whose run may still be alive (its owner pid alive here, or its lock held) is
+    /// left alone: its command is never killed on a guess.
     public static func removeLeftovers(in parent: CgroupLocation, logger: Logger) -> [Leftover] {
         var leftovers: [Leftover] = []
         for name in (try? KernelFiles.host.list(parent.directory)) ?? [] {
-            guard let owner = ownerPID(ofRunCgroup: name), kill(owner, 0) != 0, errno == ESRCH else { continue }
+            guard let owner = ownerPID(ofRunCgroup: name) else { continue }
             let location = parent.child(name)
+            guard let claim = claimIfAbandoned(location, owner: owner) else { continue }
+            defer { withExtendedLifetime(claim) {} }
             var killed = 0
             for _ in 0..<50 {
                 let left = ((try? KernelFiles.host.read(location.file("cgroup.procs"))) ?? "").split(separator: "\n").compactMap { Int32($0) }

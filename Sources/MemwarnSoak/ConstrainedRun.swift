@@ -80,6 +80,10 @@ public final class ConstrainedRun: Sendable {
     private let forwarded = Locked(0)
 
     private static let counter = Locked(0)
+    /// The lock on the run's cgroup, held until the run is torn down (``claimIfAbandoned(_:owner:)``).
+    private let claim: DirectoryLock
+    /// The locks on the leaves this process moved into (cgroup v2): held until it ends.
+    private static let leafLocks = Locked<[DirectoryLock]>([])
 
     /// Makes the cgroup and starts the command in it.
     ///
@@ -98,11 +102,19 @@ public final class ConstrainedRun: Sendable {
         // cgroup v2: the children of our cgroup need the memory controller; alone in it, we move
         // to a leaf (`<prefix>-<pid>-0`, removed as a leftover once we are gone) to allow that.
         if let leaf = try ChildMemoryControl.enable(below: own, leafName: "\(options.namePrefix)-\(getpid())-0") {
+            let lock = try Self.claim(leaf)  // this process's own: held until it ends
+            Self.leafLocks.withLock { $0.append(lock) }
             logger.notice("moved into a leaf cgroup so that the run's cgroup can have a memory limit", metadata: ["leaf": "\(leaf.path)"])
         }
         let high = options.memoryHigh.bytes(memoryMax: options.memoryMaxBytes, criticalRatio: options.policy.criticalRatio,
                                             isV2: own.version == .v2)
         let cgroup = try Self.makeCgroup(in: own, options: options, highBytes: high)
+        do {
+            claim = try Self.claim(cgroup.location)
+        } catch {
+            try? cgroup.remove()
+            throw error
+        }
         // Armed before the command starts, so that its first allocation is already watched. The
         // command's cgroup, not this process's: a service manager's MEMORY_PRESSURE_WATCH in
         // memwarn's environment names memwarn's own unit, and PSI on v1 is not the cgroup's own.

@@ -86,10 +86,9 @@ final class ServiceWatch: Sendable {
 
     /// The first process in the cgroup whose control endpoint answers `status`.
     private func status() -> ControlStatus? {
-        let directory = ControlDirectory.defaultPath
+        let directories = ControlDirectory.everyUsersPaths  // the service may run as another user
         for pid in (try? cgroup.processes()) ?? [] {
-            let socket = ControlDirectory.socketPath(for: pid, in: directory)
-            guard FileManager.default.fileExists(atPath: socket),
+            guard let socket = directories.map({ ControlDirectory.socketPath(for: pid, in: $0) }).first(where: { FileManager.default.fileExists(atPath: $0) }),
                   case .status(let status)? = try? ControlClient.send(.status, to: socket, timeout: .milliseconds(800)) else { continue }
             return status
         }

@@ -3,7 +3,7 @@ import CLinuxCalls
 import Glibc
 #endif
 
-/// An inotify instance watching one file for modification (`IN_MODIFY`): a kernfs file such as
+/// An inotify instance watching files for modification (`IN_MODIFY`): a kernfs file such as
 /// cgroup v2 `memory.events` raises it when its values change. Notifications coalesce, so a
 /// reader always re-reads the file and compares.
 package struct InotifyWatch: ~Copyable {
@@ -14,15 +14,25 @@ package struct InotifyWatch: ~Copyable {
     ///
     /// - Throws: ``SystemError`` from `inotify_init1`, or from `inotify_add_watch` naming `path`.
     package init(modificationsOf path: String) throws(SystemError) {
+        try self.init(modificationsOf: [path])
+    }
+
+    /// Watches each of `paths` for modification, on one descriptor.
+    ///
+    /// - Throws: ``SystemError`` from `inotify_init1`, or from `inotify_add_watch` naming the
+    ///   path it could not watch.
+    package init(modificationsOf paths: [String]) throws(SystemError) {
         let watch = FileDescriptor(adopting: try Syscall.retrying("inotify_init1") { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) })
         let raw = watch.rawValue
-        try Syscall.retrying("inotify_add_watch", path: path) { inotify_add_watch(raw, path, UInt32(IN_MODIFY)) }
+        for path in paths {
+            try Syscall.retrying("inotify_add_watch", path: path) { inotify_add_watch(raw, path, UInt32(IN_MODIFY)) }
+        }
         descriptor = watch
     }
 
     /// Reads and discards the pending events.
     ///
-    /// - Returns: whether the watched file was removed (`IN_IGNORED`: for a cgroup file, the
+    /// - Returns: whether a watched file was removed (`IN_IGNORED`: for a cgroup file, the
     ///   cgroup is gone).
     /// - Throws: ``SystemError`` from `read`.
     package borrowing func drain() throws(SystemError) -> Bool {

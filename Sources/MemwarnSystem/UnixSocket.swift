@@ -86,6 +86,15 @@ extension FileDescriptor {
         }
     }
 
+    /// Makes reads and writes on the descriptor return at once when they would wait
+    /// (`O_NONBLOCK`), after a connect that was allowed to wait.
+    ///
+    /// - Throws: ``SystemError`` from `fcntl`.
+    package borrowing func makeNonBlocking() throws(SystemError) {
+        let flags = try Syscall.retrying("fcntl(F_GETFL)") { fcntl(rawValue, F_GETFL) }
+        try Syscall.retrying("fcntl(F_SETFL)") { fcntl(rawValue, F_SETFL, flags | O_NONBLOCK) }
+    }
+
     /// The peer's credentials (`SO_PEERCRED`).
     ///
     /// - Throws: ``SystemError`` from `getsockopt`.

@@ -16,7 +16,7 @@ struct AgentCommandTests {
     @Test(arguments: [
         ([], "give --cgroup PATH, --min-available SIZE, or both"),
         (["--cgroup", "system.slice"], "--cgroup takes an absolute path"),
-        (["--min-available", "lots"], "--min-available takes a size"),
+        (["--min-available", "lots"], "--min-available: \"lots\" is not a size"),
         (["--min-available", "500M", "--lease", "0.5s"], "--lease takes a duration within 1s...60s"),
         (["--min-available", "500M", "--ask-timeout", "2"], "--ask-timeout takes a duration"),
         (["--min-available", "500M", "--control-dir", "/etc/hostname"], "--control-dir /etc/hostname is not a directory"),

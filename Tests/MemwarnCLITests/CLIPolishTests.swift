@@ -69,6 +69,26 @@ struct CLIPolishTests {
         #expect(result.status == 64 && result.standardError.contains("0 is below the smallest limit, 1M"), "\(result.standardError)")
     }
 
+    // Issue 28 item 12: a negative value was taken for an option and reported as "Missing value".
+    @Test(arguments: [
+        (["run", "--memory-max", "-5M", "--", "true"], "--memory-max: \"-5M\" is negative"),
+        (["run", "--memory-max", "64M", "--memory-high", "-5M", "--", "true"], "--memory-high: \"-5M\" is negative"),
+        (["soak", "--memory-max", "-5M"], "--memory-max: \"-5M\" is negative"),
+        (["soak", "--limits", "64M,-5M"], "--limits: \"-5M\" is negative"),
+        (["soak", "--duration", "-5s"], "--duration: \"-5s\" is negative"),
+        (["soak", "--ready-after", "-1s", "--", "true"], "--ready-after: \"-1s\" is negative"),
+        (["trigger", "--pid", "-3"], "--pid takes a positive process ID; got -3"),
+        (["trigger", "--all", "--target-bytes", "-1"], "--target-bytes: \"-1\" is negative"),
+        (["agent", "--min-available", "-500M"], "--min-available: \"-500M\" is negative"),
+        (["status", "--growth-sample", "-1s"], "--growth-sample must be a duration"),
+        (["run", "--memory-max", "--json", "--", "true"], "--memory-max: \"--json\" is an option, not a size"),
+    ])
+    func aNegativeValueIsNamedAsOne(arguments: [String], message: String) throws {
+        let result = try ChildProcess.run([Self.memwarn] + arguments)
+        #expect(result.status == 64, "\(arguments): \(result.standardError)")
+        #expect(result.standardError.contains(message) && !result.standardError.contains("Missing value"), "\(arguments): \(result.standardError)")
+    }
+
     @Test func statusWithoutALimitSaysWhatUsageIsMeasuredAgainst() throws {
         // Issue 28 item 12: "646.6 MiB of no limit" and "the limit in 49455.2 s" without a limit.
         let result = try ChildProcess.run([Self.memwarn, "status"], environment: ["MEMWARN_ANCESTOR_LIMITS=ignore"])

@@ -58,6 +58,49 @@ extension RunCommandTests {
             }
         }
 
+        /// Issue 28, item 7: a run started in a PID namespace of its own (`unshare --pid`, bwrap,
+        /// systemd's `PrivatePIDs=`) names its cgroup by its pid there. `status` outside found no
+        /// process with that pid, took the run for abandoned and SIGKILLed its command (137,
+        /// like an OOM kill). The run's lock on its cgroup now proves it alive in every namespace.
+        @Test func statusLeavesALiveRunInAnotherPIDNamespaceAlone() async throws {
+            try await withTestCgroup(limit: 512 << 20) { parent in
+                defer { Self.removeRunCgroups(in: parent) }
+                let (run, pid) = try Self.runInOwnPIDNamespace(in: parent)
+                try run.send("hold \(4 << 20)")
+                #expect(try await run.nextLine(within: .seconds(60)).hasPrefix("held "))
+                let runs = try Self.runCgroups(in: parent)
+                let name = try #require(runs.first { $0.hasPrefix("memwarn-run-\(pid)-") }, "\(runs)")
+                #expect(kill(pid, 0) != 0 && errno == ESRCH, "no process here has the run's pid")
+
+                let status = try await ChildProcess.runOffThePool([Self.memwarn, "status"], in: parent)
+                #expect(status.status == 0, "\(status.standardError)")
+                #expect(!status.standardError.contains("removed"), "\(status.standardError)")
+                #expect(FileManager.default.fileExists(atPath: parent.location.directory + "/" + name), "the live run's cgroup is still there")
+                try run.send("hold \(8 << 20)")
+                #expect(try await run.nextLine(within: .seconds(60)).hasPrefix("held "), "its command still answers")
+
+                // The run killed (its namespace's init dies, and every process in it): a leftover
+                // now, and removed.
+                run.signal(SIGKILL)
+                _ = try await run.exitStatus(within: .seconds(60))
+                #expect(try Self.waitUntilEmpty(parent.location.directory + "/" + name))
+                let cleaner = try await ChildProcess.runOffThePool([Self.memwarn, "status"], in: parent)
+                #expect(cleaner.status == 0, "\(cleaner.standardError)")
+                #expect(!FileManager.default.fileExists(atPath: parent.location.directory + "/" + name), "\(cleaner.standardError)")
+            }
+        }
+
+        /// `memwarn run --memory-max 64M -- memwarn-hog` in a new PID namespace, where its pid is
+        /// one that no process has here: the namespace's shell starts throwaway processes until
+        /// the next pid is that one (`unshare --kill-child`: the namespace ends with the returned child).
+        static func runInOwnPIDNamespace(in parent: TestCgroup) throws -> (LineChild, Int32) {
+            guard let pid = (100..<30_000).first(where: { kill(Int32($0), 0) != 0 && errno == ESRCH }).map(Int32.init) else {
+                throw ChildProcessError("no free pid below 30000")
+            }
+            let script = "i=2; while [ $i -lt \(pid) ]; do /bin/true; i=$((i+1)); done; '\(Self.memwarn)' run --memory-max 64M -- '\(RunCommandTests.hog)'"
+            return (try LineChild(["/usr/bin/unshare", "--pid", "--fork", "--kill-child", "/bin/sh", "-c", script], in: parent), pid)
+        }
+
         /// The `memwarn-run-` cgroups below a test cgroup.
         static func runCgroups(in parent: TestCgroup) throws -> [String] {
             try FileManager.default.contentsOfDirectory(atPath: parent.location.directory).filter { $0.hasPrefix("memwarn-run-") }

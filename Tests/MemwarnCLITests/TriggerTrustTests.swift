@@ -140,3 +140,74 @@ struct TriggerTrustTests {
         #expect(result.standardError.contains("no complete reply from \(runtime.socket(of: 1)) within 10"), "\(result.standardError)")
     }
 }
+
+/// Issue 28, item 11: an account without `/run/user/<uid>` (a service account) serves in
+/// `/tmp/memwarn-<uid>`, which any other user can make first: the endpoint then never started.
+/// And a command that switched to such an account under a root `memwarn run` and was killed left
+/// its socket there, though the README says `run` removes it. Run as uid 65532, an account
+/// nothing else here uses, so that no other test's directory is touched.
+@Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
+struct ServiceAccountDirectoryTests {
+    static let account: uid_t = 65_532
+    static let squatter: uid_t = 65_531
+    static let asAccount = ["/usr/bin/setpriv", "--reuid=\(account)", "--regid=\(account)", "--clear-groups"]
+    static let probe = ChildProcess.productsDirectory + "/memwarn-growth-probe"
+    static let memwarn = ChildProcess.productsDirectory + "/memwarn"
+    static let primary = "/tmp/memwarn-\(account)"
+
+    /// No runtime directory, no override: the account's default is `/tmp/memwarn-<uid>`.
+    static var environment: [String] {
+        ProcessInfo.processInfo.environment.filter { !["XDG_RUNTIME_DIR", "MEMWARN_CONTROL", "TMPDIR"].contains($0.key) }
+            .map { "\($0.key)=\($0.value)" } + ["TMPDIR=/tmp"]
+    }
+
+    /// Removes the account's control directories (the squatted one and its own).
+    static func removeDirectories() {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []
+        for name in names where name == "memwarn-\(account)" || name.hasPrefix("memwarn-\(account).") {
+            try? FileManager.default.removeItem(atPath: "/tmp/" + name)
+        }
+    }
+
+    /// The growth probe as the account, serving in the default directory: its socket's path.
+    static func startProbe(_ prefix: [String] = [], in cgroup: TestCgroup) throws -> (JSONLineChild, String) {
+        let probe = try JSONLineChild(prefix + asAccount + [Self.probe, "--control", "default", "--rate", "1", "--total", "1", "--hold", "60"],
+                                      in: cgroup, environment: environment)
+        var line = try probe.receive(timeout: .seconds(30))
+        while line["event"] as? String != "control" { line = try probe.receive(timeout: .seconds(30)) }
+        return (probe, try #require(line["socket"] as? String))
+    }
+
+    @Test func aDirectoryAnotherUserMadeFirstDoesNotStopTheEndpoint() async throws {
+        Self.removeDirectories()
+        defer { Self.removeDirectories() }
+        #expect(mkdir(Self.primary, 0o700) == 0 && chown(Self.primary, Self.squatter, Self.squatter) == 0, "made first by another user")
+        try await withTestCgroup(limit: 512 << 20) { cgroup in
+            let (probe, socket) = try Self.startProbe(in: cgroup)
+            defer {
+                probe.child.signal(SIGTERM)
+                _ = probe.stop()
+            }
+            #expect(socket.hasPrefix(Self.primary + "."), "served in the account's own directory: \(socket)")
+            let trigger = try ChildProcess.run(Self.asAccount + [Self.memwarn, "trigger", "--all", "--json"], environment: Self.environment)
+            #expect(trigger.status == 0, "\(trigger.standardError)")
+            #expect(trigger.standardOutput.contains("\"pid\":\(probe.pid)"), "\(trigger.standardOutput)")
+            var status = stat()
+            #expect(lstat(Self.primary, &status) == 0 && status.st_uid == Self.squatter, "the other user's directory is left as it is")
+        }
+    }
+
+    @Test func aRootRunRemovesTheSocketOfACommandThatBecameTheAccountAndWasKilled() async throws {
+        Self.removeDirectories()
+        defer { Self.removeDirectories() }
+        try await withTestCgroup(limit: 512 << 20) { cgroup in
+            let run = [Self.memwarn, "run", "--memory-max", "256M", "--"]
+            let (probe, socket) = try Self.startProbe(run, in: cgroup)
+            #expect(socket.hasPrefix(Self.primary + "/"), "\(socket)")
+            let pid = try #require(Int32(socket.dropFirst(Self.primary.count + 1).dropLast(".sock".count)), "\(socket)")
+            #expect(kill(pid, SIGKILL) == 0)  // the command, as an OOM kill would end it: no time to remove its socket
+            #expect(probe.stop() == 137)
+            #expect(!FileManager.default.fileExists(atPath: socket), "memwarn run removed the socket the killed command left")
+        }
+    }
+}

@@ -95,12 +95,3 @@ struct GuardBandTests {
     }
 }
 
-/// Waits, looking every 5 ms, until `condition` holds.
-private func waitUntil(within limit: Duration = .seconds(5), _ what: String = "the condition", _ condition: () throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + limit
-    while try !condition() {
-        guard ContinuousClock.now < deadline else { throw ChildProcessError("\(what) within \(limit)") }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-}
-

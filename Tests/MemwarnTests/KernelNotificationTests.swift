@@ -50,6 +50,68 @@ struct KernelNotificationTests {
         }
     }
 
+    /// Issue 28, item 2: the FIFO was dropped at the first writer's end of file, so a second
+    /// writer was never heard.
+    @Test(.timeLimit(.minutes(1))) func systemdsFIFOHearsEveryWriter() async throws {
+        let fifo = "/tmp/memwarn-test-fifo-writers-\(getpid())"
+        unlink(fifo)
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        try await withTestCgroup(limit: 64 << 20) { cgroup in
+            let monitor = PressureMonitor(configuration: systemdWatchConfiguration(cgroup, watching: fifo), logger: testLogger)
+            try await withRunningMonitor(monitor) { iterator in
+                _ = try await next(&iterator)
+                for writer in 1...3 {
+                    let end = try FileDescriptor.open(fifo, O_WRONLY | O_NONBLOCK)
+                    try end.writeWhole([UInt8(writer)])
+                    try end.close()  // each writer ends its own end: no end of file for the monitor
+                    let warning = try await next(&iterator)
+                    #expect(warning.level == .warning && warning.source == .systemd, "writer \(writer): \(warning)")
+                    let calm = try await next(&iterator)
+                    #expect(calm.level == .normal, "writer \(writer): \(calm)")
+                }
+                #expect(monitor.watchedSources.contains("systemd \(fifo)"))
+            }
+        }
+    }
+
+    /// Issue 28, item 1: the socket was blocking, so the drain after the first notification
+    /// waited forever for a "would block": no further levels, and the monitor could not stop.
+    /// The time limit is the failure this test would show.
+    @Test(.timeLimit(.minutes(1))) func systemdsSocketIsHeardAtEveryNotificationAndTheMonitorStillStops() async throws {
+        let path = "/tmp/memwarn-test-socket-\(getpid())"
+        unlink(path)
+        defer { unlink(path) }
+        let listener = try FileDescriptor.unixStreamSocket(nonBlocking: false)
+        try listener.bind(to: UnixSocketAddress(path: path))
+        try listener.listen(backlog: 4)
+        try await withTestCgroup(limit: 64 << 20) { cgroup in
+            let monitor = PressureMonitor(configuration: systemdWatchConfiguration(cgroup, watching: path), logger: testLogger)
+            try await withRunningMonitor(monitor) { iterator in
+                _ = try await next(&iterator)
+                #expect(monitor.watchedSources.contains("systemd \(path)"))
+                guard let connection = try listener.acceptConnection() else {
+                    Issue.record("the monitor did not connect while it armed")
+                    return
+                }
+                for notification in 1...3 {
+                    #expect(try connection.send([UInt8(notification)][...]) == 1)
+                    let warning = try await next(&iterator)
+                    #expect(warning.level == .warning && warning.source == .systemd, "notification \(notification): \(warning)")
+                    let calm = try await next(&iterator)
+                    #expect(calm.level == .normal, "notification \(notification): \(calm)")
+                }
+            }
+        }
+    }
+
+    private func systemdWatchConfiguration(_ cgroup: TestCgroup, watching path: String) -> MonitorConfiguration {
+        var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory, environment: ["MEMORY_PRESSURE_WATCH": path])
+        configuration.watchesPressureStall = false
+        configuration.policy.holdTime = .milliseconds(100)
+        return configuration
+    }
+
     @Test func systemdsPSIFileGetsTheDecodedTriggerWritten() async throws {
         try await withUnifiedTestCgroup { cgroup in
             let path = cgroup.location.file("memory.pressure")

@@ -24,6 +24,15 @@ func withRunningMonitor<T: Sendable>(_ monitor: PressureMonitor, _ body: (inout 
     }
 }
 
+/// Waits, looking every 5 ms, until `condition` holds.
+func waitUntil(within limit: Duration = .seconds(5), _ what: String = "the condition", _ condition: () throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + limit
+    while try !condition() {
+        guard ContinuousClock.now < deadline else { throw ChildProcessError("\(what) within \(limit)") }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
 /// cgroup v1 as root: waits until the monitor's usage thresholds are registered. They follow
 /// arming by about 0.3 s (the kernel takes an RCU grace period for each); usage is sampled
 /// meanwhile, so a test about the kernel's events waits for them first.

@@ -1,5 +1,8 @@
 import CgroupKit
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
@@ -28,6 +31,29 @@ struct UnprivilegedMonitorTests {
             let report = try #require(lines.first { $0["entries"] != nil })
             #expect(report["level"] as? String == "warning")
             #expect((report["freedBytes"] as? Int ?? 0) > 0, "the polled warning released memory")
+        }
+    }
+
+    /// Issue 28, item 3, where usage is sampled (a normal user on cgroup v1; v2 alike): the
+    /// marks followed a new limit only at the next full reading, up to a poll interval later. The
+    /// limit file's write now wakes the monitor. `memwarn watch` runs as nobody in a 1 GiB cgroup
+    /// whose limit is cut to 100 MiB under 85 MiB of usage.
+    @Test func aNormalUsersMonitorHearsALoweredLimitAtOnce() async throws {
+        try await withTestCgroup(limit: 1 << 30) { cgroup in
+            let watch = try JSONLineChild(ChildProcess.asNobody + [ChildProcess.productsDirectory + "/memwarn", "watch", "--json"], in: cgroup)
+            defer {
+                watch.child.signal(SIGTERM)  // watch runs until told to stop
+                _ = watch.stop()
+            }
+            #expect(try watch.receive(timeout: .seconds(20))["level"] as? String == "normal")
+            let hog = try MemoryHog(in: cgroup)
+            defer { hog.terminate() }
+            try await hog.hold(0.85, of: 100 << 20)
+            try cgroup.set("memory.limit_in_bytes", to: String(100 << 20))
+            let warning = try watch.receive(timeout: .seconds(20))
+            #expect(warning["level"] as? String == "warning", "\(warning)")
+            #expect(warning["source"] as? String == "limit-change", "the write woke the monitor, not a later poll: \(warning)")
+            #expect(warning["limitBytes"] as? Int == 100 << 20)
         }
     }
 

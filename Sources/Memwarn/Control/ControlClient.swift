@@ -53,17 +53,23 @@ package enum ControlClient {
     }
 
     /// Removes the socket a process that has ended left behind (killed before its monitor
-    /// could remove it), if it is this user's. `memwarn run` and `memwarn soak` call it for the
-    /// commands they waited for.
+    /// could remove it): in this user's control directories, and for root in every user's (a
+    /// command may switch to a service account: `setpriv`, `runuser`), a socket owned by the
+    /// directory's owner. `memwarn run` and `memwarn soak` call it for the commands they waited for.
     ///
     /// - Returns: whether a socket was removed.
     @discardableResult
-    package static func removeSocket(ofEnded pid: Int32, in directory: String = ControlDirectory.defaultPath) -> Bool {
-        let path = ControlDirectory.socketPath(for: pid, in: directory)
-        var status = stat()
-        guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == geteuid(),
-              !processExists(pid) else { return false }
-        return unlink(path) == 0
+    package static func removeSocket(ofEnded pid: Int32, in directories: [String] = ControlDirectory.everyUsersPaths) -> Bool {
+        guard !processExists(pid) else { return false }
+        var removed = false
+        for directory in directories {
+            let path = ControlDirectory.socketPath(for: pid, in: directory)
+            var socket = stat(), folder = stat()
+            guard lstat(path, &socket) == 0, socket.st_mode & S_IFMT == S_IFSOCK, lstat(directory, &folder) == 0,
+                  socket.st_uid == folder.st_uid, socket.st_uid == geteuid() || geteuid() == 0 else { continue }
+            if unlink(path) == 0 { removed = true }
+        }
+        return removed
     }
 
     /// Whether connecting to a socket is refused (nobody listens on it).

@@ -7,7 +7,9 @@ import Glibc
 ///
 /// The default is `$XDG_RUNTIME_DIR/memwarn` when `XDG_RUNTIME_DIR` is set, else
 /// `/run/user/<euid>/memwarn` when `/run/user/<euid>` exists, else for root `/run/memwarn`, else
-/// `/tmp/memwarn-<euid>`. A client (``check(_:)``) and an endpoint (when it prepares the
+/// `/tmp/memwarn-<euid>` — and when another user made that one first (anyone may make names in
+/// `/tmp`), `/tmp/memwarn-<euid>.XXXXXX`, made by the endpoint with an unguessable name and found
+/// by clients by its owner (``searchPaths``). A client (``check(_:)``) and an endpoint (when it prepares the
 /// directory) both refuse a directory in a folder another user owns or may change (a sticky
 /// one, as `/tmp`, is fine).
 /// An endpoint creates the directory with mode 0700 and refuses one that is a symbolic link,
@@ -27,7 +29,103 @@ public enum ControlDirectory {
         if uid == 0, stat("/run", &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == 0 {
             return "/run/memwarn"
         }
-        return "/tmp/memwarn-\(uid)"
+        return temporaryPath(uid: uid)
+    }
+
+    /// `/tmp/memwarn-<uid>`: the default of an account with no runtime directory (a service
+    /// account's, often).
+    static func temporaryPath(uid: uid_t) -> String { "/tmp/memwarn-\(uid)" }
+
+    /// Whether `path` is there but is not a directory this user owns: another user made it
+    /// first (anyone may create names in `/tmp`), or put something else there.
+    static func isTakenByAnother(_ path: String, uid: uid_t = geteuid()) -> Bool {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return false }
+        return status.st_mode & S_IFMT != S_IFDIR || status.st_uid != uid
+    }
+
+    /// This user's own `/tmp/memwarn-<uid>.XXXXXX` directories (owned by the user, mode 0700,
+    /// not symbolic links), by name: where endpoints go when `/tmp/memwarn-<uid>` was taken by
+    /// another user first.
+    static func ownAlternates(uid: uid_t = geteuid()) -> [String] {
+        let prefix = "memwarn-\(uid)."
+        return names(in: "/tmp").filter { $0.hasPrefix(prefix) && $0.count > prefix.count }.map { "/tmp/" + $0 }.filter { path in
+            var status = stat()
+            return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR && status.st_uid == uid && status.st_mode & 0o077 == 0
+        }
+    }
+
+    /// The directories where this user's endpoints may be: ``defaultPath``, or — where that is
+    /// `/tmp/memwarn-<uid>` and another user made it first — this user's own
+    /// `/tmp/memwarn-<uid>.XXXXXX` ones (the squatted one alone when there are none yet, so
+    /// that ``check(_:)`` says what is wrong with it).
+    public static var searchPaths: [String] {
+        let path = defaultPath
+        let uid = geteuid()
+        guard path == temporaryPath(uid: uid) else { return [path] }
+        let own = ownAlternates(uid: uid)
+        if isTakenByAnother(path, uid: uid) { return own.isEmpty ? [path] : own }
+        return [path] + own
+    }
+
+    /// The directory an endpoint serves in: ``defaultPath``; where that is `/tmp/memwarn-<uid>`
+    /// and another user made it first, this user's first `/tmp/memwarn-<uid>.XXXXXX`, made with
+    /// an unguessable name (`mkdtemp`) when there is none — a name made in advance by another
+    /// user cannot stop the endpoint.
+    ///
+    /// - Returns: the directory, and why it is not the default when it is not (for the log).
+    /// - Throws: ``ControlError`` when a directory cannot be made.
+    static func endpointPath() throws(ControlError) -> (path: String, note: String?) {
+        let path = defaultPath
+        let uid = geteuid()
+        guard path == temporaryPath(uid: uid), isTakenByAnother(path, uid: uid) else { return (path, nil) }
+        var owner = stat()
+        _ = lstat(path, &owner)
+        let note = "\(path) was made by uid \(owner.st_uid), not this user (\(uid))"
+        if let existing = ownAlternates(uid: uid).first { return (existing, note) }
+        var template = Array("\(path).XXXXXX".utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw ControlError("\(note), and mkdtemp \(path).XXXXXX failed: \(String(cString: strerror(errno)))")
+        }
+        return (String(cString: template.map { UInt8(bitPattern: $0) }), note)
+    }
+
+    /// For root: every user's control directories by the names endpoints make them —
+    /// `/run/memwarn`, `/run/user/<uid>/memwarn`, `/tmp/memwarn-<uid>` and
+    /// `/tmp/memwarn-<uid>.XXXXXX` — each only when it is a directory owned by that uid (root for
+    /// `/run/memwarn`); for anyone else ``searchPaths``.
+    public static var everyUsersPaths: [String] {
+        guard geteuid() == 0 else { return searchPaths }
+        var paths = searchPaths
+        func add(_ path: String, owner: uid_t) {
+            var status = stat()
+            guard !paths.contains(path), lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == owner else { return }
+            paths.append(path)
+        }
+        add("/run/memwarn", owner: 0)
+        for name in names(in: "/run/user") { if let uid = uid_t(name) { add("/run/user/\(uid)/memwarn", owner: uid) } }
+        for name in names(in: "/tmp") where name.hasPrefix("memwarn-") {
+            let rest = name.dropFirst("memwarn-".count)
+            let uidText = rest.prefix { $0 != "." }
+            guard let uid = uid_t(uidText) else { continue }
+            if uidText.count == rest.count {
+                add("/tmp/" + name, owner: uid)
+            } else if ownAlternates(uid: uid).contains("/tmp/" + name) {
+                add("/tmp/" + name, owner: uid)
+            }
+        }
+        return paths
+    }
+
+    private static func names(in folder: String) -> [String] {
+        guard let directory = opendir(folder) else { return [] }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
     }
 
     /// The socket of process `pid` in `directory`.

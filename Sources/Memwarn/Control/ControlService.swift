@@ -98,9 +98,17 @@ public final class ControlService: Service, Sendable {
             await Self.untilShutdown()
             return
         }
-        let directory = self.directory ?? ControlDirectory.defaultPath
+        var directory = self.directory ?? ControlDirectory.defaultPath
         let membership: ControlEndpoints.Membership
         do {
+            if self.directory == nil {
+                let (path, note) = try ControlDirectory.endpointPath()
+                directory = path
+                if let note {
+                    logger.warning("control endpoint: the default directory was taken by another user; serving in one of this user's own",
+                                   metadata: ["taken": "\(note)", "directory": "\(path)"])
+                }
+            }
             membership = try ControlEndpoints.join(directory: directory, subject: subject)
         } catch {
             logger.error("control endpoint not started; the process runs without it", metadata: [

@@ -21,6 +21,9 @@ struct SourcePlan {
     /// cgroup v1 as root: the usage thresholds and guards, registered after arming, off the loop
     /// thread (``ThresholdRegistrar``); usage is sampled continuously until they are in.
     private(set) var pendingThresholds: ThresholdRegistrar.Plan?
+    /// cgroup v1 as root: the cgroup whose usage thresholds this user may register — with a
+    /// limit or not yet — so that they can be planned again when a limit changes.
+    private(set) var thresholdCgroup: CgroupLocation?
 
     /// Makes the sources.
     ///
@@ -44,6 +47,7 @@ struct SourcePlan {
                                 because: noLimit ? "no cgroup limit" : "cgroup v2 has no usage thresholds")
                 add(try MemoryEventsWatch(cgroup: cgroup, files: sampler.files))
             }
+            if let limits = try LimitWatch(cgroup: cgroup, files: sampler.files) { add(limits) }
         } else {
             try addSampling(nil, noLimit: true, policy: policy, files: sampler.files, because: "no memory controller")
         }
@@ -91,22 +95,30 @@ struct SourcePlan {
             ])
             return
         }
+        thresholdCgroup = cgroup
         guard !snapshot.constraints.isEmpty else {
             try addSampling(cgroup, noLimit: true, policy: policy, files: files, because: "no cgroup limit")
             return
         }
         try addSampling(cgroup, noLimit: false, policy: policy, files: files,
                         because: "until the usage thresholds are registered, then only in the guard bands below the marks")
-        // Thresholds on the usage of each cgroup whose limit applies (an ancestor's usage counts
-        // its siblings); a hidden limit's on the cgroup's own usage, the part that can be read.
+        pendingThresholds = ThresholdRegistrar.Plan(
+            files: files, requests: Self.thresholdRequests(for: snapshot.constraints, of: cgroup, sampling: usageSampling!, policy: policy))
+    }
+
+    /// The v1 usage thresholds for every limit that applies: on the usage of each cgroup whose
+    /// limit it is (an ancestor's usage counts its siblings); a hidden limit's on the cgroup's own
+    /// usage, the part that can be read.
+    static func thresholdRequests(for constraints: [MemoryConstraint], of cgroup: CgroupLocation, sampling: UsageSampling,
+                                  policy: PressurePolicy) -> [ThresholdRegistrar.Request] {
         var requests: [ThresholdRegistrar.Request] = []
-        for constraint in snapshot.constraints {
+        for constraint in constraints {
             let location = constraint.isHidden ? cgroup : CgroupLocation(version: .v1, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)
-            requests += Self.thresholdRequests(limit: constraint.limit.bytes, band: usageSampling!.guardBand(capacity: constraint.limit.bytes),
-                                               policy: policy, cgroup: location, gauge: UsageSampling.key(of: constraint),
-                                               naming: constraint.cgroupPath == cgroup.path ? nil : constraint.cgroupPath)
+            requests += thresholdRequests(limit: constraint.limit.bytes, band: sampling.guardBand(capacity: constraint.limit.bytes),
+                                          policy: policy, cgroup: location, gauge: UsageSampling.key(of: constraint),
+                                          naming: constraint.cgroupPath == cgroup.path ? nil : constraint.cgroupPath)
         }
-        pendingThresholds = ThresholdRegistrar.Plan(files: files, requests: requests)
+        return requests
     }
 
     /// The v1 usage thresholds to register for a limit on `cgroup`'s usage: each level mark and

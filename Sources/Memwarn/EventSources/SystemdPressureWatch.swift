@@ -47,12 +47,17 @@ final class SystemdPressureWatch: PressureSource {
             switch type {
             case S_IFSOCK:
                 let address = try UnixSocketAddress(path: path)
+                // The connect may wait for the listener's backlog; the reads after it must not:
+                // the drain reads until "would block", which a blocking socket never says.
                 let socket = try FileDescriptor.unixStreamSocket(nonBlocking: false)
                 try socket.connect(to: address)
+                try socket.makeNonBlocking()
                 descriptor = socket
                 (events, isStream) = (.readable, true)
             case S_IFIFO:
-                descriptor = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
+                // Read-write, so that the FIFO always has a writer (this one): a writer that
+                // closes its end is then no end of file, and the next writer is heard too.
+                descriptor = try FileDescriptor.open(path, O_RDWR | O_NONBLOCK)
                 (events, isStream) = (.readable, true)
             default:
                 descriptor = try FileDescriptor.open(path, (bytes.isEmpty ? O_RDONLY : O_RDWR) | O_NONBLOCK)
@@ -78,8 +83,9 @@ final class SystemdPressureWatch: PressureSource {
 
     var description: String { "systemd \(path)" }
 
-    /// Discards what a FIFO or socket delivered; once the writer has closed it, it is not
-    /// watched any more.
+    /// Discards what a FIFO or socket delivered. A FIFO is held open for writing too, so it
+    /// never ends and every writer is heard; a socket whose server closed it is not watched
+    /// any more.
     func drain(_ fired: EpollEvents) -> PressureSourceReport {
         guard isStream else { return .wake(.warning, .systemd) }
         var buffer = [UInt8](repeating: 0, count: 512)

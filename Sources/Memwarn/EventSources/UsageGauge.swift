@@ -61,6 +61,14 @@ final class UsageGauge {
         unconfirmedCrossing = false
     }
 
+    /// Sampling by the rule from now on (the kernel's thresholds on it are gone).
+    func sampleContinuously() {
+        isGuarded = false
+        guardWait = nil
+        guarding = false
+        unconfirmedCrossing = false
+    }
+
     /// Sampling in the guard bands from now on.
     func guardFromNow() {
         isGuarded = true

@@ -35,7 +35,8 @@ final class UsageSampling {
     private let policy: PressurePolicy
     private let files: KernelFiles
     private let processors: Int
-    private let reason: String
+    /// Why usage is sampled, for ``description`` (changed when the thresholds are planned again).
+    var reason: String
     /// The file opened first: the watched cgroup's usage, or `/proc/meminfo`.
     private let firstFile: String
     /// The watched memory cgroup, or `nil` without a memory controller (`/proc/meminfo` then).
@@ -112,6 +113,13 @@ final class UsageSampling {
     func enterGuardedMode(for keys: Set<String>) {
         guardedKeys.formUnion(keys)
         for gauge in gauges where keys.contains(gauge.key) { gauge.guardFromNow() }
+    }
+
+    /// The kernel's usage thresholds are being planned again (a limit changed): every gauge is
+    /// sampled continuously until ``enterGuardedMode(for:)`` names them again.
+    func leaveGuardedMode() {
+        guardedKeys = []
+        for gauge in gauges { gauge.sampleContinuously() }
     }
 
     /// The guard band's width for a capacity.

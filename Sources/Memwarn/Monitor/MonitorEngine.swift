@@ -32,10 +32,18 @@ final class MonitorEngine {
     private var thresholdLines: [String] = []
     private var thresholdNote: String?
     private let samples: UsageSampleCount
-    /// Set when the engine tears down: the threshold registrar then stops registering.
-    private let registrarCancelled = Locked(false)
-    /// cgroup v1 as root: usage thresholds still being registered when the engine started.
+    /// Set when the engine tears down or the thresholds are planned again: the threshold
+    /// registrar under way then stops registering (each registrar has its own).
+    private var registrarCancelled = Locked(false)
+    /// cgroup v1 as root: usage thresholds still being registered (at start, or for a new limit).
     private(set) var pendingThresholds = 0
+    /// cgroup v1 as root: the cgroup whose usage thresholds may be registered (`nil` elsewhere).
+    private var thresholdCgroup: CgroupLocation?
+    /// The limits the usage thresholds are planned for, by gauge key (``UsageSampling/key(of:)``):
+    /// a full reading that names others has them planned again.
+    private var thresholdLimits: [String: UInt64] = [:]
+    /// The usage thresholds registered, among ``sources``.
+    private var thresholdSources: Set<ObjectIdentifier> = []
     private var stepDown: (deadline: EventLoop.Deadline, source: PressureSignal)?
     private var recheckDeadline: EventLoop.Deadline?
     /// When the latest agent lease runs out unrenewed (``leaseGranted(isNew:endsAt:agentPid:)``).
@@ -108,13 +116,13 @@ final class MonitorEngine {
         }
         for (period, group) in periods { schedulePoll(group, every: period) }
         planLines = plan.lines
+        thresholdCgroup = plan.thresholdCgroup
+        thresholdLimits = Self.limits(of: snapshot)
         if let pending = plan.pendingThresholds {
             pendingThresholds = pending.requests.count
             thresholdNote = "usage thresholds: \(pending.requests.count) being registered (the kernel takes an RCU grace period for each)"
             do {
-                try ThresholdRegistrar.start(pending, loop: loop, cancelled: registrarCancelled) { [unowned self] delivery in
-                    thresholdsDelivered(delivery)
-                }
+                try startRegistrar(pending)
             } catch {
                 throw MonitorError(error)
             }
@@ -175,15 +183,81 @@ final class MonitorEngine {
         }
     }
 
+    /// Starts registering `plan`'s thresholds on the registrar's thread, with a cancellation
+    /// flag of its own.
+    private func startRegistrar(_ plan: ThresholdRegistrar.Plan) throws(SystemError) {
+        let cancelled = Locked(false)
+        registrarCancelled = cancelled
+        try ThresholdRegistrar.start(plan, loop: loop, cancelled: cancelled) { [unowned self] delivery in
+            // A delivery of a registrar cancelled since is dropped (a notification closes when dropped).
+            guard !cancelled.withLock({ $0 }) else { return }
+            thresholdsDelivered(delivery)
+        }
+    }
+
+    /// The limits a reading names, by gauge key.
+    private static func limits(of snapshot: PressureSnapshot) -> [String: UInt64] {
+        Dictionary(snapshot.constraints.map { (UsageSampling.key(of: $0), $0.limit.bytes) }, uniquingKeysWith: min)
+    }
+
+    /// cgroup v1 as root: when a reading names other limits than the thresholds were planned for
+    /// (a limit lowered or raised at run time, one set where there was none, an ancestor's
+    /// appeared or went), the thresholds of the old limits are unregistered, usage is sampled
+    /// continuously again, and the new limits' thresholds are registered behind it. Without this
+    /// the thresholds stayed in bytes of the starting limit: a cut from 1 GiB to 100 MiB left
+    /// usage at 85 % of the new limit unreported.
+    private func replanThresholdsIfTheLimitsChanged(_ snapshot: PressureSnapshot) {
+        guard let cgroup = thresholdCgroup, let usageSampling else { return }
+        let limits = Self.limits(of: snapshot)
+        guard limits != thresholdLimits else { return }
+        let before = thresholdLimits
+        thresholdLimits = limits
+        registrarCancelled.withLock { $0 = true }
+        for index in sources.indices.reversed() where thresholdSources.contains(ObjectIdentifier(sources[index].source)) {
+            if let registration = sources[index].registration { loop.unwatch(registration) }
+            sources[index].source.tearDown()
+            sources.remove(at: index)
+        }
+        thresholdSources = []
+        thresholdLines = []
+        usageSampling.leaveGuardedMode()
+        let requests = SourcePlan.thresholdRequests(for: snapshot.constraints, of: cgroup, sampling: usageSampling, policy: policy)
+        func describe(_ limits: [String: UInt64]) -> String {
+            limits.isEmpty ? "none" : limits.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
+        }
+        logger.notice("memory monitor: a limit changed; the usage thresholds are planned again", metadata: [
+            "before": "\(describe(before))", "after": "\(describe(limits))", "thresholds": "\(requests.count)",
+        ])
+        pendingThresholds = requests.count
+        if requests.isEmpty {
+            thresholdNote = nil
+            usageSampling.reason = "no cgroup limit"
+        } else {
+            thresholdNote = "usage thresholds: \(requests.count) being registered for the new limit (the kernel takes an RCU grace period for each)"
+            usageSampling.reason = "until the usage thresholds for the new limit are registered, then only in the guard bands below the marks"
+            do {
+                try startRegistrar(ThresholdRegistrar.Plan(files: sampler.files, requests: requests))
+            } catch {
+                pendingThresholds = 0
+                thresholdNote = "usage thresholds: none registered for the new limit (\(error)); usage is sampled continuously"
+                logger.warning("memory monitor: the usage thresholds for a new limit could not be registered; usage is sampled continuously instead",
+                               metadata: ["error": "\(error)"])
+            }
+        }
+        output.engineWatchesUsage(by: usageWatch, after: .zero)
+        publishLines()
+    }
+
     /// A threshold the registrar registered, or its end (loop thread).
     private func thresholdsDelivered(_ delivery: ThresholdRegistrar.Delivery) {
         loop.assertOnLoop()
-        guard failure == nil, !registrarCancelled.withLock({ $0 }) else { return }
+        guard failure == nil else { return }
         switch delivery {
         case .registered(let notification):
             do {
                 let registration = try notification.register(on: loop) { [unowned self, unowned notification] fired in drain(notification, fired) }
                 sources.append((notification, registration))
+                thresholdSources.insert(ObjectIdentifier(notification))
                 thresholdLines.append(notification.description)
             } catch {
                 notification.tearDown()
@@ -321,6 +395,7 @@ final class MonitorEngine {
         guard let usageSampling else { return }
         let now = ContinuousClock.now
         if let snapshot {
+            replanThresholdsIfTheLimitsChanged(snapshot)
             do {
                 if try usageSampling.observe(snapshot, at: now) { publishLines() }
             } catch where error.isTransient {

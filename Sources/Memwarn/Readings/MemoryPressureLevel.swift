@@ -65,6 +65,10 @@ public struct PressureSignal: Sendable, Hashable, CustomStringConvertible {
     /// A node agent (`memwarn agent`) began coordinating an ancestor's limit, or its lease ran
     /// out: the monitor reads again with that limit left out, or counted again.
     public static let agentLease = PressureSignal("agent-lease", eventDriven: false)
+    /// A memory limit of the cgroup or of an ancestor was written (`memory.limit_in_bytes`,
+    /// `memory.max`, `memory.high`, watched with inotify): the monitor reads again, and the
+    /// marks — and on cgroup v1 as root, the usage thresholds — follow the new limit.
+    public static let limitChange = PressureSignal("limit-change", eventDriven: true)
     /// A request from the application or the CLI.
     public static let request = PressureSignal("request", eventDriven: false)
 
