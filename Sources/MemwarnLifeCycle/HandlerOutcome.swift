@@ -19,31 +19,30 @@ public enum HandlerOutcome: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Runs a callback's handler: `didEnterBackground`, `willTerminate` and `didReceiveMemoryWarning` under their deadlines
-/// from `configuration`, the others to their end.
-func runCallbackHandler(_ callback: LifeCycleCallback, configuration: LifeCycleConfiguration,
-                        _ handler: @escaping @Sendable () async throws -> Void) async -> HandlerOutcome {
-    switch callback {
-    case .didEnterBackground: return await runHandler(deadline: configuration.backgroundHandlerDeadline, handler)
-    case .willTerminate: return await runHandler(deadline: configuration.terminationDeadline, handler)
-    case .didReceiveMemoryWarning: return await runHandler(deadline: configuration.memoryWarningDeadline, handler)
-    default:
-        do {
-            try await handler()
-            return .completed
-        } catch {
-            return .failed(reason: String(describing: error))
+extension LifeCycleConfiguration {
+    /// The deadline of a callback's handler: `didEnterBackground`, `willTerminate` and
+    /// `didReceiveMemoryWarning` have one; the others run to their end (`nil`).
+    func deadline(for callback: LifeCycleCallback) -> Duration? {
+        switch callback {
+        case .didEnterBackground: backgroundHandlerDeadline
+        case .willTerminate: terminationDeadline
+        case .didReceiveMemoryWarning: memoryWarningDeadline
+        default: nil
         }
     }
 }
 
-/// Runs `handler` until it returns or `deadline` passes, whichever is first. At the deadline
-/// the handler's task is cancelled and no longer awaited: one that ignores cancellation runs on
-/// detached from its caller, which goes on.
-func runHandler(deadline: Duration, _ handler: @escaping @Sendable () async throws -> Void) async -> HandlerOutcome {
-    await withCheckedContinuation { (continuation: CheckedContinuation<HandlerOutcome, Never>) in
+/// Runs `handler` until it returns or `deadline` passes, whichever is first (to its end without
+/// a deadline). At the deadline the handler's task is cancelled and no longer awaited: one that
+/// ignores cancellation runs on detached from its caller, which goes on.
+///
+/// - Returns: the outcome, and the handler's task (still running after an overrun: the
+///   subject's next callback waits for it, ``LifeCycleMachine/runDelegateCallback(deadline:_:)``).
+func runHandler(deadline: Duration?, _ handler: @escaping @Sendable () async throws -> Void) async -> (HandlerOutcome, Task<Void, Never>) {
+    let work = Locked<Task<Void, Never>?>(nil)
+    let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<HandlerOutcome, Never>) in
         let once = FirstOutcome(continuation)
-        let work = Task {
+        let task = Task {
             do {
                 try await handler()
                 once.finish(.completed)
@@ -51,12 +50,15 @@ func runHandler(deadline: Duration, _ handler: @escaping @Sendable () async thro
                 once.finish(.failed(reason: String(describing: error)))
             }
         }
+        work.withLock { $0 = task }
+        guard let deadline else { return }
         once.setTimer(Task {
             try? await Task.sleep(for: deadline)
             guard !Task.isCancelled, once.finish(.overran(deadline: deadline)) else { return }
-            work.cancel()
+            task.cancel()
         })
     }
+    return (outcome, work.withLock { $0! })
 }
 
 /// Resumes a continuation with the first outcome given, once; cancels the deadline timer

@@ -1,4 +1,5 @@
 public import Memwarn
+import MemwarnSystem
 
 extension LifeCycleApplication: MemoryWarningResponder {
     /// Attaches the application to a monitor: its coordinator releases on the monitor's
@@ -22,32 +23,41 @@ extension LifeCycleApplication: MemoryWarningResponder {
         return coordinator.attach(to: monitor)
     }
 
-    /// How long a release waits for the delegates: ``LifeCycleConfiguration/memoryWarningDeadline``.
+    /// How long a release waits for the delegates: ``LifeCycleConfiguration/memoryWarningDeadline``,
+    /// the one budget of the whole sequence (see ``didReceiveMemoryWarning(level:)``).
     public var memoryWarningDeadline: Duration { configuration.memoryWarningDeadline }
 
-    /// Passes a memory warning on, as UIKit does: the application's delegate first, then every
-    /// unit that runs code (inactive, active or background; all at once), each in its own
-    /// serial order (never during one of its transitions) and cut off at
-    /// ``LifeCycleConfiguration/memoryWarningDeadline``; then the ``LifeCycleNotification/Event/memoryWarning(level:)``
-    /// notification. Suspended and not-running subjects are not told: they run no code.
+    /// Passes a memory warning on, as UIKit does, within one budget,
+    /// ``LifeCycleConfiguration/memoryWarningDeadline``, counted from the warning: the
+    /// application's delegate first (with at most half of it while units run, so that it cannot
+    /// starve them); then every unit that runs code (inactive, active or background; all at once)
+    /// with what is left; then the
+    /// ``LifeCycleNotification/Event/memoryWarning(level:)`` notification; then it returns, and the
+    /// release starts. Always in that order: a delegate still running when the budget is spent is
+    /// cut off and reported (``LifeCycleNotification/Event/handler(_:_:)`` with
+    /// ``HandlerOutcome/overran(deadline:)``, and a warning in the log), and the sequence goes
+    /// on — the units are told, with no time left, before the release, which never waits for a
+    /// late delegate. Each subject's callbacks stay serial: a delivery waits for its subject's
+    /// transition under way, or its cut-off previous callback, and counts that wait in the
+    /// budget (one that could not start in time is not started). Suspended and not-running
+    /// subjects are not told: they run no code.
     ///
     /// - Parameter level: the level that raised the warning, `.warning` or `.critical`.
     public func didReceiveMemoryWarning(level: MemoryPressureLevel) async {
         guard !registry(markingTerminated: false) else { return }
-        _ = try? await machine.serially { [self] in
-            guard machine.current.isRunning else { return }
-            await deliverMemoryWarning(level, to: machine) { [self] in
-                try await delegate?.deliver(.didReceiveMemoryWarning, to: self, level: level)
-            }
+        let start = ContinuousClock.now
+        let budget = configuration.memoryWarningDeadline
+        let end = start + budget
+        // The application's delegate may not starve the units: with units running, it has half.
+        let share = units.contains { $0.machine.current.isRunning } ? budget / 2 : budget
+        await deliverMemoryWarning(level, to: machine, until: start + share, reporting: share) { [self] in
+            try await delegate?.deliver(.didReceiveMemoryWarning, to: self, level: level)
         }
         await withTaskGroup(of: Void.self) { group in
             for unit in units {
                 group.addTask {
-                    _ = try? await unit.machine.serially {
-                        guard unit.machine.current.isRunning, let delegate = unit.delegate else { return }
-                        await self.deliverMemoryWarning(level, to: unit.machine) {
-                            try await delegate.deliver(.didReceiveMemoryWarning, to: unit, level: level)
-                        }
+                    await self.deliverMemoryWarning(level, to: unit.machine, until: end, reporting: budget) {
+                        try await unit.delegate?.deliver(.didReceiveMemoryWarning, to: unit, level: level)
                     }
                 }
             }
@@ -55,15 +65,30 @@ extension LifeCycleApplication: MemoryWarningResponder {
         machine.post(.memoryWarning(level: level))
     }
 
-    /// Runs one subject's handler under the deadline and reports an overrun or a failure.
-    private func deliverMemoryWarning(_ level: MemoryPressureLevel, to machine: LifeCycleMachine,
-                                      _ handler: @escaping @Sendable () async throws -> Void) async {
-        let outcome = await runCallbackHandler(.didReceiveMemoryWarning, configuration: configuration, handler)
-        if outcome != .completed {
-            machine.post(.handler(.didReceiveMemoryWarning, outcome))
-            logger.warning("didReceiveMemoryWarning did not complete", metadata: [
-                "subject": "\(machine.subject)", "level": "\(level)", "outcome": "\(outcome)",
-            ])
+    /// Runs one subject's handler in its turn on the subject's serial queue, until `end`, and
+    /// reports an overrun or a failure. Returns by `end` whatever the subject does.
+    private func deliverMemoryWarning(_ level: MemoryPressureLevel, to machine: LifeCycleMachine, until end: ContinuousClock.Instant,
+                                      reporting budget: Duration, _ handler: @escaping @Sendable () async throws -> Void) async {
+        let delivered = Locked<HandlerOutcome?>(nil)
+        let (outcome, _) = await runHandler(deadline: max(.zero, end - .now)) {
+            let inner = try await machine.serially { () -> HandlerOutcome in
+                guard machine.current.isRunning else { return .completed }  // suspended or not running: not told
+                let left = end - .now
+                guard left > .zero else { return .overran(deadline: budget) }  // its turn came after the release began
+                return await machine.runDelegateCallback(deadline: left, handler)
+            }
+            delivered.withLock { $0 = inner }
         }
+        let reported: HandlerOutcome
+        switch (outcome, delivered.withLock { $0 }) {
+        case (.completed, .completed?), (.completed, nil): return
+        case (.completed, .failed(let reason)?): reported = .failed(reason: reason)
+        case (.completed, .overran?), (.overran, _): reported = .overran(deadline: budget)
+        case (.failed(let reason), _): reported = .failed(reason: reason)  // its queue refused it (asked from its own callback)
+        }
+        machine.post(.handler(.didReceiveMemoryWarning, reported))
+        logger.warning("didReceiveMemoryWarning did not complete", metadata: [
+            "subject": "\(machine.subject)", "level": "\(level)", "outcome": "\(reported)",
+        ])
     }
 }

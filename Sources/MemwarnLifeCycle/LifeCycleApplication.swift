@@ -115,7 +115,7 @@ public final class LifeCycleApplication: Sendable {
     var hooks: LifeCycleMachine.Hooks {
         LifeCycleMachine.Hooks(deliver: { [self] callback, restoring in
             guard let delegate else { return .completed }
-            return await runCallbackHandler(callback, configuration: configuration) {
+            return await machine.runDelegateCallback(deadline: configuration.deadline(for: callback)) {
                 try await delegate.deliver(callback, to: self, restoring: restoring)
             }
         })

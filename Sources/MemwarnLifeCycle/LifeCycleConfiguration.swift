@@ -12,8 +12,9 @@ public struct LifeCycleConfiguration: Sendable, Hashable {
     /// The background execution time a unit's background tasks get, counted from entering
     /// the background; when it runs out their expiration handlers run and they are ended.
     public var backgroundTaskTime: Duration
-    /// How long each delegate's `didReceiveMemoryWarning` may run, and how long the release of
-    /// the same warning waits for the delegates before it goes on without them. A handler still
+    /// The budget of one memory warning's whole sequence — the application's delegate (at most
+    /// half of it while units run), then the running units' delegates, then the notification —
+    /// and so how long the release of the same warning waits before it goes on. A handler still
     /// running then is cut off and reported. Short by default: the release — and the service's
     /// growth — does not wait longer.
     public var memoryWarningDeadline: Duration
@@ -27,7 +28,7 @@ public struct LifeCycleConfiguration: Sendable, Hashable {
     ///   - suspensionDelay: how long a saved, idle unit stays in the background before it is
     ///     suspended.
     ///   - backgroundTaskTime: the background execution time a unit's background tasks get.
-    ///   - memoryWarningDeadline: how long each delegate's `didReceiveMemoryWarning` may run.
+    ///   - memoryWarningDeadline: the budget of a memory warning's delegates, all together.
     public init(backgroundHandlerDeadline: Duration = .seconds(5), terminationDeadline: Duration = .seconds(5),
                 suspensionDelay: Duration = .seconds(1), backgroundTaskTime: Duration = .seconds(30),
                 memoryWarningDeadline: Duration = .milliseconds(100)) {

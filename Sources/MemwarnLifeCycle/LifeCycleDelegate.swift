@@ -61,9 +61,12 @@ public protocol LifeCycleDelegate<Subject>: AnyObject, Sendable {
     /// UIKit's `applicationDidReceiveMemoryWarning(_:)`. The application's delegate hears it
     /// first, then the delegates of the units that run code (inactive, active, background);
     /// suspended and not-running ones are not told. It comes before memwarn's own release of
-    /// the same warning, which waits for it at most
-    /// ``LifeCycleConfiguration/memoryWarningDeadline`` and then reads usage afresh: what is
-    /// dropped here counts toward the release's target. See ``LifeCycleApplication/attach(to:)``.
+    /// the same warning, all of it within one budget,
+    /// ``LifeCycleConfiguration/memoryWarningDeadline`` (the application's delegate has at most
+    /// half while units run); the release then reads usage afresh: what is dropped here counts
+    /// toward the release's target. A handler still running when the budget is spent is cut off
+    /// (cancelled, reported) and not awaited by the release, but this delegate's next callback
+    /// waits for it. See ``LifeCycleApplication/didReceiveMemoryWarning(level:)``.
     ///
     /// - Parameters:
     ///   - subject: the application or the unit.

@@ -23,6 +23,9 @@ final class LifeCycleMachine: Sendable {
         var operations = 0
         /// The last queued operation: the next one waits for it.
         var tail: Task<Void, Never>?
+        /// A delegate callback cut off at its deadline that has not returned yet: the next
+        /// callback to the same delegate waits for it.
+        var lateHandler: Task<Void, Never>?
     }
 
     /// The transition running on this task, if any: refuses re-entry from a callback.
@@ -128,6 +131,35 @@ final class LifeCycleMachine: Sendable {
         post(.callback(callback))
         if outcome != .completed { post(.handler(callback, outcome)) }
         return outcome
+    }
+
+    /// Runs one of the delegate's callbacks, `handler`, after the delegate's previous one: a
+    /// callback cut off at its deadline goes on running detached (the caller — a release, a
+    /// transition — does not wait for it), but the delegate's own callbacks stay serial, so the
+    /// next one waits for it — within its own deadline. One that could not start before its
+    /// deadline is not started, and is reported as cut off.
+    ///
+    /// - Parameter deadline: how long the callback may take, its wait for the previous one
+    ///   included; `nil` for none.
+    func runDelegateCallback(deadline: Duration?, _ handler: @escaping @Sendable () async throws -> Void) async -> HandlerOutcome {
+        let start = ContinuousClock.now
+        if let late = state.withLock({ $0.lateHandler }) {
+            if let deadline {
+                let (outcome, _) = await runHandler(deadline: deadline) { await late.value }
+                guard outcome == .completed else { return .overran(deadline: deadline) }
+            } else {
+                await late.value
+            }
+            state.withLock { state in
+                if state.lateHandler == late { state.lateHandler = nil }
+            }
+        }
+        let remaining = deadline.map { $0 - (.now - start) }
+        if let deadline, let remaining, remaining <= .zero { return .overran(deadline: deadline) }
+        let (outcome, work) = await runHandler(deadline: remaining, handler)
+        guard case .overran = outcome else { return outcome }
+        state.withLock { $0.lateHandler = work }
+        return .overran(deadline: deadline ?? .zero)
     }
 
     /// Moves a suspended, idle subject to not running at once (no callbacks: it runs no code).

@@ -190,7 +190,7 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
 
     private func deliver(_ callback: LifeCycleCallback, restoring: Bool) async -> HandlerOutcome {
         guard let delegate = storage.withLock({ $0.delegate }) else { return .completed }
-        return await runCallbackHandler(callback, configuration: configuration) {
+        return await machine.runDelegateCallback(deadline: configuration.deadline(for: callback)) {
             try await delegate.deliver(callback, to: self, restoring: restoring)
         }
     }

@@ -5,8 +5,9 @@
 /// monitor rises to `.warning` or `.critical` (see ``ReleaseCoordinator/attach(to:)``), or a
 /// `warn` request reaches the control endpoint, each responder is told first, in the order
 /// registered, on a thread of memwarn's own; the release waits for it at most
-/// ``memoryWarningDeadline``, then reads usage afresh, so what a responder dropped counts
-/// toward the release's target. `MemwarnLifeCycle`'s `LifeCycleApplication` is one: it passes the
+/// ``memoryWarningDeadline`` (and 50 ms more for it to return once its deadline passed), then
+/// reads usage afresh, so what a responder dropped counts toward the release's target. A
+/// responder should keep its deadline itself: return by then, leaving what still runs detached. `MemwarnLifeCycle`'s `LifeCycleApplication` is one: it passes the
 /// warning on to its delegate and its running units' delegates.
 public protocol MemoryWarningResponder: AnyObject, Sendable {
     /// How long a release waits for ``didReceiveMemoryWarning(level:)`` to return before it

@@ -54,8 +54,15 @@ extension ReleaseCoordinator {
     /// Whether any responder is registered (a warning then waits for them).
     var hasWarningResponders: Bool { !liveWarningResponders.isEmpty }
 
+    /// How much longer than its ``MemoryWarningResponder/memoryWarningDeadline`` a release waits
+    /// for a responder to return: a responder that keeps its deadline (cuts off what it waits
+    /// for, as `LifeCycleApplication` does) returns a little after it, once its threads are
+    /// scheduled, and the release must not start before.
+    static let warningResponderGrace: Duration = .milliseconds(50)
+
     /// Tells every responder of a memory warning, one after another in registration order,
-    /// waiting for each at most its ``MemoryWarningResponder/memoryWarningDeadline``; then, if
+    /// waiting for each at most its ``MemoryWarningResponder/memoryWarningDeadline`` (and
+    /// ``warningResponderGrace``); then, if
     /// any was told and the coordinator ``trimsHeap``, gives what they freed back to the kernel.
     ///
     /// Blocks the calling thread: memwarn calls it on its own threads (the monitor's release
@@ -70,7 +77,8 @@ extension ReleaseCoordinator {
                 await responder.didReceiveMemoryWarning(level: level)
                 done.withLock { $0 = true }
             }
-            if done.wait(timeout: responder.memoryWarningDeadline, until: { $0 ? true : nil }) == nil { overran += 1 }
+            let wait = responder.memoryWarningDeadline + Self.warningResponderGrace
+            if done.wait(timeout: wait, until: { $0 ? true : nil }) == nil { overran += 1 }
         }
         if trimsHeap && !responders.isEmpty { Self.returnFreedMemory() }
         return MemoryWarningDelivery(responders: responders.count, overran: overran, duration: .now - start)
