@@ -17,7 +17,7 @@ import MemwarnSystem
 /// | `memwarn_releases_total{level}` | counter | automatic releases |
 /// | `memwarn_released_bytes_total{tier}` | counter | bytes freed, by tier |
 /// | `memwarn_release_duration_seconds` | timer | each automatic release |
-/// | `memwarn_consumer_footprint_bytes{consumer,tier}` | gauge | after each release |
+/// | `memwarn_consumer_footprint_bytes{consumer,tier}` | gauge | after each release: the 64 largest consumers by name, the rest as `(other consumers)`; a gone consumer's series is destroyed |
 /// | `memwarn_exhausted` | gauge | 1 while exhausted |
 /// | `memwarn_exhaustions_total` | counter | entries into the exhausted state |
 /// | `memwarn_floor_bytes` | gauge | the floor reported on entering it |
@@ -47,6 +47,8 @@ final class MonitorMetrics: Sendable {
     private let bindingDepth: Gauge
     private let coordinated: Gauge
     private let reportedTally = Locked(ForecastTally())
+    /// The footprint series published, so that those of consumers gone can be destroyed.
+    private let footprints = Locked<[FootprintSeries: Gauge]>([:])
 
     init(factory: any MetricsFactory) {
         self.factory = factory
@@ -134,9 +136,43 @@ final class MonitorMetrics: Sendable {
         for entry in report.entries where entry.bytesFreed > 0 {
             releasedBytes[entry.tier]?.increment(by: entry.bytesFreed)
         }
-        for consumer in consumers {
-            Gauge(label: "memwarn_consumer_footprint_bytes", dimensions: [("consumer", consumer.name), ("tier", consumer.tier.name)], factory: factory)
-                .record(consumer.footprintBytes)
+        publishFootprints(of: consumers)
+    }
+
+    /// One footprint series: a consumer's name (or ``ReleaseTotals/otherConsumers``) and tier.
+    private struct FootprintSeries: Hashable {
+        var consumer: String
+        var tier: String
+    }
+
+    /// `memwarn_consumer_footprint_bytes`: a series for each of the
+    /// ``ReleaseTotals/maximumConsumerNames`` largest consumers by name (consumers sharing a name
+    /// and tier summed), the rest summed per tier as ``ReleaseTotals/otherConsumers``; the series
+    /// of a consumer that is gone (deallocated, unregistered, or no longer among the largest)
+    /// is destroyed, so the label set stays bounded however many names — unit ids from request
+    /// data, say — come and go.
+    private func publishFootprints(of consumers: [any MemoryConsumer]) {
+        let sized = consumers.map { (name: $0.name, tier: $0.tier.name, bytes: $0.footprintBytes) }
+        var byName: [FootprintSeries: Int] = [:]
+        for consumer in sized { byName[FootprintSeries(consumer: consumer.name, tier: consumer.tier), default: 0] += consumer.bytes }
+        let ranked = byName.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key.consumer < $1.key.consumer }
+        var values: [FootprintSeries: Int] = [:]
+        for (index, entry) in ranked.enumerated() {
+            let series = index < ReleaseTotals.maximumConsumerNames ? entry.key
+                : FootprintSeries(consumer: ReleaseTotals.otherConsumers, tier: entry.key.tier)
+            values[series, default: 0] += entry.value
+        }
+        footprints.withLock { published in
+            for (series, gauge) in published where values[series] == nil {
+                gauge.destroy()
+                published[series] = nil
+            }
+            for (series, bytes) in values {
+                let gauge = published[series] ?? Gauge(label: "memwarn_consumer_footprint_bytes",
+                                                       dimensions: [("consumer", series.consumer), ("tier", series.tier)], factory: factory)
+                published[series] = gauge
+                gauge.record(bytes)
+            }
         }
     }
 
