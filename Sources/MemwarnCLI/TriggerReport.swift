@@ -27,6 +27,12 @@ struct TriggerReport {
             }
             lines.append(cells.joined(separator: "  "))
         }
+        let inUse = report.entriesInUse
+        if !inUse.isEmpty {
+            // Who gave back less than asked: memory in use (PurgeableData never ended, say).
+            lines.append("in use (asked for more than they gave): "
+                + inUse.map { "\($0.consumer) \(StatusReport.bytes(UInt64($0.bytesInUse)))" }.joined(separator: ", "))
+        }
         return lines.joined(separator: "\n")
     }
 

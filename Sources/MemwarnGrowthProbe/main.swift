@@ -17,6 +17,9 @@
 //   --entry-kib KIB       entry size (default 1024)
 //   --unreleasable SHARE  share of each insert held outside any cache (default 0)
 //   --shed                refuse new inserts while memory is exhausted (load shedding)
+//   --pinned SHARE        share of each insert cached as PurgeableData in a second cache ("pinned"),
+//                         never ended (`endContentAccess()` not called: the newcomer's mistake) — in use,
+//                         so no release can take it; the release and exhausted events name it
 //   --leak MIB_PER_MIN    besides the inserts, keep this much a minute that no release can reach (a leak;
 //                         the soak's leak verdict is measured with it)
 //   --floor MIB           hold this much, outside any cache, from the start (a service's fixed floor)
@@ -51,6 +54,7 @@ struct Options {
     var totalMiB = 512.0
     var entryBytes = 1 << 20
     var unreleasableShare = 0.0
+    var pinnedShare = 0.0
     var shed = false
     var releaser = "memwarn"
     var controlDirectory: String?
@@ -75,6 +79,7 @@ struct Options {
             case "--total": totalMiB = try number(argument)
             case "--entry-kib": entryBytes = Int(try number(argument) * 1024)
             case "--unreleasable": unreleasableShare = min(1, try number(argument))
+            case "--pinned": pinnedShare = min(1, try number(argument))
             case "--shed": shed = true
             case "--control": controlDirectory = try value(argument)
             case "--hold": holdSeconds = try number(argument)
@@ -115,6 +120,7 @@ func emit(_ event: String, _ fields: [String: Any] = [:]) {
 struct Load: Service {
     let options: Options
     let cache: DiscardableCache<Int, [UInt8]>
+    let pinned: DiscardableCache<Int, PurgeableData>
     let monitor: PressureMonitor?
 
     /// Inserts until done, or until SIGTERM (graceful shutdown) ends the service cleanly.
@@ -142,8 +148,14 @@ struct Load: Service {
             let held = min(options.entryBytes, Int(owed / 4096) * 4096)
             owed -= Double(held)
             if held > 0 { unreleasable.append([UInt8](repeating: UInt8(truncatingIfNeeded: index), count: held)) }
-            if options.entryBytes - held > 0 {
-                cache.setObject([UInt8](repeating: UInt8(truncatingIfNeeded: index), count: options.entryBytes - held), forKey: index, cost: options.entryBytes - held)
+            let pin = min(options.entryBytes - held, Int(options.pinnedShare * Double(options.entryBytes)) / 4096 * 4096)
+            if pin > 0 {
+                // Made and cached without endContentAccess(): it stays accessed, so in use.
+                pinned.setObject(PurgeableData(repeating: UInt8(truncatingIfNeeded: index | 1), count: pin), forKey: index, cost: pin)
+            }
+            if options.entryBytes - held - pin > 0 {
+                cache.setObject([UInt8](repeating: UInt8(truncatingIfNeeded: index), count: options.entryBytes - held - pin), forKey: index,
+                                cost: options.entryBytes - held - pin)
             }
             inserted += 1
         }
@@ -206,10 +218,13 @@ do {
     let policy = try PressurePolicy.load(environment: environment)
     let cache = DiscardableCache<Int, [UInt8]>()
     cache.name = "entries"
+    let pinned = DiscardableCache<Int, PurgeableData>()
+    pinned.name = "pinned"
     let coordinator = ReleaseCoordinator.shared
     coordinator.addReportObserver { report in
         emit("release", ["level": report.level.rawValue, "target": report.targetBytes, "headroom": report.headroomBytes,
-                         "freed": report.freedBytes, "micros": Int(report.duration.inSeconds * 1e6)])
+                         "freed": report.freedBytes, "micros": Int(report.duration.inSeconds * 1e6),
+                         "inUse": Dictionary(report.entriesInUse.map { ($0.consumer, $0.bytesInUse) }, uniquingKeysWith: +)])
     }
     var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
     var monitor: PressureMonitor?
@@ -228,7 +243,9 @@ do {
                            "ratio": event.snapshot.ratio, "secondsToLimit": event.forecast?.secondsToLimit ?? -1])
         }
         running.addExhaustionObserver { change in
-            emit(change.isExhausted ? "exhausted" : "recovered", ["floor": Int(change.floorBytes), "usage": Int(change.usageBytes)])
+            emit(change.isExhausted ? "exhausted" : "recovered", ["floor": Int(change.floorBytes), "usage": Int(change.usageBytes),
+                                                                 "heldInUse": change.heldInUseBytes,
+                                                                 "holders": Dictionary(change.holders.map { ($0.consumer, $0.bytes) }, uniquingKeysWith: +)])
         }
         if options.releaser == "memwarn" {
             coordinator.attach(to: running)
@@ -253,7 +270,7 @@ do {
         try startPoller(policy: policy, coordinator: coordinator)
     }
     if options.leakMiBPerMinute > 0 || options.floorMiB > 0 { services.append(.init(service: Leak(options: options))) }
-    services.append(.init(service: Load(options: options, cache: cache, monitor: monitor), successTerminationBehavior: .gracefullyShutdownGroup))
+    services.append(.init(service: Load(options: options, cache: cache, pinned: pinned, monitor: monitor), successTerminationBehavior: .gracefullyShutdownGroup))
     let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm], logger: logger))
     try await group.run()
 } catch {

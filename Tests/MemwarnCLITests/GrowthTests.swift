@@ -49,6 +49,22 @@ struct GrowthTests {
         #expect(run.status == 137, "the old rise-only release survived: the survival test would prove nothing")
     }
 
+    /// Issue 28, item 16: half of every insert cached as `PurgeableData` that was never ended
+    /// (`endContentAccess()`: it starts accessed) — asked at every release, it gave back nothing,
+    /// and nothing said who held the floor. The releases and the exhausted event now name it.
+    @Test func contentLeftAccessedIsNamedAsInUseByTheReleasesAndTheExhaustedEvent() throws {
+        let run = try Self.run(["--rate", "50", "--total", "512", "--pinned", "0.5", "--shed"])
+        #expect(run.status == 0, "exit \(run.status): \(run.standardError)")
+        let inUse = run.all("release").compactMap { ($0["inUse"] as? [String: Int])?["pinned"] }
+        #expect(!inUse.isEmpty && inUse.allSatisfy { $0 > 0 }, "the releases that asked the pinned cache say what it holds in use: \(inUse)")
+        let exhausted = try #require(run.all("exhausted").first, "no exhausted event")
+        let held = try #require(exhausted["heldInUse"] as? Int)
+        let holders = try #require(exhausted["holders"] as? [String: Int])
+        #expect(held > 64 << 20, "most of the 128 MiB is the pinned cache's: \(held)")
+        #expect(holders.max { $0.value < $1.value }?.key == "pinned" && Double(holders["pinned"] ?? 0) >= 0.9 * Double(held),
+                "the pinned cache holds nearly all (the other only what was inserted since the release): \(holders)")
+    }
+
     @Test func whenOnlyUnreleasableMemoryIsLeftExhaustionIsReportedAndSheddingLoadSurvives() throws {
         // Half of every insert is held outside any cache: the floor climbs until nothing is left to give.
         let shedding = try Self.run(["--rate", "50", "--total", "512", "--unreleasable", "0.5", "--shed"])

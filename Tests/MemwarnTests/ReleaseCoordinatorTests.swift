@@ -1,3 +1,4 @@
+import Foundation
 import CgroupKit
 import Testing
 @testable import Memwarn
@@ -273,5 +274,34 @@ struct ReleaseCoordinatorTests {
         let target = ReleaseCoordinator.target(for: Self.snapshot(usage: gib, limit: gib), policy: PressurePolicy())
         // 30 % of 1 GiB, give or take the rounding of 0.7 in binary.
         #expect(abs(target - Int(Double(gib) * 0.3)) <= 1)
+    }
+}
+
+/// Issue 28, item 16: a cache of `PurgeableData` whose content was never ended gave nothing back
+/// and the report showed only "110 -> 110": the entry now says what is in use.
+struct ReleaseInUseTests {
+    @Test func contentNeverEndedIsReportedInUseAndEndedContentIsReleased() {
+        let coordinator = ReleaseCoordinator(trimsHeap: false)
+        let pinned = DiscardableCache<Int, PurgeableData>(coordinator: coordinator)
+        pinned.name = "pinned"
+        let ended = DiscardableCache<Int, PurgeableData>(coordinator: coordinator)
+        ended.name = "ended"
+        for key in 0..<8 {
+            pinned.setObject(PurgeableData(repeating: 1, count: 64 << 10), forKey: key, cost: 64 << 10)  // starts accessed, never ended
+            let data = PurgeableData(repeating: 2, count: 32 << 10)
+            data.endContentAccess()
+            ended.setObject(data, forKey: key, cost: 32 << 10)
+        }
+        let report = coordinator.release(level: .critical, targetBytes: .max)
+        #expect(report.entriesInUse.map(\.consumer) == ["pinned"], "\(report.entries)")
+        #expect(report.entriesInUse.first?.bytesInUse == 8 * (64 << 10))
+        #expect(report.entries.first { $0.consumer == "ended" }.map { $0.bytesFreed == 8 * (32 << 10) && $0.bytesInUse == 0 } == true)
+    }
+
+    @Test func theInUseFigureCrossesTheControlWire() throws {
+        let entry = ReleaseReport.Entry(consumer: "pinned", tier: .caches, bytesBefore: 10, bytesAfter: 10, bytesFreed: 0, duration: .zero, bytesInUse: 10)
+        let report = ReleaseReport(level: .warning, targetBytes: 5, entries: [entry], trimmedHeap: false, duration: .zero)
+        let decoded = try JSONDecoder().decode(ReleaseReport.self, from: JSONEncoder().encode(report))
+        #expect(decoded.entriesInUse.first?.bytesInUse == 10)
     }
 }

@@ -260,7 +260,7 @@ extension ReleaseReport: Encodable {
 
 extension ReleaseReport.Entry: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case consumer, tier, bytesBefore, bytesAfter, bytesFreed, durationMicroseconds
+        case consumer, tier, bytesBefore, bytesAfter, bytesFreed, durationMicroseconds, bytesInUse
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -271,6 +271,7 @@ extension ReleaseReport.Entry: Encodable {
         try container.encode(bytesAfter, forKey: .bytesAfter)
         try container.encode(bytesFreed, forKey: .bytesFreed)
         try container.encode(duration.microseconds, forKey: .durationMicroseconds)
+        try container.encode(bytesInUse, forKey: .bytesInUse)
     }
 }
 
@@ -295,7 +296,7 @@ extension ReleaseReport: Decodable {
 
 extension ReleaseReport.Entry: Decodable {
     private enum EntryKeys: String, CodingKey {
-        case consumer, tier, bytesBefore, bytesAfter, bytesFreed, durationMicroseconds
+        case consumer, tier, bytesBefore, bytesAfter, bytesFreed, durationMicroseconds, bytesInUse
     }
 
     public init(from decoder: any Decoder) throws {
@@ -308,6 +309,7 @@ extension ReleaseReport.Entry: Decodable {
                   bytesBefore: try container.decode(Int.self, forKey: .bytesBefore),
                   bytesAfter: try container.decode(Int.self, forKey: .bytesAfter),
                   bytesFreed: try container.decode(Int.self, forKey: .bytesFreed),
-                  duration: .microseconds(try container.decode(Int64.self, forKey: .durationMicroseconds)))
+                  duration: .microseconds(try container.decode(Int64.self, forKey: .durationMicroseconds)),
+                  bytesInUse: try container.decodeIfPresent(Int.self, forKey: .bytesInUse) ?? 0)  // absent from earlier endpoints
     }
 }

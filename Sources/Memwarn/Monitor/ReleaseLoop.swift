@@ -147,13 +147,18 @@ final class ReleaseLoop: @unchecked Sendable {
         guard let after, let capacity = after.capacityBytes else { return }
         let stillCritical = Double(after.usageBytes) >= Double(capacity) * min(policy.criticalRatio, 1)
         if releaseLevel == .critical, freed < target.bytes, stillCritical, exhaustion?.isExhausted != true {
-            let held = coordinators.flatMap(\.consumers).reduce(0) { $0 + $1.footprintBytes }
-            let entered = MemoryExhaustion(isExhausted: true, floorBytes: after.usageBytes, releasableBytes: 0, heldInUseBytes: held,
+            let holders = coordinators.flatMap(\.consumers).map { MemoryExhaustion.Holder(consumer: $0.name, tier: $0.tier, bytes: $0.footprintBytes) }
+                .filter { $0.bytes > 0 }.sorted { $0.bytes > $1.bytes }
+            var entered = MemoryExhaustion(isExhausted: true, floorBytes: after.usageBytes, releasableBytes: 0,
+                                           heldInUseBytes: holders.reduce(0) { $0 + $1.bytes },
                                            usageBytes: after.usageBytes, capacityBytes: capacity,
                                            growthBytesPerSecond: reading.growthBytesPerSecond, time: after.time)
+            entered.holders = Array(holders.prefix(16))
             exhaustion = entered
             context.logger.error("memory exhausted: every tier released and usage is still at the critical mark", metadata: [
                 "floor": "\(after.usageBytes)", "capacity": "\(capacity)", "growthBytesPerSecond": "\(Int(reading.growthBytesPerSecond))",
+                "heldInUse": "\(entered.heldInUseBytes)",
+                "holders": "\(holders.prefix(5).map { "\($0.consumer) \(ByteSize.describe(UInt64($0.bytes)))" }.joined(separator: ", "))",
             ])
             context.exhaustionChanged(entered)
         }
@@ -170,6 +175,7 @@ final class ReleaseLoop: @unchecked Sendable {
     private func leaveExhaustion(_ fresh: PressureSnapshot, growth: Double) {
         guard var left = exhaustion else { return }
         left.isExhausted = false
+        left.holders = []
         left.usageBytes = fresh.usageBytes
         left.capacityBytes = fresh.capacityBytes
         left.growthBytesPerSecond = growth

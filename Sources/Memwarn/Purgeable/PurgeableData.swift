@@ -6,6 +6,9 @@ public import Synchronization
 /// ``endContentAccess()`` when done, and ``beginContentAccess()`` (checking its result)
 /// before using the bytes again. Once discarded, the bytes are gone for good: the object
 /// stays, empty, so a cache holding it can tell (``isContentDiscarded()``) and rebuild.
+/// Cached without ``endContentAccess()`` it is memory in use: no release can take it, and the
+/// release report (``ReleaseReport/entriesInUse``) and the exhausted state
+/// (``MemoryExhaustion/holders``) name the cache that holds it.
 ///
 /// ## Where the bytes live
 ///

@@ -18,6 +18,28 @@ public struct MemoryExhaustion: Sendable, Hashable {
     public var releasableBytes: Int
     /// Bytes still held by registered consumers but in use (not releasable now).
     public var heldInUseBytes: Int
+    /// Who holds ``heldInUseBytes``: the consumers still holding memory after the release that
+    /// asked every tier, the most first (at most 16; the rest are in ``heldInUseBytes`` only).
+    /// A cache of ``PurgeableData`` whose content was never ended (`endContentAccess()`) shows
+    /// here with all it holds. Empty on leaving the state.
+    public var holders: [Holder] = []
+
+    /// A consumer holding memory in use.
+    public struct Holder: Sendable, Hashable {
+        /// The consumer's name.
+        public var consumer: String
+        /// Its tier.
+        public var tier: ReleaseTier
+        /// What it holds.
+        public var bytes: Int
+
+        /// A holder.
+        public init(consumer: String, tier: ReleaseTier, bytes: Int) {
+            self.consumer = consumer
+            self.tier = tier
+            self.bytes = bytes
+        }
+    }
     /// Usage when the state changed.
     public var usageBytes: UInt64
     /// The effective limit, or the machine's memory when no limit applies.

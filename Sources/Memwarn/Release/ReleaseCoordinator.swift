@@ -141,9 +141,12 @@ public final class ReleaseCoordinator: Sendable {
                 if tier != .discarded && remaining <= 0 { break }
                 let before = consumer.footprintBytes
                 let began = ContinuousClock.now
-                let freed = consumer.release(ReleaseRequest(level: level, tier: tier, targetBytes: tier == .discarded ? .max : remaining))
-                entries.append(.init(consumer: consumer.name, tier: tier, bytesBefore: before, bytesAfter: consumer.footprintBytes,
-                                     bytesFreed: freed, duration: .now - began))
+                let asked = tier == .discarded ? Int.max : remaining
+                let freed = consumer.release(ReleaseRequest(level: level, tier: tier, targetBytes: asked))
+                let after = consumer.footprintBytes
+                entries.append(.init(consumer: consumer.name, tier: tier, bytesBefore: before, bytesAfter: after,
+                                     bytesFreed: freed, duration: .now - began,
+                                     bytesInUse: tier != .discarded && freed < asked ? max(0, after) : 0))
                 remaining -= freed
             }
         }

@@ -15,6 +15,12 @@ public struct ReleaseReport: Sendable, Hashable {
         public var bytesFreed: Int
         /// How long it took.
         public var duration: Duration
+        /// What it still held, asked in its own tier for more than it gave: memory in use,
+        /// which no release can take now — content being accessed (a ``PurgeableData`` or other
+        /// ``DiscardableContent`` between `beginContentAccess()` and `endContentAccess()`, or one
+        /// never ended after it was made: it starts accessed), a consumer that cannot let go.
+        /// 0 when it gave all it was asked for.
+        public var bytesInUse: Int = 0
     }
 
     /// The level behind the release.
@@ -38,4 +44,10 @@ public struct ReleaseReport: Sendable, Hashable {
     public var trimmedHeap: Bool
     /// The whole release's duration, trimming included.
     public var duration: Duration
+
+    /// The entries of consumers that held memory in use (``Entry/bytesInUse``), the most first:
+    /// who holds what a release could not take.
+    public var entriesInUse: [Entry] {
+        entries.filter { $0.bytesInUse > 0 }.sorted { $0.bytesInUse > $1.bytesInUse }
+    }
 }
