@@ -9,6 +9,9 @@ Standard library only. Three phases:
                  service holds climbs until memwarn reports memory exhausted and the service sheds.
   3. recover  -- no load; the service must answer GET /reports/0 with 200 again within
                  --recover-seconds (the queue drained, memory no longer exhausted).
+With --burst N the phases are instead one burst: N POST /jobs of --burst-kib KiB, --burst-concurrency
+at a time from the start (work arriving faster than any reading of usage), then the recovery, where
+GET /healthz must answer too.
 Then one scrape of /metrics. The summary (stdout, JSON) has the counts by answer, the 503s with
 and without Retry-After, connection failures, the metrics read, and whether it still answered.
 Progress (one line a second, from GET /status) goes to stderr.
@@ -33,6 +36,9 @@ def parse_arguments():
     parser.add_argument("--render-seconds", type=float, default=8)
     parser.add_argument("--overload-seconds", type=float, default=20)
     parser.add_argument("--recover-seconds", type=float, default=30)
+    parser.add_argument("--burst", type=int, default=0, help="POSTs of the burst (0: the phases above)")
+    parser.add_argument("--burst-concurrency", type=int, default=32)
+    parser.add_argument("--burst-kib", type=int, default=6144)
     return parser.parse_args()
 
 
@@ -126,6 +132,22 @@ def run_jobs(arguments, stats, stop, index):
     client.close()
 
 
+def run_burst(arguments, stats, left, index):
+    """POSTs from the shared count until it is spent; a new connection for each (as a burst of
+    clients would)."""
+    body = bytes([index % 251]) * (arguments.burst_kib * 1024)
+    while True:
+        with left["lock"]:
+            if left["count"] == 0:
+                return
+            left["count"] -= 1
+        client = Client(arguments.host, arguments.port, stats)
+        client.request("POST", "/jobs", "POST /jobs", body=body)
+        client.close()
+        if service_gone(stats):
+            return
+
+
 def fetch(arguments, path, timeout=5):
     connection = http.client.HTTPConnection(arguments.host, arguments.port, timeout=timeout)
     try:
@@ -182,19 +204,28 @@ def main():
         while time.monotonic() < deadline and not service_gone(stats):
             time.sleep(0.1)
 
-    wait(arguments.render_seconds)                                   # 1. renders
-    jobs = [threading.Thread(target=run_jobs, args=(arguments, stats, stop_jobs, i), daemon=True)
-            for i in range(arguments.job_threads)]
-    for thread in jobs:
-        thread.start()
-    wait(arguments.overload_seconds)                                 # 2. overload
+    if arguments.burst > 0:                                          # 1-2. one burst
+        left = {"lock": threading.Lock(), "count": arguments.burst}
+        jobs = [threading.Thread(target=run_burst, args=(arguments, stats, left, i), daemon=True)
+                for i in range(arguments.burst_concurrency)]
+        for thread in jobs:
+            thread.start()
+        for thread in jobs:
+            thread.join()
+    else:
+        wait(arguments.render_seconds)                               # 1. renders
+        jobs = [threading.Thread(target=run_jobs, args=(arguments, stats, stop_jobs, i), daemon=True)
+                for i in range(arguments.job_threads)]
+        for thread in jobs:
+            thread.start()
+        wait(arguments.overload_seconds)                             # 2. overload
     stop_jobs.set()
     stop_renders.set()
     for thread in jobs + threads[1:]:
         thread.join(timeout=15)
     load_seconds = time.monotonic() - started
 
-    answering, recovered_after = False, None                         # 3. recover
+    answering, recovered_after, healthy = False, None, False         # 3. recover
     recover_started = time.monotonic()
     while time.monotonic() - recover_started < arguments.recover_seconds:
         try:
@@ -205,6 +236,10 @@ def main():
         except (OSError, http.client.HTTPException):
             pass
         time.sleep(0.25)
+    try:
+        healthy = fetch(arguments, "/healthz")[0] == 200
+    except (OSError, http.client.HTTPException):
+        pass
     stop_watch.set()
 
     metrics = {}
@@ -234,6 +269,8 @@ def main():
             "peak": stats.peak,
             "load_seconds": round(load_seconds, 1),
             "answering_at_end": answering,
+            "healthz_at_end": healthy,
+            "burst": arguments.burst,
             "recovered_after_seconds": None if recovered_after is None else round(recovered_after, 2),
             "released_bytes_total": metric_sum("memwarn_released_bytes_total"),
             "released_bytes_by_tier": {key: value for key, value in metrics.items()

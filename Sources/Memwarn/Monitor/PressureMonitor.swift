@@ -62,6 +62,8 @@ public final class PressureMonitor: Service, Sendable {
         var exhaustion: MemoryExhaustion?
         var tally = ForecastTally()
         var latestForecast: PressureForecast?
+        /// The latest full reading (every reading, not only level changes).
+        var latestSnapshot: PressureSnapshot?
         var transientErrors = 0
         var lastTransientError: CgroupError?
         var retryingReads = false
@@ -204,6 +206,9 @@ public final class PressureMonitor: Service, Sendable {
 
     /// The forecast of the latest reading, or `nil` when usage is not clearly growing.
     public var latestForecast: PressureForecast? { state.withLock { $0.latestForecast } }
+
+    /// The latest full reading's snapshot (``MemoryAdmission`` takes the binding limit from it).
+    var latestSnapshot: PressureSnapshot? { state.withLock { $0.latestSnapshot } }
 
     /// How many reads failed transiently — out of file descriptors or memory (`EMFILE`,
     /// `ENFILE`, `ENOMEM`), interrupted (`EINTR`, `EAGAIN`) — since the monitor was made. The
@@ -386,6 +391,7 @@ public final class PressureMonitor: Service, Sendable {
         state.withLock { state in
             state.tally = reading.tally
             state.latestForecast = reading.event.forecast
+            state.latestSnapshot = reading.event.snapshot
         }
     }
 

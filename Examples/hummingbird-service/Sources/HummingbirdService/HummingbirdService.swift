@@ -30,6 +30,9 @@ import ServiceLifecycle
 
 @main
 struct HummingbirdService {
+    /// The largest job body accepted (a larger one is refused with 413).
+    static let largestJob = 8 << 20
+
     static func main() async throws {
         let options: Options
         do {
@@ -101,7 +104,10 @@ struct HummingbirdService {
         let router = Router()
         router.add(middleware: MetricsMiddleware())
         if options.protection == .full {
-            router.add(middleware: LoadSheddingMiddleware(monitor: monitor, retryAfterSeconds: options.retryAfterSeconds,
+            // Bodies are admitted against what is left below the critical mark (memwarn's
+            // MemoryAdmission), and everything is refused while memory is exhausted.
+            router.add(middleware: LoadSheddingMiddleware(monitor: monitor, admission: MemoryAdmission(monitor: monitor),
+                                                          largestBody: Self.largestJob, retryAfterSeconds: options.retryAfterSeconds,
                                                           exemptPaths: ["/healthz", "/metrics", "/status"]))
         }
         let serviceMetrics = ServiceMetrics()
@@ -134,7 +140,7 @@ struct HummingbirdService {
             return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: page))
         }
         router.post("/jobs") { request, _ -> Response in
-            let payload = try await request.body.collect(upTo: 8 << 20)
+            let payload = try await request.body.collect(upTo: Self.largestJob)
             let position = jobs.enqueue(payload)
             return Response(status: .accepted, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(string: "{\"queued\":\(position)}\n")))
