@@ -39,8 +39,8 @@ extension LifeCycleApplication: MemoryWarningResponder {
     /// on — the units are told, with no time left, before the release, which never waits for a
     /// late delegate. Each subject's callbacks stay serial: a delivery waits for its subject's
     /// transition under way, or its cut-off previous callback, and counts that wait in the
-    /// budget (one that could not start in time is not started). Suspended and not-running
-    /// subjects are not told: they run no code.
+    /// budget (one that could not start in time is still delivered, after, and reported as cut
+    /// off: never dropped). Suspended and not-running subjects are not told: they run no code.
     ///
     /// - Parameter level: the level that raised the warning, `.warning` or `.critical`.
     public func didReceiveMemoryWarning(level: MemoryPressureLevel) async {
@@ -69,22 +69,19 @@ extension LifeCycleApplication: MemoryWarningResponder {
     /// reports an overrun or a failure. Returns by `end` whatever the subject does.
     private func deliverMemoryWarning(_ level: MemoryPressureLevel, to machine: LifeCycleMachine, until end: ContinuousClock.Instant,
                                       reporting budget: Duration, _ handler: @escaping @Sendable () async throws -> Void) async {
-        let delivered = Locked<HandlerOutcome?>(nil)
-        let (outcome, _) = await runHandler(deadline: max(.zero, end - .now)) {
-            let inner = try await machine.serially { () -> HandlerOutcome in
-                guard machine.current.isRunning else { return .completed }  // suspended or not running: not told
-                let left = end - .now
-                guard left > .zero else { return .overran(deadline: budget) }  // its turn came after the release began
-                return await machine.runDelegateCallback(deadline: left, handler)
-            }
-            delivered.withLock { $0 = inner }
-        }
         let reported: HandlerOutcome
-        switch (outcome, delivered.withLock { $0 }) {
-        case (.completed, .completed?), (.completed, nil): return
-        case (.completed, .failed(let reason)?): reported = .failed(reason: reason)
-        case (.completed, .overran?), (.overran, _): reported = .overran(deadline: budget)
-        case (.failed(let reason), _): reported = .failed(reason: reason)  // its queue refused it (asked from its own callback)
+        do {
+            let outcome = try await machine.serially { () -> HandlerOutcome in
+                guard machine.current.isRunning else { return .completed }  // suspended or not running: not told
+                return await machine.runDelegateCallback(deadline: max(.zero, end - .now), handler)
+            }
+            switch outcome {
+            case .completed: return
+            case .overran: reported = .overran(deadline: budget)
+            case .failed: reported = outcome
+            }
+        } catch {
+            reported = .failed(reason: String(describing: error))  // its queue refused it (asked from its own callback)
         }
         machine.post(.handler(.didReceiveMemoryWarning, reported))
         logger.warning("didReceiveMemoryWarning did not complete", metadata: [

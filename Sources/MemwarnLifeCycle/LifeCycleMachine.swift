@@ -136,8 +136,9 @@ final class LifeCycleMachine: Sendable {
     /// Runs one of the delegate's callbacks, `handler`, after the delegate's previous one: a
     /// callback cut off at its deadline goes on running detached (the caller — a release, a
     /// transition — does not wait for it), but the delegate's own callbacks stay serial, so the
-    /// next one waits for it — within its own deadline. One that could not start before its
-    /// deadline is not started, and is reported as cut off.
+    /// next one waits for it — within its own deadline. A callback that cannot start before its
+    /// deadline (the previous one still runs, or no time was left) is still delivered, never
+    /// dropped: queued behind the previous one, detached, and reported as cut off.
     ///
     /// - Parameter deadline: how long the callback may take, its wait for the previous one
     ///   included; `nil` for none.
@@ -146,7 +147,7 @@ final class LifeCycleMachine: Sendable {
         if let late = state.withLock({ $0.lateHandler }) {
             if let deadline {
                 let (outcome, _) = await runHandler(deadline: deadline) { await late.value }
-                guard outcome == .completed else { return .overran(deadline: deadline) }
+                guard outcome == .completed else { return deliverLate(after: late, deadline: deadline, handler) }
             } else {
                 await late.value
             }
@@ -155,11 +156,24 @@ final class LifeCycleMachine: Sendable {
             }
         }
         let remaining = deadline.map { $0 - (.now - start) }
-        if let deadline, let remaining, remaining <= .zero { return .overran(deadline: deadline) }
+        if let deadline, let remaining, remaining <= .zero { return deliverLate(after: nil, deadline: deadline, handler) }
         let (outcome, work) = await runHandler(deadline: remaining, handler)
         guard case .overran = outcome else { return outcome }
         state.withLock { $0.lateHandler = work }
         return .overran(deadline: deadline ?? .zero)
+    }
+
+    /// Delivers `handler` detached, after `previous` (the delegate's callback still running):
+    /// it becomes the callback the next one waits for.
+    private func deliverLate(after previous: Task<Void, Never>?, deadline: Duration,
+                             _ handler: @escaping @Sendable () async throws -> Void) -> HandlerOutcome {
+        state.withLock { state in
+            state.lateHandler = Task {
+                await previous?.value
+                try? await handler()
+            }
+        }
+        return .overran(deadline: deadline)
     }
 
     /// Moves a suspended, idle subject to not running at once (no callbacks: it runs no code).

@@ -5,7 +5,8 @@
 /// monitor rises to `.warning` or `.critical` (see ``ReleaseCoordinator/attach(to:)``), or a
 /// `warn` request reaches the control endpoint, each responder is told first, in the order
 /// registered, on a thread of memwarn's own; the release waits for it at most
-/// ``memoryWarningDeadline`` (and 50 ms more for it to return once its deadline passed), then
+/// ``memoryWarningDeadline`` (and as long again, 50 ms at least, for it to return once its
+/// deadline passed: a grace for scheduling, not a budget), then
 /// reads usage afresh, so what a responder dropped counts toward the release's target. A
 /// responder should keep its deadline itself: return by then, leaving what still runs detached. `MemwarnLifeCycle`'s `LifeCycleApplication` is one: it passes the
 /// warning on to its delegate and its running units' delegates.

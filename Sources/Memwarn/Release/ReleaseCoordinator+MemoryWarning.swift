@@ -56,13 +56,15 @@ extension ReleaseCoordinator {
 
     /// How much longer than its ``MemoryWarningResponder/memoryWarningDeadline`` a release waits
     /// for a responder to return: a responder that keeps its deadline (cuts off what it waits
-    /// for, as `LifeCycleApplication` does) returns a little after it, once its threads are
-    /// scheduled, and the release must not start before.
-    static let warningResponderGrace: Duration = .milliseconds(50)
+    /// for, as `LifeCycleApplication` does) returns just after it, once its tasks are scheduled,
+    /// and the release must not start before. As long again as the deadline (50 ms at least):
+    /// only a responder that does not keep its deadline, or a machine too busy to schedule it,
+    /// costs more than the deadline.
+    static func warningResponderGrace(_ deadline: Duration) -> Duration { max(.milliseconds(50), deadline) }
 
     /// Tells every responder of a memory warning, one after another in registration order,
     /// waiting for each at most its ``MemoryWarningResponder/memoryWarningDeadline`` (and
-    /// ``warningResponderGrace``); then, if
+    /// ``warningResponderGrace(_:)``); then, if
     /// any was told and the coordinator ``trimsHeap``, gives what they freed back to the kernel.
     ///
     /// Blocks the calling thread: memwarn calls it on its own threads (the monitor's release
@@ -77,7 +79,7 @@ extension ReleaseCoordinator {
                 await responder.didReceiveMemoryWarning(level: level)
                 done.withLock { $0 = true }
             }
-            let wait = responder.memoryWarningDeadline + Self.warningResponderGrace
+            let wait = responder.memoryWarningDeadline + Self.warningResponderGrace(responder.memoryWarningDeadline)
             if done.wait(timeout: wait, until: { $0 ? true : nil }) == nil { overran += 1 }
         }
         if trimsHeap && !responders.isEmpty { Self.returnFreedMemory() }
