@@ -1,5 +1,5 @@
 # Two entry points that do all the set-up on a fresh Debian machine (libcgroup-dev, build).
-.PHONY: demo soak test setup bench
+.PHONY: demo soak test setup install docs bench
 
 demo:   ## the main job: memwarn soak (the demo service with and without memwarn; plot in soak.svg)
 	Scripts/demo
@@ -11,6 +11,14 @@ test:   ## every test (unit, fixture, real-cgroup integration, CLI)
 
 setup:  ## install libcgroup-dev when missing, then build
 	Scripts/setup
+
+PREFIX ?= /usr/local
+install: setup  ## the memwarn CLI on the PATH: a release build copied to $(PREFIX)/bin
+	swift build -c release --product memwarn
+	install -m 0755 "$$(swift build -c release --show-bin-path)/memwarn" "$(PREFIX)/bin/memwarn"
+
+docs:   ## the DocC documentation of every library (no warnings), in .build-docs/
+	Scripts/docs
 
 bench:  ## detection latency, idle CPU and time to armed, peers side by side (growth: Benchmarks/run growth)
 	Benchmarks/run latency --crossings 200

@@ -89,6 +89,27 @@ struct CLIPolishTests {
         #expect(result.standardError.contains(message) && !result.standardError.contains("Missing value"), "\(arguments): \(result.standardError)")
     }
 
+    /// Issue 28 item 18: the README's first screen named no set-up command, no way to put
+    /// `memwarn` on the PATH, and no documentation build, and its manifest line named a tag that
+    /// does not exist.
+    @Test func theReadmesFirstScreenSaysHowToSetUpInstallAndDocumentAndItsManifestLineResolves() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let firstScreen = readme.split(separator: "\n", omittingEmptySubsequences: false).prefix(40).joined(separator: "\n")
+        for needed in ["make demo", "make test", "make setup", "make install", "PATH", "make docs"] {
+            #expect(firstScreen.contains(needed), "the first screen does not say \(needed)")
+        }
+        let tags = try ChildProcess.run(["/usr/bin/git", "-C", root.path, "tag", "--list"]).standardOutput.split(separator: "\n").map(String.init)
+        for line in readme.split(separator: "\n") where line.contains(".package(url:") && line.contains("memwarn/memwarn") && line.contains("from:") {
+            let version = line.split(separator: "\"").dropFirst(3).first.map(String.init) ?? ""
+            #expect(tags.contains(version) || tags.contains("v" + version), "the manifest line names \(version), which is not a tag: \(line)")
+        }
+        for target in ["setup", "install", "docs"] {
+            let dryRun = try ChildProcess.run(["/usr/bin/make", "-C", root.path, "-n", target])
+            #expect(dryRun.status == 0, "make \(target): \(dryRun.standardError)")
+        }
+    }
+
     @Test func statusWithoutALimitSaysWhatUsageIsMeasuredAgainst() throws {
         // Issue 28 item 12: "646.6 MiB of no limit" and "the limit in 49455.2 s" without a limit.
         let result = try ChildProcess.run([Self.memwarn, "status"], environment: ["MEMWARN_ANCESTOR_LIMITS=ignore"])
