@@ -4,6 +4,7 @@ enum ScenarioCatalog {
         DiscoveryScenario.scenario,
         SteppedUsageScenario.scenario,
         HighThrottlingScenario.scenario,
+        LimitChangeScenario.scenario,
         OOMKillScenario.scenario,
         StatusCommandScenario.scenario,
         WatchCommandScenario.scenario,
