@@ -34,6 +34,11 @@ public struct MemoryExhaustion: Sendable, Hashable {
         public var bytes: Int
 
         /// A holder.
+        ///
+        /// - Parameters:
+        ///   - consumer: the consumer's name.
+        ///   - tier: its tier.
+        ///   - bytes: what it holds.
         public init(consumer: String, tier: ReleaseTier, bytes: Int) {
             self.consumer = consumer
             self.tier = tier
