@@ -20,11 +20,15 @@ public enum ChildMemoryControl {
     ///   - leafName: the child to move this process into when it is alone in `parent`; made
     ///     exclusively. It holds this process until it exits (a cgroup cannot be removed while
     ///     it holds one); name it so that whoever cleans up after a dead run recognises it.
+    ///   - beforeMoving: called with the leaf once it is made and before this process moves into
+    ///     it (a run takes its lock there, so that the leaf is never seen unclaimed with this
+    ///     process in it); an error it throws removes the leaf and is rethrown.
     /// - Returns: the leaf this process moved into, or `nil` when it did not move.
     /// - Throws: ``CgroupError``: `.unsupported` when other processes share `parent` (the
     ///   message says why and how to arrange it), or what the kernel said.
     @discardableResult
-    public static func enable(below parent: CgroupLocation, leafName: String) throws(CgroupError) -> CgroupLocation? {
+    public static func enable(below parent: CgroupLocation, leafName: String,
+                              beforeMoving: (CgroupLocation) throws(CgroupError) -> Void = { _ in }) throws(CgroupError) -> CgroupLocation? {
         guard parent.version == .v2 else { return nil }
         let control = parent.file("cgroup.subtree_control")
         if try controllers(control).contains("memory") { return nil }
@@ -45,6 +49,7 @@ public enum ChildMemoryControl {
             let leaf = parent.child(leafName)
             guard mkdir(leaf.directory, 0o755) == 0 else { throw KernelFiles.openError(errno, leaf.directory, writing: true) }
             do throws(CgroupError) {
+                try beforeMoving(leaf)
                 try KernelFiles.host.write(String(getpid()), to: leaf.file("cgroup.procs"))
             } catch {
                 rmdir(leaf.directory)

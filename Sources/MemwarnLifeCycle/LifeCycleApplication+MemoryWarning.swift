@@ -69,19 +69,38 @@ extension LifeCycleApplication: MemoryWarningResponder {
     /// reports an overrun or a failure. Returns by `end` whatever the subject does.
     private func deliverMemoryWarning(_ level: MemoryPressureLevel, to machine: LifeCycleMachine, until end: ContinuousClock.Instant,
                                       reporting budget: Duration, _ handler: @escaping @Sendable () async throws -> Void) async {
-        let reported: HandlerOutcome
-        do {
-            let outcome = try await machine.serially { () -> HandlerOutcome in
+        let delivery: @Sendable () async throws -> HandlerOutcome = {
+            try await machine.serially { () -> HandlerOutcome in
                 guard machine.current.isRunning else { return .completed }  // suspended or not running: not told
                 return await machine.runDelegateCallback(deadline: max(.zero, end - .now), handler)
             }
-            switch outcome {
-            case .completed: return
-            case .overran: reported = .overran(deadline: budget)
-            case .failed: reported = outcome
+        }
+        let reported: HandlerOutcome
+        if machine.isBusy {
+            // Behind a transition under way (a didEnterBackground of 5 s, say): waited for until
+            // the budget ends, then it goes on without it — the delivery stays queued, and its
+            // delegate is told late (with no time left: detached), after the release.
+            let outcome = Locked<HandlerOutcome?>(nil)
+            let (waited, _) = await runHandler(deadline: max(.zero, end - .now)) {
+                let delivered = try await delivery()
+                outcome.withLock { $0 = delivered }
             }
-        } catch {
-            reported = .failed(reason: String(describing: error))  // its queue refused it (asked from its own callback)
+            switch (waited, outcome.withLock { $0 }) {
+            case (.completed, .completed?), (.completed, nil): return
+            case (.completed, .failed(let reason)?), (.failed(let reason), _): reported = .failed(reason: reason)
+            case (.completed, .overran?), (.overran, _): reported = .overran(deadline: budget)
+            }
+        } else {
+            // An idle queue starts it as soon as a thread is free; it then keeps the budget itself.
+            do {
+                switch try await delivery() {
+                case .completed: return
+                case .overran: reported = .overran(deadline: budget)
+                case .failed(let reason): reported = .failed(reason: reason)
+                }
+            } catch {
+                reported = .failed(reason: String(describing: error))  // its queue refused it (asked from its own callback)
+            }
         }
         machine.post(.handler(.didReceiveMemoryWarning, reported))
         logger.warning("didReceiveMemoryWarning did not complete", metadata: [

@@ -21,6 +21,8 @@ final class LifeCycleMachine: Sendable {
         var current = LifeCycleState.notRunning
         /// Operations running now (a discard must not race one: it may be resuming the unit).
         var operations = 0
+        /// Operations queued or running.
+        var queued = 0
         /// The last queued operation: the next one waits for it.
         var tail: Task<Void, Never>?
         /// A delegate callback cut off at its deadline that has not returned yet: the next
@@ -42,6 +44,9 @@ final class LifeCycleMachine: Sendable {
 
     var current: LifeCycleState { state.withLock { $0.current } }
 
+    /// Whether an operation is queued or running: one queued now waits for it.
+    var isBusy: Bool { state.withLock { $0.queued > 0 } }
+
     /// Runs `body` with the current state, which cannot change until it returns.
     func whileInState<T>(_ body: (LifeCycleState) throws -> T) rethrows -> T {
         try state.withLock { try body($0.current) }
@@ -57,10 +62,11 @@ final class LifeCycleMachine: Sendable {
         guard Self.running != ObjectIdentifier(self) else { throw LifeCycleError.reentrantTransition(subject: subject) }
         let task = state.withLock { state in
             let previous = state.tail
+            state.queued += 1
             let task = Task { [self] in
                 await previous?.value
                 self.state.withLock { $0.operations += 1 }
-                defer { self.state.withLock { $0.operations -= 1 } }
+                defer { self.state.withLock { $0.operations -= 1; $0.queued -= 1 } }
                 return try await Self.$running.withValue(ObjectIdentifier(self)) { try await operation() }
             }
             state.tail = Task { _ = try? await task.value }
@@ -93,6 +99,8 @@ final class LifeCycleMachine: Sendable {
             try hooks.check(transition)  // again: callbacks ran since, and e.g. a background task may have begun
             hooks.stateWillChange(transition)
             state.current = transition.to
+            // A new launch gets a new delegate: it does not wait for the old one's late callback.
+            if transition.to == .notRunning { state.lateHandler = nil }
         }
         post(.stateChanged(from: transition.from, to: transition.to))
         for callback in callbacks where !callback.runsBeforeTheStateChanges {
@@ -136,21 +144,21 @@ final class LifeCycleMachine: Sendable {
     /// Runs one of the delegate's callbacks, `handler`, after the delegate's previous one: a
     /// callback cut off at its deadline goes on running detached (the caller — a release, a
     /// transition — does not wait for it), but the delegate's own callbacks stay serial, so the
-    /// next one waits for it — within its own deadline. A callback that cannot start before its
-    /// deadline (the previous one still runs, or no time was left) is still delivered, never
-    /// dropped: queued behind the previous one, detached, and reported as cut off.
+    /// next one waits for it — within its own deadline (one without a deadline waits at most
+    /// ``lateHandlerWait``). A callback that cannot start before then (the previous one still
+    /// runs, or no time was left) is still delivered, never dropped: queued behind the previous
+    /// one, detached, and reported as cut off.
     ///
     /// - Parameter deadline: how long the callback may take, its wait for the previous one
     ///   included; `nil` for none.
     func runDelegateCallback(deadline: Duration?, _ handler: @escaping @Sendable () async throws -> Void) async -> HandlerOutcome {
         let start = ContinuousClock.now
         if let late = state.withLock({ $0.lateHandler }) {
-            if let deadline {
-                let (outcome, _) = await runHandler(deadline: deadline) { await late.value }
-                guard outcome == .completed else { return deliverLate(after: late, deadline: deadline, handler) }
-            } else {
-                await late.value
-            }
+            // A callback without a deadline of its own waits at most `lateHandlerWait`: a cut-off
+            // handler that never returns must not hold the subject's queue for good.
+            let wait = deadline ?? Self.lateHandlerWait
+            let (outcome, _) = await runHandler(deadline: wait) { await late.value }
+            guard outcome == .completed else { return deliverLate(after: late, deadline: wait, handler) }
             state.withLock { state in
                 if state.lateHandler == late { state.lateHandler = nil }
             }
@@ -162,6 +170,10 @@ final class LifeCycleMachine: Sendable {
         state.withLock { $0.lateHandler = work }
         return .overran(deadline: deadline ?? .zero)
     }
+
+    /// How long a callback without a deadline (`willEnterForeground`, `didBecomeActive`, …) waits
+    /// for the delegate's cut-off previous callback before it is delivered after it, detached.
+    static let lateHandlerWait = Duration.seconds(5)
 
     /// Delivers `handler` detached, after `previous` (the delegate's callback still running):
     /// it becomes the callback the next one waits for.
@@ -185,6 +197,7 @@ final class LifeCycleMachine: Sendable {
             guard state.current == .suspended, state.operations == 0 else { return false }
             stateWillChange()
             state.current = .notRunning
+            state.lateHandler = nil
             return true
         }
     }

@@ -78,7 +78,8 @@ extension ConstrainedRun {
             for _ in 0..<50 {
                 let left = ((try? KernelFiles.host.read(location.file("cgroup.procs"))) ?? "").split(separator: "\n").compactMap { Int32($0) }
                 if left.isEmpty { break }
-                for process in left where kill(process, SIGKILL) == 0 { killed += 1 }
+                // A process outside this PID namespace reads as 0: never kill(0), this process's group.
+                for process in left where process > 0 && kill(process, SIGKILL) == 0 { killed += 1 }
                 usleep(20_000)
             }
             var removed = false

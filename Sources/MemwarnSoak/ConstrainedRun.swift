@@ -101,9 +101,13 @@ public final class ConstrainedRun: Sendable {
         leftoversRemoved = Self.removeLeftovers(in: own, logger: logger)
         // cgroup v2: the children of our cgroup need the memory controller; alone in it, we move
         // to a leaf (`<prefix>-<pid>-0`, removed as a leftover once we are gone) to allow that.
-        if let leaf = try ChildMemoryControl.enable(below: own, leafName: "\(options.namePrefix)-\(getpid())-0") {
-            let lock = try Self.claim(leaf)  // this process's own: held until it ends
-            Self.leafLocks.withLock { $0.append(lock) }
+        // The leaf is locked before this process moves into it (held until it ends): a cleaner in
+        // another PID namespace, to which this pid means nothing, never finds it unclaimed.
+        if let leaf = try ChildMemoryControl.enable(below: own, leafName: "\(options.namePrefix)-\(getpid())-0",
+                                                    beforeMoving: { leaf throws(CgroupError) in
+                                                        let lock = try Self.claim(leaf)
+                                                        Self.leafLocks.withLock { $0.append(lock) }
+                                                    }) {
             logger.notice("moved into a leaf cgroup so that the run's cgroup can have a memory limit", metadata: ["leaf": "\(leaf.path)"])
         }
         let high = options.memoryHigh.bytes(memoryMax: options.memoryMaxBytes, criticalRatio: options.policy.criticalRatio,
@@ -254,7 +258,7 @@ public final class ConstrainedRun: Sendable {
     private func removeCgroup() -> Bool {
         for _ in 0..<50 {
             guard let left = try? cgroup.processes(), !left.isEmpty else { break }
-            for process in left { kill(process, SIGKILL) }  // the command's own descendants
+            for process in left where process > 0 { kill(process, SIGKILL) }  // the command's own descendants (0: outside this PID namespace)
             usleep(20_000)
         }
         do {

@@ -88,11 +88,19 @@ final class ServiceWatch: Sendable {
     private func status() -> ControlStatus? {
         let directories = ControlDirectory.everyUsersPaths  // the service may run as another user
         for pid in (try? cgroup.processes()) ?? [] {
-            guard let socket = directories.map({ ControlDirectory.socketPath(for: pid, in: $0) }).first(where: { FileManager.default.fileExists(atPath: $0) }),
+            guard let socket = directories.map({ ControlDirectory.socketPath(for: pid, in: $0) }).first(where: Self.isOwnersSocket),
                   case .status(let status)? = try? ControlClient.send(.status, to: socket, timeout: .milliseconds(800)) else { continue }
             return status
         }
         return nil
+    }
+
+    /// Whether `path` is a socket (not a link to one) owned by its directory's owner.
+    static func isOwnersSocket(_ path: String) -> Bool {
+        var socket = stat(), folder = stat()
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        return lstat(path, &socket) == 0 && socket.st_mode & S_IFMT == S_IFSOCK && lstat(directory, &folder) == 0
+            && folder.st_mode & S_IFMT == S_IFDIR && socket.st_uid == folder.st_uid
     }
 
     /// Anonymous memory: v1 `memory.stat` `total_rss` (the cgroup and its children), v2 `anon`.

@@ -8,6 +8,28 @@ import Testing
 /// it, through a real coordinator — the release loop's own calls (`deliverMemoryWarning`, then
 /// `release`), on a thread of their own as the release loop makes them.
 @Suite struct MemoryWarningSequenceTests {
+    /// Holds its waiters until opened.
+    final class Gate: Sendable {
+        private let state = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+        func wait() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let opened = state.withLock { state in
+                    if !state.open { state.waiters.append(continuation) }
+                    return state.open
+                }
+                if opened { continuation.resume() }
+            }
+        }
+        func open() {
+            let waiters = state.withLock { state in
+                state.open = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
     /// What happened, in order, and when.
     final class Timeline: Sendable {
         private let events = Locked<[(name: String, at: ContinuousClock.Instant)]>([])
@@ -113,6 +135,46 @@ import Testing
         #expect(timeline.index("application overran").map { $0 < release } == true, "\(names)")
         #expect(timeline.index("unit told").map { $0 < release } == true, "the unit is told before its caches are released: \(names)")
         #expect(timeline.index("notification").map { $0 < release } == true, "\(names)")
+    }
+
+    /// A warning that finds a unit in the middle of a transition (a `didEnterBackground` that
+    /// takes its time) is not held by it: the sequence returns within its budget, the unit is
+    /// reported as overrun, and its delegate is told once the transition is over — late, never
+    /// dropped. The transition waits on a gate this test opens, so nothing here is timed.
+    @Test func aWarningBehindATransitionUnderWayReturnsWithinItsBudgetAndTellsTheUnitLater() async throws {
+        let recorded = RecordedApplication(configuration: LifeCycleConfiguration(suspensionDelay: .seconds(3_600),
+                                                                               memoryWarningDeadline: .milliseconds(100)))
+        let log = NotificationLog(recorded.app)
+        try await recorded.app.launch()
+        let unit = try await recorded.app.activateUnit("saving")
+        let gate = Gate()
+        let steps = Locked<[String]>([])
+        recorded.recorder("saving")?.during.withLock { during in
+            during = { callback, _ in
+                switch callback {
+                case .didEnterBackground:
+                    steps.withLock { $0.append("saving") }
+                    await gate.wait()
+                    steps.withLock { $0.append("saved") }
+                case .didReceiveMemoryWarning:
+                    steps.withLock { $0.append("warned") }
+                default: break
+                }
+            }
+        }
+        recorded.setUnitBehaviour(.didEnterBackground, .completes)
+        let moving = Task { try await unit.advance(to: .background) }
+        while !steps.withLock({ $0.contains("saving") }) { try await Task.sleep(for: .milliseconds(5)) }
+
+        await recorded.app.didReceiveMemoryWarning(level: .warning)
+        #expect(steps.withLock { $0 } == ["saving"], "the warning returned while the unit was still saving")
+        #expect(log.notifications.contains { $0.subject == .unit("saving") && $0.event == .handler(.didReceiveMemoryWarning, .overran(deadline: .milliseconds(100))) })
+
+        gate.open()
+        try await moving.value
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !steps.withLock({ $0.contains("warned") }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(steps.withLock { $0 } == ["saving", "saved", "warned"], "told after the transition, not dropped")
     }
 
     /// The coordinator's side of item 13: it starts the release once its responder returned

@@ -44,4 +44,19 @@ struct MemoryAdmissionTests {
             }
         }
     }
+
+    /// A monitor turned off has no reading: everything is admitted, and counted — even sizes as
+    /// large as `Int.max` ("unknown"), which count as the largest reservation and cannot overflow
+    /// the sum.
+    @Test func aMonitorWithoutAReadingAdmitsEverythingWithoutOverflowing() throws {
+        var configuration = MonitorConfiguration(environment: [MonitorConfiguration.disableVariable: "1"])
+        configuration.watchesPressureStall = false
+        let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
+        let admission = MemoryAdmission(monitor: monitor)
+        #expect(admission.headroomBytes == nil)
+        let reservations = (0..<3).compactMap { _ in admission.reserve(bytes: .max) }
+        #expect(reservations.count == 3)
+        #expect(admission.reservedBytes == 3 * MemoryAdmission.largestReservation)
+        withExtendedLifetime(reservations) {}
+    }
 }

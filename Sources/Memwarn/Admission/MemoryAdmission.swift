@@ -56,6 +56,10 @@ public final class MemoryAdmission: Sendable {
         deinit { release() }
     }
 
+    /// The most one reservation counts (256 TiB): a larger size — `Int.max` for "unknown", say —
+    /// counts as this, so that the sum of reservations cannot overflow.
+    public static let largestReservation = 1 << 48
+
     /// How old a usage figure may be before the next reservation reads the usage file again.
     public let freshness: Duration
     private let monitor: PressureMonitor
@@ -68,6 +72,8 @@ public final class MemoryAdmission: Sendable {
         /// The usage file read, with the host path it was opened for.
         var file: (path: String, file: UsageFile)?
         var usage: (bytes: UInt64, at: ContinuousClock.Instant)?
+        /// When the usage file last could not be opened or read: not tried again for a second.
+        var failedAt: ContinuousClock.Instant?
     }
 
     /// An admission against `monitor`'s readings and policy.
@@ -84,11 +90,12 @@ public final class MemoryAdmission: Sendable {
     /// Reserves `bytes` for work about to be taken on, or refuses.
     ///
     /// - Parameter bytes: what the work will hold at most (a body's declared length; the
-    ///   largest body accepted when none is declared). Negative counts as 0.
+    ///   largest body accepted when none is declared). Negative counts as 0, more than
+    ///   ``largestReservation`` as that.
     /// - Returns: the reservation, or `nil` when memory is exhausted or `bytes` do not fit in the
     ///   headroom below the critical mark left by the work in flight: shed the request then.
     public func reserve(bytes: Int) -> Reservation? {
-        let bytes = max(0, bytes)
+        let bytes = min(max(0, bytes), Self.largestReservation)
         let exhausted = monitor.isMemoryExhausted
         let room = exhausted ? nil : headroom()
         return state.withLock { state -> Reservation? in
@@ -139,16 +146,19 @@ public final class MemoryAdmission: Sendable {
         let now = ContinuousClock.now
         return state.withLock { state -> UInt64? in
             if let usage = state.usage, state.file?.path == path, now - usage.at < freshness { return usage.bytes }
+            if let failedAt = state.failedAt, now - failedAt < .seconds(1) { return nil }
             do {
                 if state.file?.path != path {
                     state.file = (path, try UsageFile(path, format: format, files: monitor.configuration.files))
                 }
                 let bytes = try state.file!.file.read()
                 state.usage = (bytes, now)
+                state.failedAt = nil
                 return bytes
             } catch {
                 state.file = nil
                 state.usage = nil
+                state.failedAt = now
                 return nil
             }
         }

@@ -63,11 +63,19 @@ package enum ControlClient {
         guard !processExists(pid) else { return false }
         var removed = false
         for directory in directories {
-            let path = ControlDirectory.socketPath(for: pid, in: directory)
-            var socket = stat(), folder = stat()
-            guard lstat(path, &socket) == 0, socket.st_mode & S_IFMT == S_IFSOCK, lstat(directory, &folder) == 0,
-                  socket.st_uid == folder.st_uid, socket.st_uid == geteuid() || geteuid() == 0 else { continue }
-            if unlink(path) == 0 { removed = true }
+            // The directory held open without following a link, and the socket looked at and
+            // removed relative to it: a directory swapped for a symbolic link meanwhile cannot
+            // send the unlink elsewhere.
+            let folder = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard folder >= 0 else { continue }
+            defer { close(folder) }
+            let name = "\(pid).sock"
+            var socket = stat(), owner = stat()
+            guard fstat(folder, &owner) == 0, fstatat(folder, name, &socket, AT_SYMLINK_NOFOLLOW) == 0,
+                  socket.st_mode & S_IFMT == S_IFSOCK, socket.st_uid == owner.st_uid, socket.st_uid == geteuid() || geteuid() == 0,
+                  nothingListens(on: ControlDirectory.socketPath(for: pid, in: directory))  // another PID namespace's live one
+            else { continue }
+            if unlinkat(folder, name, 0) == 0 { removed = true }
         }
         return removed
     }

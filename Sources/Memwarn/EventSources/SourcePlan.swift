@@ -47,7 +47,14 @@ struct SourcePlan {
                                 because: noLimit ? "no cgroup limit" : "cgroup v2 has no usage thresholds")
                 add(try MemoryEventsWatch(cgroup: cgroup, files: sampler.files))
             }
-            if let limits = try LimitWatch(cgroup: cgroup, files: sampler.files) { add(limits) }
+            do {
+                if let limits = try LimitWatch(cgroup: cgroup, files: sampler.files) { add(limits) }
+            } catch {
+                // Optional: without it a changed limit is seen at the next full reading.
+                lines.append("no inotify on the limit files (\(error)): a changed limit is seen at the next full reading")
+                logger.warning("memory monitor: the limit files cannot be watched; a changed limit is seen at the next full reading",
+                               metadata: ["error": "\(error)"])
+            }
         } else {
             try addSampling(nil, noLimit: true, policy: policy, files: sampler.files, because: "no memory controller")
         }

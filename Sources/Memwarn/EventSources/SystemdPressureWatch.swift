@@ -72,6 +72,12 @@ final class SystemdPressureWatch: PressureSource {
         guard !bytes.isEmpty else { return }
         do {
             try descriptor.writeWhole(bytes)
+            if type == S_IFIFO {
+                // Held open read-write, a FIFO hands the write back to this reader: read it
+                // away, or it would be taken for the first notification.
+                var buffer = [UInt8](repeating: 0, count: 512)
+                while let count = try descriptor.read(into: &buffer), count > 0 {}
+            }
         } catch {
             throw CgroupError(.unwritable, "writing \(Self.writeVariable) failed: \(error.reason)", path: path, errno: error.errno)
         }

@@ -155,7 +155,9 @@ final class MonitorMetrics: Sendable {
         let sized = consumers.map { (name: $0.name, tier: $0.tier.name, bytes: $0.footprintBytes) }
         var byName: [FootprintSeries: Int] = [:]
         for consumer in sized { byName[FootprintSeries(consumer: consumer.name, tier: consumer.tier), default: 0] += consumer.bytes }
-        let ranked = byName.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key.consumer < $1.key.consumer }
+        let ranked = byName.sorted {
+            $0.value != $1.value ? $0.value > $1.value : ($0.key.consumer, $0.key.tier) < ($1.key.consumer, $1.key.tier)
+        }
         var values: [FootprintSeries: Int] = [:]
         for (index, entry) in ranked.enumerated() {
             let series = index < ReleaseTotals.maximumConsumerNames ? entry.key

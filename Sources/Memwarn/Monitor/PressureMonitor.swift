@@ -428,7 +428,8 @@ public final class PressureMonitor: Service, Sendable {
     fileprivate func noteUsageWatch(_ watch: MonitorArming.UsageWatch, after: Duration) {
         state.withLock { state in
             state.usageWatch = watch
-            if watch == .thresholds { state.arming?.thresholdsRegisteredAfter = after }
+            // The start-up figure only: thresholds planned again for a new limit do not overwrite it.
+            if watch == .thresholds, state.arming?.thresholdsRegisteredAfter == nil { state.arming?.thresholdsRegisteredAfter = after }
         }
     }
 
