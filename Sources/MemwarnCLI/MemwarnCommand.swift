@@ -1,8 +1,16 @@
 import ArgumentParser
+import MemwarnSystem
 
 /// `memwarn`: see what the memory monitor sees.
 @main
 struct MemwarnCommand: AsyncParsableCommand {
+    /// Arms libdispatch's timers first (`DispatchTimers`: before descriptors can run out), then
+    /// parses and runs.
+    static func main() async {
+        await DispatchTimers.prepare()
+        await main(nil)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "memwarn",
         abstract: "Memory warnings for Linux services, from cgroup and PSI signals.",

@@ -1,7 +1,9 @@
 // memwarn-demo: a memory-hungry service that uses every part of memwarn as a real user would.
 // `memwarn soak` runs it under a limited cgroup twice, with memwarn and without (--no-memwarn).
 import Foundation
+import MemwarnSystem
 
+await DispatchTimers.prepare()  // libdispatch's timers before descriptors can run out
 do {
     let options = try DemoOptions.parse(Array(CommandLine.arguments.dropFirst()))
     let service = try DemoService(options: options)
