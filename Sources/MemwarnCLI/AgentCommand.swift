@@ -81,7 +81,7 @@ struct AgentCommand: AsyncParsableCommand {
             return memory
         }
         var agentConfiguration = AgentConfiguration(parent: parent, minAvailableBytes: minAvailable.flatMap(ByteSize.parse),
-                                                    controlDirectories: controlDir.isEmpty ? Self.defaultDirectories() : controlDir, policy: policy)
+                                                    controlDirectories: controlDir.isEmpty ? ControlDirectory.everyUsersPaths : controlDir, policy: policy)
         agentConfiguration.askTimeout = PressurePolicy.parseDuration(askTimeout) ?? .seconds(2)
         agentConfiguration.lease = PressurePolicy.parseDuration(lease) ?? .seconds(5)
         for directory in agentConfiguration.controlDirectories where !directory.contains("*") {
@@ -124,12 +124,6 @@ struct AgentCommand: AsyncParsableCommand {
             }
         }
         if case .failure(let error) = outcome { throw error }
-    }
-
-    /// This user's control directories; for root also every user's (``ControlDirectory/everyUsersPaths``),
-    /// since the services may run as anyone. Only directories by the names endpoints make, owned by their user.
-    static func defaultDirectories() -> [String] {
-        ControlDirectory.everyUsersPaths
     }
 }
 

@@ -5,6 +5,7 @@ enum ScenarioCatalog {
         SteppedUsageScenario.scenario,
         HighThrottlingScenario.scenario,
         LimitChangeScenario.scenario,
+        AdmissionScenario.scenario,
         OOMKillScenario.scenario,
         StatusCommandScenario.scenario,
         WatchCommandScenario.scenario,

@@ -69,8 +69,10 @@ public final class MemoryAdmission: Sendable {
         var reserved = 0
         var admitted = 0
         var refused = 0
-        /// The usage file read, with the host path it was opened for.
-        var file: (path: String, file: UsageFile)?
+        /// The usage file read, with the binding limit it was opened for (its cgroup, or `nil`
+        /// for the system's memory, and whether the limit is hidden): compared in place on every
+        /// reservation, the path made only when the binding changes.
+        var file: (binding: String?, hidden: Bool, file: UsageFile)?
         var usage: (bytes: UInt64, at: ContinuousClock.Instant)?
         /// When the usage file last could not be opened or read: not tried again for a second.
         var failedAt: ContinuousClock.Instant?
@@ -142,14 +144,16 @@ public final class MemoryAdmission: Sendable {
     /// The binding limit's usage, read afresh at most every ``freshness``; `nil` when its file
     /// cannot be read (the reading's own figure is used then).
     private func currentUsage(of snapshot: PressureSnapshot) -> UInt64? {
-        let (path, format) = Self.usageFile(of: snapshot)
+        let binding = snapshot.cgroup == nil ? nil : snapshot.binding
         let now = ContinuousClock.now
         return state.withLock { state -> UInt64? in
-            if let usage = state.usage, state.file?.path == path, now - usage.at < freshness { return usage.bytes }
+            let opened = state.file.map { $0.binding == binding?.cgroupPath && $0.hidden == (binding?.isHidden ?? false) } ?? false
+            if opened, let usage = state.usage, now - usage.at < freshness { return usage.bytes }
             if let failedAt = state.failedAt, now - failedAt < .seconds(1) { return nil }
             do {
-                if state.file?.path != path {
-                    state.file = (path, try UsageFile(path, format: format, files: monitor.configuration.files))
+                if !opened {
+                    let (path, format) = Self.usageFile(of: snapshot)
+                    state.file = (binding?.cgroupPath, binding?.isHidden ?? false, try UsageFile(path, format: format, files: monitor.configuration.files))
                 }
                 let bytes = try state.file!.file.read()
                 state.usage = (bytes, now)

@@ -1,3 +1,4 @@
+import CgroupKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -97,9 +98,10 @@ public enum ControlDirectory {
     public static var everyUsersPaths: [String] {
         guard geteuid() == 0 else { return searchPaths }
         var paths = searchPaths
-        func add(_ path: String, owner: uid_t) {
+        func add(_ path: String, owner: uid_t, privateOnly: Bool = false) {
             var status = stat()
-            guard !paths.contains(path), lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == owner else { return }
+            guard !paths.contains(path), lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == owner,
+                  !privateOnly || status.st_mode & 0o077 == 0 else { return }
             paths.append(path)
         }
         add("/run/memwarn", owner: 0)
@@ -108,24 +110,14 @@ public enum ControlDirectory {
             let rest = name.dropFirst("memwarn-".count)
             let uidText = rest.prefix { $0 != "." }
             guard let uid = uid_t(uidText) else { continue }
-            if uidText.count == rest.count {
-                add("/tmp/" + name, owner: uid)
-            } else if ownAlternates(uid: uid).contains("/tmp/" + name) {
-                add("/tmp/" + name, owner: uid)
-            }
+            // An alternate (`memwarn-<uid>.XXXXXX`) only as ``ownAlternates(uid:)`` takes it: private.
+            add("/tmp/" + name, owner: uid, privateOnly: uidText.count != rest.count)
         }
         return paths
     }
 
     private static func names(in folder: String) -> [String] {
-        guard let directory = opendir(folder) else { return [] }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
+        (try? KernelFiles.host.list(folder)) ?? []
     }
 
     /// The socket of process `pid` in `directory`.

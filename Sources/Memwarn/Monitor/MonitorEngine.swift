@@ -39,9 +39,17 @@ final class MonitorEngine {
     private(set) var pendingThresholds = 0
     /// cgroup v1 as root: the cgroup whose usage thresholds may be registered (`nil` elsewhere).
     private var thresholdCgroup: CgroupLocation?
-    /// The limits the usage thresholds are planned for, by gauge key (``UsageSampling/key(of:)``):
-    /// a full reading that names others has them planned again.
-    private var thresholdLimits: [String: UInt64] = [:]
+    /// The limits the usage thresholds are planned for, nearest first: a full reading that names
+    /// others has them planned again.
+    private var thresholdLimits: [PlannedLimit] = []
+
+    /// A limit as the thresholds were planned for it (a reading's constraint less its usage).
+    private struct PlannedLimit: Equatable, CustomStringConvertible {
+        var cgroupPath: String
+        var file: String
+        var bytes: UInt64
+        var description: String { "\(cgroupPath)|\(file)=\(bytes)" }
+    }
     /// The usage thresholds registered, among ``sources``.
     private var thresholdSources: Set<ObjectIdentifier> = []
     private var stepDown: (deadline: EventLoop.Deadline, source: PressureSignal)?
@@ -117,7 +125,7 @@ final class MonitorEngine {
         for (period, group) in periods { schedulePoll(group, every: period) }
         planLines = plan.lines
         thresholdCgroup = plan.thresholdCgroup
-        thresholdLimits = Self.limits(of: snapshot)
+        thresholdLimits = Self.plannedLimits(of: snapshot)
         if let pending = plan.pendingThresholds {
             pendingThresholds = pending.requests.count
             thresholdNote = "usage thresholds: \(pending.requests.count) being registered (the kernel takes an RCU grace period for each)"
@@ -195,9 +203,17 @@ final class MonitorEngine {
         }
     }
 
-    /// The limits a reading names, by gauge key.
-    private static func limits(of snapshot: PressureSnapshot) -> [String: UInt64] {
-        Dictionary(snapshot.constraints.map { (UsageSampling.key(of: $0), $0.limit.bytes) }, uniquingKeysWith: min)
+    /// The limits a reading names.
+    private static func plannedLimits(of snapshot: PressureSnapshot) -> [PlannedLimit] {
+        snapshot.constraints.map { PlannedLimit(cgroupPath: $0.cgroupPath, file: $0.limit.file, bytes: $0.limit.bytes) }
+    }
+
+    /// Whether a reading names the limits the thresholds were planned for. Every full reading
+    /// asks, on the loop thread: a comparison in place, nothing made.
+    private func namesThePlannedLimits(_ snapshot: PressureSnapshot) -> Bool {
+        snapshot.constraints.count == thresholdLimits.count && zip(snapshot.constraints, thresholdLimits).allSatisfy { constraint, planned in
+            constraint.limit.bytes == planned.bytes && constraint.limit.file == planned.file && constraint.cgroupPath == planned.cgroupPath
+        }
     }
 
     /// cgroup v1 as root: when a reading names other limits than the thresholds were planned for
@@ -208,9 +224,9 @@ final class MonitorEngine {
     /// usage at 85 % of the new limit unreported.
     private func replanThresholdsIfTheLimitsChanged(_ snapshot: PressureSnapshot) {
         guard let cgroup = thresholdCgroup, let usageSampling else { return }
-        let limits = Self.limits(of: snapshot)
-        guard limits != thresholdLimits else { return }
+        guard !namesThePlannedLimits(snapshot) else { return }
         let before = thresholdLimits
+        let limits = Self.plannedLimits(of: snapshot)
         thresholdLimits = limits
         registrarCancelled.withLock { $0 = true }
         for index in sources.indices.reversed() where thresholdSources.contains(ObjectIdentifier(sources[index].source)) {
@@ -222,8 +238,8 @@ final class MonitorEngine {
         thresholdLines = []
         usageSampling.leaveGuardedMode()
         let requests = SourcePlan.thresholdRequests(for: snapshot.constraints, of: cgroup, sampling: usageSampling, policy: policy)
-        func describe(_ limits: [String: UInt64]) -> String {
-            limits.isEmpty ? "none" : limits.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
+        func describe(_ limits: [PlannedLimit]) -> String {
+            limits.isEmpty ? "none" : limits.map(\.description).joined(separator: ", ")
         }
         logger.notice("memory monitor: a limit changed; the usage thresholds are planned again", metadata: [
             "before": "\(describe(before))", "after": "\(describe(limits))", "thresholds": "\(requests.count)",
