@@ -17,7 +17,8 @@ public enum Libcgroup {
         try lock.withLock { (initialized: inout Bool) throws(CgroupError) -> T in
             if !initialized {
                 let status = cgroup_init()
-                guard status == 0 else { throw error(status, "cgroup_init") }
+                let callErrno = Glibc.errno
+                guard status == 0 else { throw error(status, "cgroup_init", callErrno: callErrno) }
                 initialized = true
             }
             return try body()
@@ -27,22 +28,36 @@ public enum Libcgroup {
     /// The text for a libcgroup status code. `cgroup_strerror` in 2.0.2 is off by one for
     /// codes from `ECGEOF` (50023) on, because its table has no entry for the unused 50022.
     ///
-    /// - Parameter status: a status code a libcgroup call returned, such as 50007.
-    /// - Returns: the text; for `ECGOTHER`, the text of the `errno` libcgroup recorded.
-    public static func message(for status: Int32) -> String {
-        if status == Int32(ECGOTHER) { return String(cString: strerror(cgroup_get_last_errno())) }
+    /// - Parameters:
+    ///   - status: a status code a libcgroup call returned, such as 50007.
+    ///   - callErrno: for `ECGOTHER`, the `errno` the call left, used when libcgroup recorded none.
+    /// - Returns: the text; for `ECGOTHER`, the text of the `errno` libcgroup recorded, or else of
+    ///   `callErrno`, or else that libcgroup gave no reason (never "Success").
+    public static func message(for status: Int32, callErrno: Int32 = 0) -> String {
+        if status == Int32(ECGOTHER) {
+            let recorded = otherErrno(callErrno: callErrno)
+            return recorded == 0 ? "libcgroup gave no reason" : String(cString: strerror(recorded))
+        }
         let corrected = status >= Int32(ECGEOF) ? status - 1 : status
         return cgroup_strerror(corrected).map { String(cString: $0) } ?? "unknown libcgroup error"
     }
 
-    static func error(_ status: Int32, _ call: String, path: String? = nil) -> CgroupError {
-        let lastErrno = status == Int32(ECGOTHER) ? cgroup_get_last_errno() : 0
+    /// The `errno` behind an `ECGOTHER`: the one libcgroup recorded, or else the one its call left.
+    /// (`cgroup_init` in 2.0.2 fails with `ECGOTHER` and records none when it cannot open
+    /// `/proc/self/mountinfo`, as when descriptors run out.)
+    private static func otherErrno(callErrno: Int32) -> Int32 {
+        let recorded = cgroup_get_last_errno()
+        return recorded != 0 ? recorded : callErrno
+    }
+
+    static func error(_ status: Int32, _ call: String, path: String? = nil, callErrno: Int32 = 0) -> CgroupError {
+        let lastErrno = status == Int32(ECGOTHER) ? otherErrno(callErrno: callErrno) : 0
         let code: CgroupError.Code = switch lastErrno {
         case EACCES, EPERM: .permissionDenied
         case ENOENT: .notFound
         default: status == Int32(ECGROUPNOTEXIST) ? .notFound : .libcgroup
         }
-        return CgroupError(code, "\(call) failed: \(message(for: status)) (libcgroup \(status))", path: path, errno: lastErrno == 0 ? nil : lastErrno)
+        return CgroupError(code, "\(call) failed: \(message(for: status, callErrno: callErrno)) (libcgroup \(status))", path: path, errno: lastErrno == 0 ? nil : lastErrno)
     }
 
     /// The path of a process's cgroup in a v1 controller's hierarchy, as libcgroup resolves it.

@@ -4,11 +4,32 @@ import MemwarnSystem
 /// `memwarn`: see what the memory monitor sees.
 @main
 struct MemwarnCommand: AsyncParsableCommand {
-    /// Arms libdispatch's timers first (`DispatchTimers`: before descriptors can run out), then
-    /// parses and runs.
+    /// Checks that the descriptors libdispatch needs can be had and arms its timers first
+    /// (`DispatchTimers`: before descriptors can run out), then parses and runs. Too few
+    /// descriptors: one line "Error: ..." and the subcommand's status for "could not be carried
+    /// out" (``startFailureStatus(of:)``). Bad arguments, `--help` and `--version` are left to
+    /// the parser, which needs no descriptors.
     static func main() async {
-        await DispatchTimers.prepare()
+        if let command = try? parseAsRoot() {
+            do throws(DispatchTimers.DescriptorShortage) {
+                try DispatchTimers.checkDescriptors()
+            } catch {
+                StandardStream.error.writeLine("Error: \(error)")
+                Self.exit(withError: ExitCode(startFailureStatus(of: command)))
+            }
+            await DispatchTimers.prepare()
+        }
         await main(nil)
+    }
+
+    /// What each subcommand's help lists for "memwarn could not start": `run` 125 (the command
+    /// never started), `soak` 2, the others 1.
+    static func startFailureStatus(of command: any ParsableCommand) -> Int32 {
+        switch command {
+        case is RunCommand: 125
+        case is SoakCommand: 2
+        default: 1
+        }
     }
 
     static let configuration = CommandConfiguration(

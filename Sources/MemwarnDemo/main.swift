@@ -3,7 +3,13 @@
 import Foundation
 import MemwarnSystem
 
-await DispatchTimers.prepare()  // libdispatch's timers before descriptors can run out
+do throws(DispatchTimers.DescriptorShortage) {  // libdispatch's descriptors before they can run out
+    try DispatchTimers.checkDescriptors()
+} catch {
+    StandardStream.error.writeLine("memwarn-demo: \(error)")
+    exit(1)
+}
+await DispatchTimers.prepare()
 do {
     let options = try DemoOptions.parse(Array(CommandLine.arguments.dropFirst()))
     let service = try DemoService(options: options)

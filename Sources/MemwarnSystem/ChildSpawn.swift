@@ -24,6 +24,10 @@ package struct ChildSpawn {
     /// Whether it leads a new process group (its pid is the group's id): then
     /// ``WaitedChild/signalGroup(_:)`` reaches it and everything it started.
     package var newProcessGroup = false
+    /// Whether every descriptor above 2 is closed before exec, also those this process inherited
+    /// open across exec (a test harness's, say). `false`: they pass through, as `env` or
+    /// `timeout` pass them (a service started with sockets by systemd needs its descriptor 3 on).
+    package var closesInheritedDescriptors = false
 
     /// - Parameters:
     ///   - arguments: the program's path, then its arguments.
@@ -77,7 +81,8 @@ package struct ChildSpawn {
         return argv.withUnsafeBufferPointer { argv in
             envp.withUnsafeBufferPointer { envp in
                 memwarn_spawn(executable, argv.baseAddress, envp.baseAddress, procs,
-                              standardInput ?? -1, standardOutput ?? -1, standardError ?? -1, parentDeathSignal, newProcessGroup ? 1 : 0)
+                              standardInput ?? -1, standardOutput ?? -1, standardError ?? -1, parentDeathSignal, newProcessGroup ? 1 : 0,
+                              closesInheritedDescriptors ? 1 : 0)
             }
         }
     }

@@ -42,6 +42,7 @@ public final class LineChild: Sendable {
             let toChild = try PipeEnds()
             let fromChild = try PipeEnds()
             var spawn = ChildSpawn(arguments, environment: environment)
+            spawn.closesInheritedDescriptors = true  // what a test gives it, not the harness's descriptors
             spawn.cgroupProcsFile = cgroup?.location.file("cgroup.procs")
             spawn.standardInput = toChild.readEnd.rawValue
             spawn.standardOutput = fromChild.writeEnd.rawValue

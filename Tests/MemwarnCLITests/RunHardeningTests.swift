@@ -3,6 +3,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import MemwarnSystem
 import MemwarnTestKit
 import Testing
 
@@ -226,6 +227,36 @@ extension RunCommandTests {
             let starved = try ChildProcess.run(["/bin/sh", "-c", "ulimit -n 10 && exec '\(Self.memwarn)' run --memory-max 64M -- /bin/true"])
             #expect(starved.status != 0)
             #expect(starved.standardError.hasPrefix("Error: ") && starved.standardError.contains("Too many open files"), "\(starved.standardError)")
+        }
+
+        /// CI's run of issue 28: `memwarn run` under `ulimit -n 10` trapped (SIGILL, no words)
+        /// when its parent left descriptors open, since libdispatch traps when it cannot make its
+        /// epoll or timer descriptors. Started with 0 to 6 descriptors inherited and every small
+        /// limit, it either runs or says why in one line "Error: ...", and is never killed by a
+        /// signal; the demo too.
+        @Test func withDescriptorsInheritedAndASmallLimitItSaysWhyAndNeverTraps() throws {
+            for inherited in [0, 3, 6] {
+                let open = (0..<inherited).map { " \($0 + 3)</dev/null" }.joined()
+                // From one descriptor free above the streams and the inherited ones (the dynamic
+                // loader needs one for libcgroup; none and it fails before memwarn runs).
+                let inUse = 3 + inherited
+                for limit in (inUse + 1)...(inUse + 24) {
+                    let result = try ChildProcess.run(["/bin/sh", "-c", """
+                        exec\(open); ulimit -n \(limit) && exec '\(Self.memwarn)' run --memory-max 64M -- /bin/true
+                        """], timeout: .seconds(60))
+                    #expect(result.status < 128, "\(inherited) inherited, ulimit -n \(limit): \(result.standardError)")
+                    if result.status != 0 {
+                        #expect(result.standardError.hasPrefix("Error: ") && result.standardError.contains("Too many open files"),
+                                "\(inherited) inherited, ulimit -n \(limit): \(result.standardError)")
+                    }
+                    if limit < inUse + DispatchTimers.descriptorsNeeded {
+                        #expect(result.status == 125 && result.standardError.contains("too few file descriptors to start"),
+                                "\(inherited) inherited, ulimit -n \(limit): \(result.status): \(result.standardError)")
+                    }
+                }
+            }
+            let demo = try ChildProcess.run(["/bin/sh", "-c", "exec 3</dev/null; ulimit -n 10 && exec '\(ChildProcess.productsDirectory)/memwarn-demo' --duration 1"])
+            #expect(demo.status == 1 && demo.standardError.hasPrefix("memwarn-demo: too few file descriptors to start"), "\(demo.status): \(demo.standardError)")
         }
 
         @Test(arguments: ["1", "64ib", "64bb", "100K"])

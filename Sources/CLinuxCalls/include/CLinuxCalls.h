@@ -35,14 +35,19 @@ static inline int memwarn_set_thread_name(const char *name) {
 ///   already runs under the cgroup's limit;
 /// - makes `stdin_fd`, `stdout_fd` and `stderr_fd` its standard streams where they are not -1
 ///   (the others are inherited).
-/// Every other descriptor should be close-on-exec. With `new_group` not 0 the child leads a
+/// Every other descriptor should be close-on-exec; with `close_others` not 0, every descriptor
+/// above 2 is closed before exec all the same (`close_range`, or one by one up to the limit on a
+/// kernel before 5.9), so the child gets its three streams and nothing its parent inherited.
+/// With `new_group` not 0 the child leads a
 /// process group of its own (`setpgid(0, 0)`, before it joins the cgroup; the parent sets it too,
 /// so that the group exists when this returns), and it and everything it starts can be signalled
 /// together. Returns the child's pid, or -errno when fork
 /// failed. The child exits 126 when it cannot join the cgroup or set its streams up, and 127
 /// when exec fails.
 static inline int memwarn_spawn(const char *path, char *const argv[], char *const envp[], int procs_fd,
-                                int stdin_fd, int stdout_fd, int stderr_fd, int parent_death_signal, int new_group) {
+                                int stdin_fd, int stdout_fd, int stderr_fd, int parent_death_signal, int new_group,
+                                int close_others) {
+    long open_max = sysconf(_SC_OPEN_MAX);  // before fork: only for the fallback below
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) return -errno;
@@ -76,6 +81,14 @@ static inline int memwarn_spawn(const char *path, char *const argv[], char *cons
                 if (fcntl(target, F_SETFD, 0) != 0) _exit(126);  // already in place: keep it open across exec
             } else if (streams[target] != -1 && dup2(streams[target], target) < 0) {
                 _exit(126);
+            }
+        }
+        if (close_others != 0) {
+#ifdef SYS_close_range
+            if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
+#endif
+            {
+                for (long fd = 3; fd < open_max; fd++) close((int)fd);
             }
         }
         execve(path, argv, envp);
