@@ -168,6 +168,7 @@ let package = Package(
                 "MemwarnTestKit",
                 "MemwarnSystem",
                 "CgroupKit",
+                "CLinuxCalls",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/MemwarnV2Scenarios",
@@ -223,6 +224,8 @@ let package = Package(
         .testTarget(
             name: "MemwarnTests",
             dependencies: [
+                "CLibcgroup",
+                "CgroupKit",
                 "Memwarn",
                 "MemwarnSystem",
                 "MemwarnTestKit",
@@ -237,6 +240,7 @@ let package = Package(
         .testTarget(
             name: "MemwarnLifeCycleTests",
             dependencies: [
+                "CgroupKit",
                 "Memwarn",
                 "MemwarnLifeCycle",
                 "MemwarnSystem",

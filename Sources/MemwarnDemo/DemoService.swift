@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Memwarn
 import MemwarnLifeCycle
+import MemwarnSystem
 
 /// The demo's load: every 20 ms it renders a 256 KiB result into a cache that never evicts on
 /// its own, reads an older one, and writes a note to each active session; every 0.5 s a new

@@ -1,3 +1,4 @@
+import CLinuxCalls
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -48,9 +49,7 @@ package enum DispatchTimers {
             }
         }
         guard opened.count < descriptorsNeeded else { return }
-        var limit = rlimit()
-        let soft = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 && limit.rlim_cur != rlim_t.max ? UInt64(limit.rlim_cur) : nil
-        throw DescriptorShortage(free: opened.count, limit: soft)
+        throw DescriptorShortage(free: opened.count, limit: ResourceLimits.openDescriptors)
     }
 
     /// Arms and waits for one timer on each clock (about a millisecond each). Call it after

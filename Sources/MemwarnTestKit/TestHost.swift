@@ -19,6 +19,16 @@ public enum TestHost {
         return nil
     }()
 
+    /// Why this process's memory cgroup is limited here (its own limit or an ancestor's), or
+    /// `nil` when no limit applies: for tests of what `memwarn status` says without a limit.
+    public static let ownCgroupLimited: String? = {
+        guard let memory = try? CgroupDiscovery().layout().memory else { return "no memory cgroup found for this process" }
+        let limit: EffectiveLimit?
+        do { limit = try CgroupMemoryReader(location: memory).effectiveLimit() } catch { return "its limit cannot be read: \(error)" }
+        guard let limit else { return nil }
+        return "this process's memory cgroup is limited (\(limit.bytes) bytes, \(limit.file) of \(limit.cgroupPath)): a test of no limit needs one without"
+    }()
+
     /// Why groups cannot be made in the cgroup2 hierarchy here (for PSI triggers,
     /// `cgroup.events`, freeze and kill), or `nil` when they can.
     public static let unifiedCgroupsUnavailable: String? = {

@@ -22,4 +22,10 @@ extension Trait where Self == ConditionTrait {
     public static var needsUnifiedCgroups: Self {
         .enabled(if: TestHost.unifiedCgroupsUnavailable == nil, Comment(rawValue: "skipped: \(TestHost.unifiedCgroupsUnavailable ?? "")"))
     }
+
+    /// Runs only where no memory limit applies to this process's cgroup; elsewhere skipped with
+    /// the reason (``TestHost/ownCgroupLimited``).
+    public static var needsUnlimitedOwnCgroup: Self {
+        .enabled(if: TestHost.ownCgroupLimited == nil, Comment(rawValue: "skipped: \(TestHost.ownCgroupLimited ?? "")"))
+    }
 }

@@ -4,6 +4,7 @@ import Testing
 import Glibc
 #endif
 @testable import Memwarn
+import MemwarnSystem
 
 struct PolicyTests {
     static var configFile: String {

@@ -1,3 +1,4 @@
+import Foundation
 import CgroupKit
 import MemwarnSystem
 import MemwarnTestKit
@@ -34,14 +35,28 @@ struct PressureStallSourceTests {
         }
     }
 
+    /// The fact ``PressureTrigger/acceptedWindow(_:privileged:)`` rounds for: the kernel refuses a
+    /// window that is not a multiple of 2 s from a writer without `CAP_SYS_RESOURCE`. The suite
+    /// runs as root, so the writer is a child started without the capability (`setpriv`).
     @Test(.tags(.root, .cgroupV2), .needsUnifiedCgroups) func theKernelRefusesAnUnroundedWindowWithoutCapSysResource() async throws {
         try await withUnifiedTestCgroup { cgroup in
             let path = cgroup.location.file("memory.pressure")
-            if Self.privileged { return }
-            let error = #expect(throws: CgroupError.self) {
-                _ = try PressureTrigger(path: path, kind: .some, threshold: .milliseconds(100), window: .seconds(1))
+            func register(_ trigger: String) throws(ChildProcessError) -> String {
+                let result = try ChildProcess.run([
+                    "/usr/bin/setpriv", "--bounding-set", "-sys_resource", "--inh-caps", "-sys_resource", "/usr/bin/python3", "-c", """
+                    import os, sys
+                    fd = os.open(sys.argv[1], os.O_RDWR | os.O_NONBLOCK)
+                    try:
+                        os.write(fd, (sys.argv[2] + "\\0").encode()); print("accepted")
+                    except OSError as error:
+                        print("errno", error.errno)
+                    """, path, trigger])
+                return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) + result.standardError
             }
-            #expect(error?.errno == EINVAL)
+            let unrounded = try register("some 100000 1000000")
+            let rounded = try register("some 200000 2000000")
+            #expect(unrounded == "errno \(EINVAL)", "a 1 s window, unprivileged")
+            #expect(rounded == "accepted", "the window rounded up to 2 s")
         }
     }
 

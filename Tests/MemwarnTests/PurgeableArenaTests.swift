@@ -1,6 +1,7 @@
 import Glibc
 import Testing
 @testable import Memwarn
+import MemwarnSystem
 
 /// The purgeable arena on real memory: blocks packed into regions, regions unmapped with their
 /// last block, free pages given back to the kernel (checked with `mincore`, the kernel's own

@@ -1,6 +1,7 @@
 import CgroupKit
 #if canImport(Glibc)
 import Glibc
+import MemwarnSystem
 #endif
 
 /// The per-user directory where control endpoints put their sockets, one `<pid>.sock` a

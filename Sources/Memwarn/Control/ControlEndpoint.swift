@@ -21,9 +21,8 @@ final class ControlEndpoint: @unchecked Sendable {
     /// limit (`RLIMIT_NOFILE`) when that is less, so that a flood of connections never takes the
     /// descriptors the monitor and the service need.
     static let connectionLimit: Int = {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return 256 }  // RLIM_INFINITY
-        return connectionLimit(forDescriptorLimit: Int(clamping: limit.rlim_cur))
+        guard let descriptors = ResourceLimits.openDescriptors else { return 256 }
+        return connectionLimit(forDescriptorLimit: Int(clamping: descriptors))
     }()
 
     /// The connection limit for a descriptor limit: a quarter of it, at least 4, at most 256.

@@ -24,8 +24,7 @@ extension PressurePolicy {
         var policy = PressurePolicy()
         if let path = file ?? environment[configFileVariable] {
             // A FIFO or a device would hang the read or feed it without end: only a file will do.
-            var status = stat()
-            if stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            if let type = FileType.at(path), type != .regular {
                 throw PolicyError("policy file \(path): not a regular file")
             }
             let text: String

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+import MemwarnSystem
 
 /// One region of a ``PurgeableArena``: `size` bytes mapped on their own, aligned to `size`,
 /// so a block's region is its address with the low bits cleared.

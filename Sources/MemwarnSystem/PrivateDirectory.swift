@@ -1,3 +1,4 @@
+import CLinuxCalls
 #if canImport(Glibc)
 import Glibc
 #endif
