@@ -1,5 +1,5 @@
 # Two entry points that do all the set-up on a fresh Debian machine (libcgroup-dev, build).
-.PHONY: demo soak test setup install docs bench
+.PHONY: demo soak test setup install docs bench lint format
 
 demo:   ## the main job: memwarn soak (the demo service with and without memwarn; plot in soak.svg)
 	Scripts/demo
@@ -16,6 +16,12 @@ PREFIX ?= /usr/local
 install: setup  ## the memwarn CLI on the PATH: a release build copied to $(PREFIX)/bin
 	swift build -c release --product memwarn
 	install -m 0755 "$$(swift build -c release --show-bin-path)/memwarn" "$(PREFIX)/bin/memwarn"
+
+lint:   ## the layers (Scripts/check-layers) and swift-format, as make test runs them
+	Scripts/lint
+
+format: ## rewrite Sources, Tests and Package.swift as swift-format wants them (.swift-format)
+	swift format format --in-place --recursive Sources Tests Package.swift
 
 docs:   ## the DocC documentation of every library (no warnings), in .build-docs/
 	Scripts/docs

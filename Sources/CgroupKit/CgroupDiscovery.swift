@@ -158,7 +158,10 @@ public struct CgroupDiscovery: Sendable {
                     return CgroupLocation(version: version, mountPoint: mount.mountPoint, path: path)
                 case .belowUnnamedAncestors(let depth, let rest):
                     guard let pid else {
-                        throw CgroupError(.outsideNamespace, "the mount's root \(mount.root) lies above this cgroup namespace; name the cgroup by its path under \(mount.mountPoint)", path: cgroupPath)
+                        throw CgroupError(
+                            .outsideNamespace,
+                            "the mount's root \(mount.root) lies above this cgroup namespace; name the cgroup by its path under \(mount.mountPoint)",
+                            path: cgroupPath)
                     }
                     return try findNamespaceRoot(mount: mount, version: version, depth: depth, rest: rest, pid: pid)
                 }
@@ -223,7 +226,10 @@ public struct CgroupDiscovery: Sendable {
             return procs.split(separator: "\n").contains { $0 == wanted } ? candidate : nil
         }
         guard matches.count == 1, let match = matches.first else {
-            throw CgroupError(.outsideNamespace, "the mount's root \(mount.root) lies above this cgroup namespace and \(matches.isEmpty ? "no" : "more than one") cgroup \(depth) levels down holds pid \(pid)", path: rest)
+            throw CgroupError(
+                .outsideNamespace,
+                "the mount's root \(mount.root) lies above this cgroup namespace and \(matches.isEmpty ? "no" : "more than one") cgroup \(depth) levels down holds pid \(pid)",
+                path: rest)
         }
         return match
     }

@@ -6,8 +6,9 @@ import Glibc
 ///
 /// Every error names the file or cgroup it concerns, so a message such as
 /// `/sys/fs/cgroup/memory/app/memory.stat: line 3 has no value` is enough to act on.
-/// Match on ``code`` to handle a kind of failure; new codes may be added.
-public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible {
+/// Match on ``code`` to handle a kind of failure; new codes may be added. ``file`` and ``line``
+/// say where it was thrown; two errors are equal when all else is, wherever they were thrown.
+public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The kind of failure.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
@@ -48,6 +49,10 @@ public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible {
     public var path: String?
     /// The `errno` behind the failure, when a system call failed.
     public var errno: Int32?
+    /// The source file that threw it (`#fileID`).
+    public var file: String
+    /// The line that threw it.
+    public var line: Int
 
     /// Creates an error.
     ///
@@ -56,11 +61,29 @@ public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible {
     ///   - message: what went wrong, in words.
     ///   - path: the file or cgroup directory concerned.
     ///   - errno: the `errno` behind the failure, when a system call failed.
-    public init(_ code: Code, _ message: String, path: String? = nil, errno: Int32? = nil) {
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
+    public init(_ code: Code, _ message: String, path: String? = nil, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
         self.code = code
         self.message = message
         self.path = path
         self.errno = errno
+        self.file = file
+        self.line = line
+    }
+
+    /// The description, the code and where it was thrown.
+    public var debugDescription: String { "\(description) [\(code), thrown at \(file):\(line)]" }
+
+    public static func == (lhs: CgroupError, rhs: CgroupError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.path == rhs.path && lhs.errno == rhs.errno
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(path)
+        hasher.combine(errno)
     }
 
     /// Whether the failure may pass by itself: the process or the system ran out of file

@@ -36,7 +36,9 @@ extension CgroupMemoryReader {
         var level = location
         while let parent = level.parent {
             if location.version == .v1, try !Self.accountsChildren(parent, files: files) { break }
-            if let limit = try CgroupMemoryReader(location: parent, files: files).ownLimit(), parent.version == .v1 || files.exists(parent.file("memory.current")) {
+            if let limit = try CgroupMemoryReader(location: parent, files: files).ownLimit(),
+                parent.version == .v1 || files.exists(parent.file("memory.current"))
+            {
                 found.cgroups.append(parent)
                 lowest = min(lowest, limit.bytes)
             }
@@ -77,9 +79,11 @@ extension CgroupMemoryReader {
         if let hidden = ancestors?.hiddenLimitBytes {
             let usage: UInt64
             if let ownUsage { usage = ownUsage } else { usage = try self.usage() }
-            found.append(MemoryConstraint(cgroupPath: location.path, usageBytes: usage,
-                                          limit: EffectiveLimit(bytes: hidden, file: "hierarchical_memory_limit", cgroupPath: location.path),
-                                          isHidden: true))
+            found.append(
+                MemoryConstraint(
+                    cgroupPath: location.path, usageBytes: usage,
+                    limit: EffectiveLimit(bytes: hidden, file: "hierarchical_memory_limit", cgroupPath: location.path),
+                    isHidden: true))
         }
         return found
     }

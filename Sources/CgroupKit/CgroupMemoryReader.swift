@@ -179,8 +179,10 @@ public struct CgroupMemoryReader: Sendable {
     func read(_ name: String) throws(CgroupError) -> String {
         do {
             return try files.read(location.file(name))
-        } catch where error.code == .notFound && files.exists(location.directory) {
-            throw CgroupError(.noMemoryController, "\(name) is missing: the memory controller is not enabled for this cgroup", path: files.path(location.file(name)), errno: error.errno)
+        } catch  where error.code == .notFound && files.exists(location.directory) {
+            throw CgroupError(
+                .noMemoryController, "\(name) is missing: the memory controller is not enabled for this cgroup", path: files.path(location.file(name)),
+                errno: error.errno)
         }
     }
 }

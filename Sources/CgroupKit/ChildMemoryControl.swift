@@ -27,18 +27,22 @@ public enum ChildMemoryControl {
     /// - Throws: ``CgroupError``: `.unsupported` when other processes share `parent` (the
     ///   message says why and how to arrange it), or what the kernel said.
     @discardableResult
-    public static func enable(below parent: CgroupLocation, leafName: String,
-                              beforeMoving: (CgroupLocation) throws(CgroupError) -> Void = { _ in }) throws(CgroupError) -> CgroupLocation? {
+    public static func enable(
+        below parent: CgroupLocation, leafName: String,
+        beforeMoving: (CgroupLocation) throws(CgroupError) -> Void = { _ in }
+    ) throws(CgroupError) -> CgroupLocation? {
         guard parent.version == .v2 else { return nil }
         let control = parent.file("cgroup.subtree_control")
         if try controllers(control).contains("memory") { return nil }
         do throws(CgroupError) {
             try KernelFiles.host.write("+memory", to: control)
             return nil
-        } catch where error.errno == EBUSY {
+        } catch  where error.errno == EBUSY {
             let processes = try KernelFiles.host.read(parent.file("cgroup.procs")).split(separator: "\n").compactMap { Int32($0) }
             guard processes == [getpid()] else {
-                throw CgroupError(.unsupported, """
+                throw CgroupError(
+                    .unsupported,
+                    """
                     cannot give the children of \(parent.directory) the memory controller: it holds other processes \
                     (\(processes.filter { $0 != getpid() }.prefix(5).map(String.init).joined(separator: ", "))), and cgroup v2 lets a cgroup \
                     with processes delegate no controller. Start memwarn run where it is the only process in its cgroup \

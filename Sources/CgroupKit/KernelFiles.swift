@@ -1,4 +1,5 @@
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -65,9 +66,9 @@ public struct KernelFiles: Sendable, Hashable {
         do throws(SystemError) {
             let file = try FileDescriptor.open(realPath, O_RDONLY)
             bytes = try file.readToEnd(limit: Self.maximumFileSize)
-        } catch where error.call == "open" {
+        } catch  where error.call == "open" {
             throw Self.openError(error.errno, realPath, writing: false)
-        } catch where error.errno == EFBIG {
+        } catch  where error.errno == EFBIG {
             throw CgroupError(.malformed, "larger than \(Self.maximumFileSize) bytes; not a kernel file memwarn knows", path: realPath)
         } catch {
             let code: CgroupError.Code = (error.errno == ENODEV || error.errno == ENOENT) ? .notFound : .unreadable
@@ -92,7 +93,7 @@ public struct KernelFiles: Sendable, Hashable {
         do throws(SystemError) {
             let file = try FileDescriptor.open(realPath, O_WRONLY)
             try file.writeWhole(Array(text.utf8))
-        } catch where error.call == "open" {
+        } catch  where error.call == "open" {
             throw Self.openError(error.errno, realPath, writing: true)
         } catch {
             throw CgroupError(.unwritable, "writing \"\(text)\" failed: \(error.reason)", path: realPath, errno: error.errno)

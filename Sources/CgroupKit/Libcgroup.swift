@@ -1,8 +1,9 @@
 import CLibcgroup
+import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import MemwarnSystem
 
 /// The calls memwarn makes into libcgroup (Debian's `libcgroup-dev`, version 2.0.2).
 ///
@@ -52,12 +53,14 @@ public enum Libcgroup {
 
     static func error(_ status: Int32, _ call: String, path: String? = nil, callErrno: Int32 = 0) -> CgroupError {
         let lastErrno = status == Int32(ECGOTHER) ? otherErrno(callErrno: callErrno) : 0
-        let code: CgroupError.Code = switch lastErrno {
-        case EACCES, EPERM: .permissionDenied
-        case ENOENT: .notFound
-        default: status == Int32(ECGROUPNOTEXIST) ? .notFound : .libcgroup
-        }
-        return CgroupError(code, "\(call) failed: \(message(for: status, callErrno: callErrno)) (libcgroup \(status))", path: path, errno: lastErrno == 0 ? nil : lastErrno)
+        let code: CgroupError.Code =
+            switch lastErrno {
+            case EACCES, EPERM: .permissionDenied
+            case ENOENT: .notFound
+            default: status == Int32(ECGROUPNOTEXIST) ? .notFound : .libcgroup
+            }
+        return CgroupError(
+            code, "\(call) failed: \(message(for: status, callErrno: callErrno)) (libcgroup \(status))", path: path, errno: lastErrno == 0 ? nil : lastErrno)
     }
 
     /// The path of a process's cgroup in a v1 controller's hierarchy, as libcgroup resolves it.
@@ -144,8 +147,10 @@ public enum Libcgroup {
 
     /// Runs `body` with a libcgroup description of one cgroup and its controller, under the
     /// library lock, and frees the description afterwards.
-    private static func withGroup(path: String, controller: String,
-                                  _ body: (OpaquePointer, OpaquePointer) throws(CgroupError) -> Void) throws(CgroupError) {
+    private static func withGroup(
+        path: String, controller: String,
+        _ body: (OpaquePointer, OpaquePointer) throws(CgroupError) -> Void
+    ) throws(CgroupError) {
         try withLibrary { () throws(CgroupError) in
             guard let group = cgroup_new_cgroup(trimmedName(path)) else { throw CgroupError(.libcgroup, "cgroup_new_cgroup failed", path: path) }
             var owned: OpaquePointer? = group

@@ -30,7 +30,8 @@ public final class MemoryCgroup: Sendable {
             switch parent.version {
             case .v1:
                 guard highBytes == nil else {
-                    throw CgroupError(.unsupported, "memory.high exists only on cgroup v2; this host's memory controller is on cgroup v1 (use the hard limit alone)")
+                    throw CgroupError(
+                        .unsupported, "memory.high exists only on cgroup v2; this host's memory controller is on cgroup v1 (use the hard limit alone)")
                 }
                 // Made here first, exclusively: libcgroup would adopt a directory that exists.
                 guard mkdir(location.directory, 0o755) == 0 else { throw Self.creationError(errno, location) }
@@ -50,8 +51,10 @@ public final class MemoryCgroup: Sendable {
                     throw error
                 }
             }
-        } catch where error.code == .permissionDenied || error.errno == EACCES || error.errno == EPERM {
-            throw CgroupError(.permissionDenied, """
+        } catch  where error.code == .permissionDenied || error.errno == EACCES || error.errno == EPERM {
+            throw CgroupError(
+                .permissionDenied,
+                """
                 cannot create the cgroup \(location.directory): \(error.message). Creating cgroups needs root, \
                 or a cgroup delegated to your user (for example: systemd-run --user --scope -p Delegate=yes memwarn run ...)
                 """, path: location.directory, errno: error.errno)
@@ -65,8 +68,9 @@ public final class MemoryCgroup: Sendable {
     /// someone else's, with their processes and their limit).
     private static func creationError(_ code: Int32, _ location: CgroupLocation) -> CgroupError {
         code == EEXIST
-            ? CgroupError(.unwritable, "a cgroup of that name already exists; a new one is made, never an existing one adopted",
-                          path: location.directory, errno: code)
+            ? CgroupError(
+                .unwritable, "a cgroup of that name already exists; a new one is made, never an existing one adopted",
+                path: location.directory, errno: code)
             : KernelFiles.openError(code, location.directory, writing: true)
     }
 

@@ -40,11 +40,12 @@ public struct MountEntry: Sendable, Hashable {
             guard let separator = fields.firstIndex(of: "-"), separator >= 6, fields.count >= separator + 4 else {
                 throw CgroupError(.malformed, "line \"\(CgroupValues.preview(line))\" is not a mountinfo entry", path: path)
             }
-            entries.append(MountEntry(
-                root: unescape(fields[3]),
-                mountPoint: unescape(fields[4]),
-                fileSystemType: String(fields[separator + 1]),
-                superOptions: fields[separator + 3].split(separator: ",").map(String.init)))
+            entries.append(
+                MountEntry(
+                    root: unescape(fields[3]),
+                    mountPoint: unescape(fields[4]),
+                    fileSystemType: String(fields[separator + 1]),
+                    superOptions: fields[separator + 3].split(separator: ",").map(String.init)))
         }
         guard !entries.isEmpty else { throw CgroupError(.malformed, "empty", path: path) }
         return entries
@@ -58,7 +59,8 @@ public struct MountEntry: Sendable, Hashable {
         var index = 0
         while index < utf8.count {
             if utf8[index] == UInt8(ascii: "\\"), index + 3 < utf8.count,
-               let value = UInt8(String(decoding: utf8[(index + 1)...(index + 3)], as: UTF8.self), radix: 8) {
+                let value = UInt8(String(decoding: utf8[(index + 1)...(index + 3)], as: UTF8.self), radix: 8)
+            {
                 bytes.append(value)
                 index += 4
             } else {

@@ -1,4 +1,5 @@
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -128,8 +129,10 @@ package final class UsageFile {
 
     /// The value of the line `key   <number> kB` between `start` and `end`, in bytes; `nil`
     /// when the line has another key.
-    private static func kilobytes(named key: [UInt8], in bytes: UnsafeRawBufferPointer, from start: Int, to end: Int,
-                                  path: String) throws(CgroupError) -> UInt64? {
+    private static func kilobytes(
+        named key: [UInt8], in bytes: UnsafeRawBufferPointer, from start: Int, to end: Int,
+        path: String
+    ) throws(CgroupError) -> UInt64? {
         guard end - start > key.count else { return nil }
         for index in 0..<key.count where bytes[start + index] != key[index] { return nil }
         var first = start + key.count

@@ -1,4 +1,5 @@
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,7 +32,8 @@ final class AgentMetrics {
     private static func series(_ name: String, _ labels: [(String, String)]) -> String {
         guard !labels.isEmpty else { return name }
         let escaped = labels.map { key, value in
-            key + "=\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            key + "=\""
+                + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
                 .replacingOccurrences(of: "\n", with: "\\n") + "\""
         }
         return name + "{" + escaped.joined(separator: ",") + "}"

@@ -1,4 +1,5 @@
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 package import CgroupKit
 import Memwarn
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -71,8 +72,9 @@ package final class NodeAgent {
         self.emit = emit
         metrics = metricsFile.map(AgentMetrics.init(path:))
         gauge = ParentGauge(parent: configuration.parent, minAvailableBytes: configuration.minAvailableBytes, files: files)
-        finder = ServiceFinder(directories: configuration.controlDirectories, parent: configuration.parent, files: files,
-                               timeout: .milliseconds(250))
+        finder = ServiceFinder(
+            directories: configuration.controlDirectories, parent: configuration.parent, files: files,
+            timeout: .milliseconds(250))
         rule = SamplingRule(policy: configuration.policy)
     }
 
@@ -98,7 +100,7 @@ package final class NodeAgent {
             renewIfDue()
             do {
                 reading = try gauge.read()
-            } catch where error.isTransient {
+            } catch  where error.isTransient {
                 nap(.milliseconds(5))
                 continue
             }
@@ -165,7 +167,7 @@ package final class NodeAgent {
         var failure: String
         do {
             let exchange = try ControlClient.exchange(request.line, with: service.socketPath, timeout: .milliseconds(250)) { (peer) throws(ControlError) in
-                guard peer.pid == service.pid else { throw ControlError(Self.replaced + "the socket now belongs to process \(peer.pid)") }
+                guard peer.pid == service.pid else { throw ControlError(.endpointReplaced, Self.replaced + "the socket now belongs to process \(peer.pid)") }
             }
             guard case .failure(let message) = try ControlReply(line: Array(exchange.reply.utf8)) else {
                 renewalFailed[service.pid] = nil
@@ -179,7 +181,7 @@ package final class NodeAgent {
                 return
             }
             failure = message
-        } catch where error.message.hasPrefix(Self.replaced) {
+        } catch  where error.code == .endpointReplaced {
             services.removeAll { $0.pid == service.pid }  // another process listens there now: found afresh by the next search
             failedSockets[service.socketPath] = nil
             return
@@ -306,14 +308,18 @@ package final class NodeAgent {
         episode.asks += 1
         let outcome: Result<Int, ControlError>
         do {
-            let exchange = try ControlClient.exchange(ControlRequest.warn(level: level, targetBytes: target).line, with: service.socketPath,
-                                                      timeout: configuration.askTimeout) { (peer) throws(ControlError) in
-                guard peer.pid == service.pid else { throw ControlError("the socket now belongs to process \(peer.pid), not \(service.pid)") }
+            let exchange = try ControlClient.exchange(
+                ControlRequest.warn(level: level, targetBytes: target).line, with: service.socketPath,
+                timeout: configuration.askTimeout
+            ) { (peer) throws(ControlError) in
+                guard peer.pid == service.pid else {
+                    throw ControlError(.endpointReplaced, "the socket now belongs to process \(peer.pid), not \(service.pid)")
+                }
             }
             switch try ControlReply(line: Array(exchange.reply.utf8)) {
             case .released(_, _, let report): outcome = .success(report.freedBytes)
-            case .failure(let message): outcome = .failure(ControlError("refused: \(message)"))
-            case .status, .coordinated: outcome = .failure(ControlError("answered with something other than a release report"))
+            case .failure(let message): outcome = .failure(ControlError(.refused, "refused: \(message)"))
+            case .status, .coordinated: outcome = .failure(ControlError(.unexpectedReply, "answered with something other than a release report"))
             }
         } catch {
             outcome = .failure(error)
@@ -352,9 +358,10 @@ package final class NodeAgent {
     private func wait(after reading: ParentReading) -> Duration {
         let capacity = Double(reading.capacityBytes)
         func mark(_ ratio: Double) -> UInt64 { UInt64(capacity * ratio) }
-        var wait = rule.interval(usage: reading.usageBytes, marksAbove: [mark(policy.warningRatio), mark(policy.criticalRatio), reading.capacityBytes],
-                                 marksBelow: [mark(policy.recoveryRatio), mark(policy.warningRatio), mark(policy.criticalRatio)],
-                                 risingBytesPerSecond: rising, fallingBytesPerSecond: falling)
+        var wait = rule.interval(
+            usage: reading.usageBytes, marksAbove: [mark(policy.warningRatio), mark(policy.criticalRatio), reading.capacityBytes],
+            marksBelow: [mark(policy.recoveryRatio), mark(policy.warningRatio), mark(policy.criticalRatio)],
+            risingBytesPerSecond: rising, fallingBytesPerSecond: falling)
         wait = min(wait, configuration.discoverEvery)  // new services are found within it
         if configuration.parent != nil { wait = min(wait, configuration.renewEvery) }
         if let episode { wait = min(wait, max(.milliseconds(5), episode.nextRound - .now)) }

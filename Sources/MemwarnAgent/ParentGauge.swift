@@ -44,20 +44,26 @@ struct ParentGauge {
             // The parent's own limit (the one the agent leases); limits above it stay each service's own.
             let constraints = try CgroupMemoryReader(location: parent, files: files).constraints(includingAncestors: false)
             if let binding = MemoryConstraint.binding(constraints) {
-                readings.append(ParentReading(usageBytes: binding.usageBytes, capacityBytes: binding.limit.bytes,
-                                              measure: "\(binding.cgroupPath) (\(binding.limit.file))"))
+                readings.append(
+                    ParentReading(
+                        usageBytes: binding.usageBytes, capacityBytes: binding.limit.bytes,
+                        measure: "\(binding.cgroupPath) (\(binding.limit.file))"))
             }
         }
         if let minAvailableBytes {
             let memory = try SystemMemory.parse(files.read("/proc/meminfo"), path: files.path("/proc/meminfo"))
             let capacity = memory.totalBytes > minAvailableBytes ? memory.totalBytes - minAvailableBytes : 0
-            readings.append(ParentReading(usageBytes: memory.usedBytes, capacityBytes: capacity,
-                                          measure: "node (MemAvailable floor \(ByteSize.describe(minAvailableBytes)))"))
+            readings.append(
+                ParentReading(
+                    usageBytes: memory.usedBytes, capacityBytes: capacity,
+                    measure: "node (MemAvailable floor \(ByteSize.describe(minAvailableBytes)))"))
         }
         guard let nearest = readings.max(by: { $0.ratio < $1.ratio }) else {
-            throw CgroupError(.unsupported, "the cgroup has no memory limit of its own and no --min-available was given: there is nothing to guard "
-                              + "(a limit set above it is each service's to watch; give the agent that cgroup)",
-                              path: parent?.directory ?? "/proc/meminfo")
+            throw CgroupError(
+                .unsupported,
+                "the cgroup has no memory limit of its own and no --min-available was given: there is nothing to guard "
+                    + "(a limit set above it is each service's to watch; give the agent that cgroup)",
+                path: parent?.directory ?? "/proc/meminfo")
         }
         return nearest
     }

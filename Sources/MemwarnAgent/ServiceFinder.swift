@@ -1,6 +1,7 @@
 import CgroupKit
 import Memwarn
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,7 +23,8 @@ struct ServiceFinder {
     /// - Returns: the services found, the sockets that failed (path and why), and the unlinked
     ///   children of the parent (path and usage).
     func search(known: [AgentService], skipping skipped: Set<String>)
-        -> (services: [AgentService], outside: [String: Int32], failures: [(socket: String, reason: String)], unlinked: [(cgroup: String, usageBytes: UInt64)]) {
+        -> (services: [AgentService], outside: [String: Int32], failures: [(socket: String, reason: String)], unlinked: [(cgroup: String, usageBytes: UInt64)])
+    {
         var services: [AgentService] = []
         var outside: [String: Int32] = [:]
         var failures: [(String, String)] = []
@@ -50,9 +52,9 @@ struct ServiceFinder {
                         found = try admit(peer, socket: socket, discovery: discovery)
                     }
                     guard case .status = try ControlReply(line: Array(exchange.reply.utf8)) else {
-                        throw ControlError("answered status with something else")
+                        throw ControlError(.unexpectedReply, "answered status with something else")
                     }
-                } catch let error as ControlError where error.message.hasPrefix(Self.outside) {
+                } catch let error as ControlError where error.code == .serviceOutOfScope {
                     outside[socket] = listener  // another subtree's service: not ours, not asked again while it lives
                     continue
                 } catch {
@@ -87,12 +89,12 @@ struct ServiceFinder {
         do {
             layout = try discovery.layout(pid: peer.pid)
         } catch {
-            throw ControlError("the cgroup of process \(peer.pid) (listening on \(socket)) could not be read: \(error)")
+            throw ControlError(.serviceUnreadable, "the cgroup of process \(peer.pid) (listening on \(socket)) could not be read: \(error)")
         }
-        guard let memory = layout.memory else { throw ControlError("process \(peer.pid) has no memory cgroup") }
+        guard let memory = layout.memory else { throw ControlError(.serviceUnreadable, "process \(peer.pid) has no memory cgroup") }
         if let parent {
             guard memory.mountPoint == parent.mountPoint, parent.path == "/" || memory.path == parent.path || memory.path.hasPrefix(parent.path + "/") else {
-                throw ControlError(Self.outside + "process \(peer.pid) is in \(memory.path)")
+                throw ControlError(.serviceOutOfScope, Self.outside + "process \(peer.pid) is in \(memory.path)")
             }
         }
         return AgentService(pid: peer.pid, uid: peer.uid, socketPath: socket, cgroup: memory)
@@ -109,7 +111,8 @@ struct ServiceFinder {
             guard name != ".", name != ".." else { continue }
             let child = parent.child(name)
             guard !services.contains(where: { $0.cgroup.path == child.path || $0.cgroup.path.hasPrefix(child.path + "/") }),
-                  let usage = try? CgroupMemoryReader(location: child, files: files).usage() else { continue }
+                let usage = try? CgroupMemoryReader(location: child, files: files).usage()
+            else { continue }
             found.append((child.path, usage))
         }
         return found.sorted { $0.1 > $1.1 }

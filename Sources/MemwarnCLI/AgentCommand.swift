@@ -5,6 +5,7 @@ import Memwarn
 import MemwarnAgent
 import MemwarnSystem
 import UnixSignals
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,25 +33,47 @@ struct AgentCommand: AsyncParsableCommand {
             Example: memwarn agent --cgroup /system.slice --json --metrics-file /var/lib/node_exporter/memwarn.prom
             """)
 
-    @Option(name: .long, help: ArgumentHelp("The parent cgroup whose limit its services share: a path as in /proc/PID/cgroup, or under the cgroup mount.", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("The parent cgroup whose limit its services share: a path as in /proc/PID/cgroup, or under the cgroup mount.", valueName: "path"))
     var cgroup: String?
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Guard the node: pressure as MemAvailable nears SIZE (the kubelet's memory.available eviction threshold, say 500M).", valueName: "size"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp(
+            "Guard the node: pressure as MemAvailable nears SIZE (the kubelet's memory.available eviction threshold, say 500M).", valueName: "size"))
     var minAvailable: String?
 
-    @Option(name: .long, help: ArgumentHelp("A directory of control endpoints (repeatable; a pattern with * is matched afresh at each search, such as '/run/memwarn/pods/*/memwarn'). Default: this user's (root's: /run/memwarn), and for root every user's under /run/user and /tmp.", valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A directory of control endpoints (repeatable; a pattern with * is matched afresh at each search, such as '/run/memwarn/pods/*/memwarn'). Default: this user's (root's: /run/memwarn), and for root every user's under /run/user and /tmp.",
+            valueName: "dir"))
     var controlDir: [String] = []
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("How long one service may take to answer before the agent goes on (default 2s).", valueName: "duration"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("How long one service may take to answer before the agent goes on (default 2s).", valueName: "duration"))
     var askTimeout = "2s"
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The lease each service gets, renewed every second (1s..60s, default 5s): how soon a service counts the parent again if the agent dies.", valueName: "duration"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp(
+            "The lease each service gets, renewed every second (1s..60s, default 5s): how soon a service counts the parent again if the agent dies.",
+            valueName: "duration"))
     var lease = "5s"
 
-    @Option(name: .long, help: ArgumentHelp("Write the agent's Prometheus metrics to this file after each change (node_exporter's textfile collector reads it).", valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Write the agent's Prometheus metrics to this file after each change (node_exporter's textfile collector reads it).", valueName: "file"))
     var metricsFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("A policy file (format of Config/memwarn.conf): the marks applied to the parent. Default: $MEMWARN_CONFIG, else the built-in policy.", valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A policy file (format of Config/memwarn.conf): the marks applied to the parent. Default: $MEMWARN_CONFIG, else the built-in policy.",
+            valueName: "file"))
     var config: String?
 
     @Flag(name: .long, help: "Print JSON lines instead of text.")
@@ -59,7 +82,9 @@ struct AgentCommand: AsyncParsableCommand {
     func validate() throws {
         guard cgroup != nil || minAvailable != nil else { throw ValidationError("give --cgroup PATH, --min-available SIZE, or both") }
         if let cgroup, !cgroup.hasPrefix("/") { throw ValidationError("--cgroup takes an absolute path, such as /system.slice; got \"\(cgroup)\"") }
-        if let minAvailable, ByteSize.parse(minAvailable) == nil { throw ValidationError("--min-available: \(ValueWords.notASize(minAvailable)) (a size such as 500M)") }
+        if let minAvailable, ByteSize.parse(minAvailable) == nil {
+            throw ValidationError("--min-available: \(ValueWords.notASize(minAvailable)) (a size such as 500M)")
+        }
         guard let timeout = PressurePolicy.parseDuration(askTimeout), timeout >= .milliseconds(10), timeout <= .seconds(60) else {
             throw ValidationError("--ask-timeout takes a duration within 10ms...60s, such as 2s; got \"\(askTimeout)\"")
         }
@@ -80,8 +105,9 @@ struct AgentCommand: AsyncParsableCommand {
             }
             return memory
         }
-        var agentConfiguration = AgentConfiguration(parent: parent, minAvailableBytes: minAvailable.flatMap(ByteSize.parse),
-                                                    controlDirectories: controlDir.isEmpty ? ControlDirectory.everyUsersPaths : controlDir, policy: policy)
+        var agentConfiguration = AgentConfiguration(
+            parent: parent, minAvailableBytes: minAvailable.flatMap(ByteSize.parse),
+            controlDirectories: controlDir.isEmpty ? ControlDirectory.everyUsersPaths : controlDir, policy: policy)
         agentConfiguration.askTimeout = PressurePolicy.parseDuration(askTimeout) ?? .seconds(2)
         agentConfiguration.lease = PressurePolicy.parseDuration(lease) ?? .seconds(5)
         for directory in agentConfiguration.controlDirectories where !directory.contains("*") {

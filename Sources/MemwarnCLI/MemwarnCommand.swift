@@ -55,12 +55,16 @@ struct MemwarnCommand: AsyncParsableCommand {
 
 /// Options shared by the subcommands.
 struct TargetOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "The cgroup to read: a path as in /proc/PID/cgroup, or an absolute path under the cgroup mount. Default: this process's own.",
-        valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The cgroup to read: a path as in /proc/PID/cgroup, or an absolute path under the cgroup mount. Default: this process's own.",
+            valueName: "path"))
     var cgroup: String?
 
-    @Option(name: .long, help: ArgumentHelp("A policy file (format of Config/memwarn.conf). Default: $MEMWARN_CONFIG, else the built-in policy.", valueName: "file"))
+    @Option(
+        name: .long, help: ArgumentHelp("A policy file (format of Config/memwarn.conf). Default: $MEMWARN_CONFIG, else the built-in policy.", valueName: "file")
+    )
     var config: String?
 
     @Flag(name: .long, help: "Print JSON instead of text.")

@@ -30,9 +30,11 @@ enum Output {
     /// characters — escape sequences, carriage returns, C1 controls — become `?`; newlines
     /// and tabs stay.
     static func printable(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
-            let isControl = scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value)
-            return isControl && scalar != "\n" && scalar != "\t" ? "?" : scalar
-        }))
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.map { scalar in
+                    let isControl = scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value)
+                    return isControl && scalar != "\n" && scalar != "\t" ? "?" : scalar
+                }))
     }
 }

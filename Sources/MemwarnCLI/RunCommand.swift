@@ -1,11 +1,11 @@
 import ArgumentParser
-import Dispatch
 import CgroupKit
+import Dispatch
 import Foundation
 import Logging
 import Memwarn
-import MemwarnSystem
 import MemwarnSoak
+import MemwarnSystem
 import UnixSignals
 
 /// `memwarn run`: a command under a new memory-limited cgroup, watched.
@@ -44,9 +44,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The hard limit: bytes or with a unit (64M, 1.5G).", valueName: "size"))
     var memoryMax: String
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp(
-        "The throttling limit, cgroup v2 only: a size, or max for none (default on v2: halfway between the critical mark and --memory-max, 95% on the default policy).",
-        valueName: "size|max"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp(
+            "The throttling limit, cgroup v2 only: a size, or max for none (default on v2: halfway between the critical mark and --memory-max, 95% on the default policy).",
+            valueName: "size|max"))
     var memoryHigh: String?
 
     @Option(name: .long, help: ArgumentHelp("Also write the report as JSON to this file.", valueName: "file"))
@@ -63,7 +65,9 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard !command.isEmpty else { throw ValidationError("no command: give it after --, as in memwarn run --memory-max 64M -- CMD") }
-        guard let maximum = ByteSize.parse(memoryMax, allowingZero: true) else { throw ValidationError("--memory-max: \(ValueWords.notASize(memoryMax)) (examples: 67108864, 64M, 1.5G)") }
+        guard let maximum = ByteSize.parse(memoryMax, allowingZero: true) else {
+            throw ValidationError("--memory-max: \(ValueWords.notASize(memoryMax)) (examples: 67108864, 64M, 1.5G)")
+        }
         guard maximum >= ByteSize.smallestLimit else {
             throw ValidationError("--memory-max: \(memoryMax) is below the smallest limit, 1M: no command can start under it")
         }
@@ -128,7 +132,8 @@ struct RunCommand: AsyncParsableCommand {
         Output.errorLine("memwarn run: pid \(run.pid) in \(run.cgroup.location.directory), limit \(ByteSize.describe(options.memoryMaxBytes))")
         let limit = options.memoryMaxBytes
         let result = await run.wait { event in
-            Output.errorLine("memwarn run: \(event.level.rawValue) — \(ByteSize.describe(event.snapshot.usageBytes)) of \(ByteSize.describe(limit)) [\(event.source.name)]")
+            Output.errorLine(
+                "memwarn run: \(event.level.rawValue) — \(ByteSize.describe(event.snapshot.usageBytes)) of \(ByteSize.describe(limit)) [\(event.source.name)]")
         }
         forwarding.cancel()
         for line in Self.summary(result) { Output.errorLine("memwarn run: " + line) }

@@ -1,11 +1,11 @@
 import ArgumentParser
+import CgroupKit
 import Foundation
 import Logging
 import Memwarn
-import MemwarnSystem
 import MemwarnSoak
+import MemwarnSystem
 import UnixSignals
-import CgroupKit
 
 /// `memwarn soak`: a service — the demo, or yours — with and without memwarn, under the same limit.
 struct SoakCommand: AsyncParsableCommand {
@@ -50,16 +50,26 @@ struct SoakCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The limit for each run.", valueName: "size"))
     var memoryMax: String?
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Several limits, comma-separated: the pair runs at each from the smallest; the report names the lowest each survives.", valueName: "sizes"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp(
+            "Several limits, comma-separated: the pair runs at each from the smallest; the report names the lowest each survives.", valueName: "sizes"))
     var limits: String?
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("How long each run lasts: 60s, 90, 2m, 1.5h (the demo's load; your service's from ready, unless its load ends first).", valueName: "time"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp(
+            "How long each run lasts: 60s, 90, 2m, 1.5h (the demo's load; your service's from ready, unless its load ends first).", valueName: "time"))
     var duration = "60s"
 
-    @Option(name: .long, help: ArgumentHelp("Your service is ready when this http:// URL (an IP address or localhost) answers 2xx (polled every 100 ms).", valueName: "url"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Your service is ready when this http:// URL (an IP address or localhost) answers 2xx (polled every 100 ms).", valueName: "url"))
     var readyUrl: String?
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Your service is ready this long after it started (default 2s when there is no --ready-url).", valueName: "time"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("Your service is ready this long after it started (default 2s when there is no --ready-url).", valueName: "time"))
     var readyAfter: String?
 
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("How long --ready-url may take to answer.", valueName: "time"))
@@ -68,7 +78,8 @@ struct SoakCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("A shell command that loads your service, run outside the limit once it is ready.", valueName: "command"))
     var load: String?
 
-    @Option(name: .long, help: ArgumentHelp("A shell command run at the end while your service still runs: exit 0 when its data is intact.", valueName: "command"))
+    @Option(
+        name: .long, help: ArgumentHelp("A shell command run at the end while your service still runs: exit 0 when its data is intact.", valueName: "command"))
     var check: String?
 
     @Option(name: .long, help: ArgumentHelp("Your service's Prometheus page (default: the ready URL's origin + /metrics).", valueName: "url"))
@@ -83,7 +94,8 @@ struct SoakCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print the report as JSON (the progress line still goes to stderr).")
     var json = false
 
-    @Option(name: .long, help: ArgumentHelp("Write an SVG plot of usage against the limit over time for every run (rewritten every 5 s).", valueName: "file.svg"))
+    @Option(
+        name: .long, help: ArgumentHelp("Write an SVG plot of usage against the limit over time for every run (rewritten every 5 s).", valueName: "file.svg"))
     var plot: String?
 
     @Option(name: .long, help: ArgumentHelp("Write every run's samples as JSON: usage every 100 ms, the floor once a second.", valueName: "file.json"))
@@ -104,8 +116,10 @@ struct SoakCommand: AsyncParsableCommand {
             throw ValidationError("--duration: \(duration) is out of range: a soak runs from 1s to 24h (86400s)")
         }
         if command.isEmpty {
-            let serviceOptions = [("--ready-url", readyUrl), ("--ready-after", readyAfter), ("--load", load), ("--check", check),
-                                  ("--metrics-url", metricsUrl), ("--service-log", serviceLog)]
+            let serviceOptions = [
+                ("--ready-url", readyUrl), ("--ready-after", readyAfter), ("--load", load), ("--check", check),
+                ("--metrics-url", metricsUrl), ("--service-log", serviceLog),
+            ]
             if let given = serviceOptions.first(where: { $0.1 != nil }) {
                 throw ValidationError("\(given.0) is for your service: give its command after --, as in memwarn soak \(given.0) … -- ./my-service")
             }
@@ -181,13 +195,17 @@ struct SoakCommand: AsyncParsableCommand {
                 }
                 log = handle
             }
-            let readiness: Soak.Service.Readiness = readyUrl.map { .url($0, timeout: .milliseconds(Int64((Self.parseSeconds(readyTimeout) ?? 60) * 1_000))) }
+            let readiness: Soak.Service.Readiness =
+                readyUrl.map { .url($0, timeout: .milliseconds(Int64((Self.parseSeconds(readyTimeout) ?? 60) * 1_000))) }
                 ?? .after(.milliseconds(Int64((readyAfter.flatMap(Self.parseSeconds) ?? 2) * 1_000)))
-            subject = .command(Soak.Service(command: command, readiness: readiness, load: load, check: check, metricsURL: metricsUrl,
-                                            shedCounters: shedCounter, outputDescriptor: log?.fileDescriptor))
+            subject = .command(
+                Soak.Service(
+                    command: command, readiness: readiness, load: load, check: check, metricsURL: metricsUrl,
+                    shedCounters: shedCounter, outputDescriptor: log?.fileDescriptor))
         }
-        let soak = Soak(subject: subject, limits: limitBytes, duration: .milliseconds(Int64(seconds * 1_000)), includesBaseline: !noBaseline,
-                        policy: try PressurePolicy.load(environment: environment), plotPath: plot)
+        let soak = Soak(
+            subject: subject, limits: limitBytes, duration: .milliseconds(Int64(seconds * 1_000)), includesBaseline: !noBaseline,
+            policy: try PressurePolicy.load(environment: environment), plotPath: plot)
         if let plot, !FileManager.default.createFile(atPath: plot, contents: nil) {
             Output.errorLine("Error: cannot write the plot to \(plot): \(String(cString: strerror(errno)))")
             throw ExitCode(2)
@@ -261,7 +279,8 @@ final class ProgressLine: Sendable {
 
     func show(_ progress: Soak.Progress) {
         let label = progress.label.padding(toLength: 8, withPad: " ", startingAt: 0)
-        let text = "\(label) \(String(format: "%5.1f/%.0f", progress.seconds, total)) s  usage \(ByteSize.describe(progress.usageBytes)) "
+        let text =
+            "\(label) \(String(format: "%5.1f/%.0f", progress.seconds, total)) s  usage \(ByteSize.describe(progress.usageBytes)) "
             + "of \(ByteSize.describe(progress.memoryMaxBytes))  level \(progress.level.rawValue)"
             + (progress.releases.map { "  releases \($0)" } ?? "") + (progress.trend.map { "  trend \($0)" } ?? "")
         let due = lastPrinted.withLock { last in

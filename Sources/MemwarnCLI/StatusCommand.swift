@@ -37,8 +37,10 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Every memory cgroup at and below --cgroup (default: this process's own), one row each.")
     var all = false
 
-    @Option(name: .customLong("growth-sample"), parsing: .unconditional, help: ArgumentHelp(
-        "How long to read usage to measure growth (11 readings over this time; 0s for none).", valueName: "DURATION"))
+    @Option(
+        name: .customLong("growth-sample"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "How long to read usage to measure growth (11 readings over this time; 0s for none).", valueName: "DURATION"))
     var growthSample = "500ms"
 
     func validate() throws {
@@ -76,12 +78,14 @@ struct StatusCommand: AsyncParsableCommand {
         logger.logLevel = .critical
         let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy, cgroupPath: target.cgroup), logger: logger)
         let span = PressurePolicy.parseDuration(growthSample) ?? .zero
-        let (snapshot, forecast) = span > .zero
+        let (snapshot, forecast) =
+            span > .zero
             ? try await PressureForecast.measure(sampler: sampler, readings: 11, interval: span / 10, policy: policy)
             : (try sampler.sample(), nil)
         let level = PressureMonitor.level(of: snapshot, policy: policy)
-        let report = StatusReport(layout: layout, snapshot: snapshot, level: level, forecast: forecast,
-                                  monitor: await Self.summary(of: monitor))
+        let report = StatusReport(
+            layout: layout, snapshot: snapshot, level: level, forecast: forecast,
+            monitor: await Self.summary(of: monitor))
         if target.json {
             print(try report.json())
         } else {
@@ -110,8 +114,9 @@ struct StatusCommand: AsyncParsableCommand {
             }
             thresholds = monitor.arming?.thresholdsRegisteredAfter.map(milliseconds)
         }
-        return .init(usageWatch: (monitor.usageWatch ?? arming.usageWatch).name, armedMilliseconds: milliseconds(arming.duration),
-                     thresholdsMilliseconds: thresholds, sources: monitor.watchedSources, error: nil)
+        return .init(
+            usageWatch: (monitor.usageWatch ?? arming.usageWatch).name, armedMilliseconds: milliseconds(arming.duration),
+            thresholdsMilliseconds: thresholds, sources: monitor.watchedSources, error: nil)
     }
 
     /// Milliseconds to a tenth.

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CgroupKit
 import Foundation
 import Memwarn
 import MemwarnSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The JSON and text forms of a snapshot, shared by `status` and `watch`.
 struct StatusReport: Encodable {
@@ -80,8 +81,9 @@ struct StatusReport: Encodable {
         cgroupUsageBytes = snapshot.cgroupUsageBytes ?? layout.memory.flatMap { try? CgroupMemoryReader(location: $0).usage() }
         let binding = snapshot.binding
         limits = snapshot.constraints.map { constraint in
-            Limit(cgroup: constraint.cgroupPath, file: constraint.limit.file, usageBytes: constraint.usageBytes, limitBytes: constraint.limit.bytes,
-                  headroomBytes: constraint.headroomBytes, binding: constraint == binding, hidden: constraint.isHidden)
+            Limit(
+                cgroup: constraint.cgroupPath, file: constraint.limit.file, usageBytes: constraint.usageBytes, limitBytes: constraint.limit.bytes,
+                headroomBytes: constraint.headroomBytes, binding: constraint == binding, hidden: constraint.isHidden)
         }
         coordinatedCgroups = snapshot.coordinatedCgroups
         limitBytes = snapshot.limit?.bytes
@@ -99,16 +101,19 @@ struct StatusReport: Encodable {
             notes.append("no cgroup limit applies: usage is the system's MemTotal - MemAvailable")
         }
         if let binding, binding.cgroupPath != snapshot.cgroup?.path {
-            notes.append("an ancestor's limit binds: \(binding.cgroupPath) holds \(Self.bytes(binding.usageBytes)) of its \(Self.bytes(binding.limit.bytes)) "
-                         + "(every cgroup below it counted), \(Self.bytes(binding.headroomBytes)) left")
+            notes.append(
+                "an ancestor's limit binds: \(binding.cgroupPath) holds \(Self.bytes(binding.usageBytes)) of its \(Self.bytes(binding.limit.bytes)) "
+                    + "(every cgroup below it counted), \(Self.bytes(binding.headroomBytes)) left")
         }
         if let memory = snapshot.cgroup, CgroupMemoryReader(location: memory).ancestorsHiddenByNamespace() {
-            notes.append("this process runs in a cgroup namespace: the cgroups above \(memory.mountPoint) cannot be read here, "
-                         + "and a limit set there (a pod's, a slice's) is not counted (cgroup v2 reports no hierarchical limit)")
+            notes.append(
+                "this process runs in a cgroup namespace: the cgroups above \(memory.mountPoint) cannot be read here, "
+                    + "and a limit set there (a pod's, a slice's) is not counted (cgroup v2 reports no hierarchical limit)")
         }
         for hidden in snapshot.constraints where hidden.isHidden {
-            notes.append("a limit of \(Self.bytes(hidden.limit.bytes)) is set above the cgroup namespace (hierarchical_memory_limit): "
-                         + "its cgroup cannot be read here, so only this cgroup's own usage is measured against it")
+            notes.append(
+                "a limit of \(Self.bytes(hidden.limit.bytes)) is set above the cgroup namespace (hierarchical_memory_limit): "
+                    + "its cgroup cannot be read here, so only this cgroup's own usage is measured against it")
         }
         if let memory = layout.memory, memory.version == .v1, access(memory.file("cgroup.event_control"), W_OK) != 0 {
             notes.append("cgroup.event_control is root's: a monitor run by this user samples usage instead of v1 notifications")
@@ -161,14 +166,16 @@ struct StatusReport: Encodable {
         var lines = [
             "level     \(level)",
             "usage     [\(bar)] \(String(format: "%.1f", ratio * 100))%",
-            "          \(Self.bytes(usageBytes)) of " + (limitBytes.map(Self.bytes) ?? systemTotalBytes.map { "the system's \(Self.bytes($0)) (no cgroup limit)" } ?? "no limit")
+            "          \(Self.bytes(usageBytes)) of "
+                + (limitBytes.map(Self.bytes) ?? systemTotalBytes.map { "the system's \(Self.bytes($0)) (no cgroup limit)" } ?? "no limit")
                 + (limitFile.map { " (\($0) of \(limitCgroup ?? "?"))" } ?? ""),
             "marks     warning \(Int(policy.warningRatio * 100))%, critical \(Int(policy.criticalRatio * 100))%, normal below \(Int(policy.recoveryRatio * 100))%",
             "cgroup    \(cgroupDirectory ?? "none") (\(mode))" + (cgroupUsageBytes.map { ", its own usage \(Self.bytes($0))" } ?? ""),
         ]
         for limit in limits {
-            lines.append((limit.binding ? "binds     " : "limit     ") + "\(limit.cgroup): \(Self.bytes(limit.usageBytes)) of \(Self.bytes(limit.limitBytes)) "
-                         + "(\(limit.file)), \(Self.bytes(limit.headroomBytes)) left" + (limit.hidden ? " [set above the cgroup namespace]" : ""))
+            lines.append(
+                (limit.binding ? "binds     " : "limit     ") + "\(limit.cgroup): \(Self.bytes(limit.usageBytes)) of \(Self.bytes(limit.limitBytes)) "
+                    + "(\(limit.file)), \(Self.bytes(limit.headroomBytes)) left" + (limit.hidden ? " [set above the cgroup namespace]" : ""))
         }
         for cgroup in coordinatedCgroups { lines.append("agent     \(cgroup): its limit is left to the node agent (memwarn agent)") }
         if let systemTotalBytes { lines.append("system    \(Self.bytes(usageBytes)) used of \(Self.bytes(systemTotalBytes))") }
@@ -186,11 +193,12 @@ struct StatusReport: Encodable {
             if let error = monitor.error {
                 lines.append("monitor   could not be armed: \(error)")
             } else {
-                let watch = switch monitor.usageWatch {
-                case "thresholds": "usage thresholds (kernel events), sampled in the guard bands below the marks"
-                case "adaptive-sampling": "usage sampled adaptively (no usage events here)"
-                default: "usage polled every poll_interval (adaptive sampling off)"
-                }
+                let watch =
+                    switch monitor.usageWatch {
+                    case "thresholds": "usage thresholds (kernel events), sampled in the guard bands below the marks"
+                    case "adaptive-sampling": "usage sampled adaptively (no usage events here)"
+                    default: "usage polled every poll_interval (adaptive sampling off)"
+                    }
                 let thresholds = monitor.thresholdsMilliseconds.map { String(format: "; thresholds registered %.0f ms later", $0) } ?? ""
                 lines.append("monitor   armed in \(String(format: "%.1f", monitor.armedMilliseconds)) ms\(thresholds); \(watch)")
             }

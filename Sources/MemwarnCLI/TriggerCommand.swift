@@ -3,7 +3,6 @@ import Foundation
 import Memwarn
 import MemwarnSystem
 
-
 /// `memwarn trigger`: ask running processes to release memory now, through their control endpoints.
 struct TriggerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -46,8 +45,10 @@ struct TriggerCommand: ParsableCommand {
     @Flag(name: .customLong("terminate-suspended"), help: "Only terminate suspended units (a critical release of that tier).")
     var terminateSuspended = false
 
-    @Option(name: .customLong("target-bytes"), parsing: .unconditional, help: ArgumentHelp(
-        "Stop once this much is freed: bytes or with a unit (67108864, 64M, 1.5G). Default: everything the level allows.", valueName: "size"))
+    @Option(
+        name: .customLong("target-bytes"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Stop once this much is freed: bytes or with a unit (67108864, 64M, 1.5G). Default: everything the level allows.", valueName: "size"))
     var targetBytes: String?
 
     @Flag(name: .long, help: "Print each process's reply as one JSON line.")
@@ -83,7 +84,7 @@ struct TriggerCommand: ParsableCommand {
             ControlClient.pruneStaleSockets(in: directory)
         }
         let sockets = try socketPaths(in: directories)
-        var failures: [String] = []
+        var failures: [(code: ControlError.Code, text: String)] = []
         for (index, path) in sockets.enumerated() {
             let pid = ControlDirectory.pid(ofSocket: path) ?? 0
             let process = Self.naming(pid)
@@ -91,9 +92,9 @@ struct TriggerCommand: ParsableCommand {
                 let line = try ControlClient.exchange(request.line, with: path)
                 switch try ControlReply(line: Array(line.utf8)) {
                 case .failure(let message):
-                    failures.append("\(process): \(Output.printable(message))")
+                    failures.append((.refused, "\(process): \(Output.printable(message))"))
                 case .status, .coordinated:
-                    failures.append("\(process): answered with something other than a report")
+                    failures.append((.unexpectedReply, "\(process): answered with something other than a report"))
                 case .released(_, _, let report):
                     if json {
                         Output.line(Output.printable(line))
@@ -102,20 +103,23 @@ struct TriggerCommand: ParsableCommand {
                     }
                 }
             } catch {
-                failures.append("\(process): \(error.message)")
+                failures.append((error.code, "\(process): \(error.message)"))
             }
         }
-        guard failures.isEmpty else {
-            let summary = failures.count == 1 ? failures[0] : "\(failures.count) of \(sockets.count) processes failed: " + failures.joined(separator: "; ")
-            throw ControlError(summary)
-        }
+        guard let first = failures.first else { return }
+        // The first failure's code: what a caller matching on it would act on first.
+        let summary =
+            failures.count == 1 ? first.text : "\(failures.count) of \(sockets.count) processes failed: " + failures.map(\.text).joined(separator: "; ")
+        throw ControlError(first.code, summary)
     }
 
     /// `process 4242 (my-service)`: the pid and the program's name as the kernel keeps it
     /// (`/proc/PID/comm`, at most 15 characters, printable); the pid alone once it is gone.
     static func naming(_ pid: Int32) -> String {
-        guard let name = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
-            .trimmingCharacters(in: .newlines), !name.isEmpty else { return "process \(pid)" }
+        guard
+            let name = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+                .trimmingCharacters(in: .newlines), !name.isEmpty
+        else { return "process \(pid)" }
         return "process \(pid) (\(Output.printable(name)))"
     }
 
@@ -124,12 +128,16 @@ struct TriggerCommand: ParsableCommand {
         let named = directories.joined(separator: ", ")
         guard let pid else {
             let all = directories.flatMap { ControlClient.socketPaths(in: $0) }
-            guard !all.isEmpty else { throw ControlError("no control endpoints in \(named): no process of this user runs a memwarn ControlService") }
+            guard !all.isEmpty else {
+                throw ControlError(.noEndpoint, "no control endpoints in \(named): no process of this user runs a memwarn ControlService")
+            }
             return all
         }
-        guard ControlClient.processExists(pid) else { throw ControlError("no process with pid \(pid)") }
+        guard ControlClient.processExists(pid) else { throw ControlError(.noEndpoint, "no process with pid \(pid)") }
         guard let path = directories.map({ ControlDirectory.socketPath(for: pid, in: $0) }).first(where: { FileManager.default.fileExists(atPath: $0) }) else {
-            throw ControlError("process \(pid) has no control endpoint in \(named) (it runs no memwarn ControlService, has MEMWARN_CONTROL=off, or belongs to another user)")
+            throw ControlError(
+                .noEndpoint,
+                "process \(pid) has no control endpoint in \(named) (it runs no memwarn ControlService, has MEMWARN_CONTROL=off, or belongs to another user)")
         }
         return [path]
     }

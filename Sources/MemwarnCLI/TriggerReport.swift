@@ -11,13 +11,17 @@ struct TriggerReport {
         let target = report.targetBytes == .max ? "everything the level allows" : StatusReport.bytes(UInt64(report.targetBytes))
         var lines = [
             "\(process): \(report.level) release, target \(target): freed \(StatusReport.bytes(UInt64(report.freedBytes))) "
-                + "in \(Self.milliseconds(report.duration)) ms\(report.trimmedHeap ? " (heap trimmed)" : "")",
+                + "in \(Self.milliseconds(report.duration)) ms\(report.trimmedHeap ? " (heap trimmed)" : "")"
         ]
         guard !report.entries.isEmpty else { return (lines + ["nothing to release"]).joined(separator: "\n") }
-        let rows = [["consumer", "tier", "before", "after", "freed", "ms"]] + report.entries.map { entry in
-            [entry.consumer, entry.tier.name, StatusReport.bytes(UInt64(entry.bytesBefore)), StatusReport.bytes(UInt64(entry.bytesAfter)),
-             StatusReport.bytes(UInt64(max(0, entry.bytesFreed))), Self.milliseconds(entry.duration)]
-        }
+        let rows =
+            [["consumer", "tier", "before", "after", "freed", "ms"]]
+            + report.entries.map { entry in
+                [
+                    entry.consumer, entry.tier.name, StatusReport.bytes(UInt64(entry.bytesBefore)), StatusReport.bytes(UInt64(entry.bytesAfter)),
+                    StatusReport.bytes(UInt64(max(0, entry.bytesFreed))), Self.milliseconds(entry.duration),
+                ]
+            }
         let widths = (0..<6).map { column in rows.map { $0[column].count }.max() ?? 0 }
         for row in rows {
             // Names left-aligned, numbers right-aligned.
@@ -30,8 +34,9 @@ struct TriggerReport {
         let inUse = report.entriesInUse
         if !inUse.isEmpty {
             // Who gave back less than asked: memory in use (PurgeableData never ended, say).
-            lines.append("in use (asked for more than they gave): "
-                + inUse.map { "\($0.consumer) \(StatusReport.bytes(UInt64($0.bytesInUse)))" }.joined(separator: ", "))
+            lines.append(
+                "in use (asked for more than they gave): "
+                    + inUse.map { "\($0.consumer) \(StatusReport.bytes(UInt64($0.bytesInUse)))" }.joined(separator: ", "))
         }
         return lines.joined(separator: "\n")
     }

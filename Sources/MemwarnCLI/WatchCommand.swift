@@ -37,8 +37,9 @@ struct WatchCommand: AsyncParsableCommand {
                 Output.line(json ? try WatchLine(event).json() : WatchLine(event).text())
             }
         }
-        let group = ServiceGroup(configuration: .init(
-            services: [monitor], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [monitor], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         defer { printer.cancel() }
         try await group.run()
         _ = try await printer.value
@@ -81,7 +82,8 @@ struct WatchLine: Encodable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case time, level, previous, usageBytes, limitBytes, limitCgroup, cgroupUsageBytes, ratio, source, growthBytesPerSecond, secondsToCritical, secondsToLimit
+        case time, level, previous, usageBytes, limitBytes, limitCgroup, cgroupUsageBytes, ratio, source, growthBytesPerSecond, secondsToCritical,
+            secondsToLimit
     }
 
     /// Every line has the same keys: `previous` and `limitBytes` are `null` when absent.
@@ -107,7 +109,8 @@ struct WatchLine: Encodable {
 
     func text() -> String {
         let change = previous.map { "\($0) -> \(level)" } ?? "level \(level)"
-        return "\(time)  \(change)  \(StatusReport.bytes(usageBytes)) of \(limitBytes.map(StatusReport.bytes) ?? "the system's memory (no cgroup limit)") (\(String(format: "%.1f", ratio * 100))%)  [\(source)]"
+        return
+            "\(time)  \(change)  \(StatusReport.bytes(usageBytes)) of \(limitBytes.map(StatusReport.bytes) ?? "the system's memory (no cgroup limit)") (\(String(format: "%.1f", ratio * 100))%)  [\(source)]"
             + (secondsToLimit.map { "  limit in \(String(format: "%.1f", $0)) s" } ?? "")
             + (limitCgroup.flatMap { binding in cgroupUsageBytes.map { "  binds: \(binding) (own usage \(StatusReport.bytes($0)))" } } ?? "")
     }

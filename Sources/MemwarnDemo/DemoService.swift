@@ -56,12 +56,13 @@ final class DemoService {
         guard FileManager.default.createFile(atPath: dataFile, contents: Data(repeating: 7, count: 4_096)) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: dataFile])
         }
-        connections = ResourcePool(name: "connections", bytesPerHandle: 1 << 20, maximumCount: 4,
-                                   open: {
-                                       guard let handle = FileHandle(forReadingAtPath: dataFile) else { throw CocoaError(.fileReadNoSuchFile) }
-                                       return handle
-                                   },
-                                   close: { try $0.close() })
+        connections = ResourcePool(
+            name: "connections", bytesPerHandle: 1 << 20, maximumCount: 4,
+            open: {
+                guard let handle = FileHandle(forReadingAtPath: dataFile) else { throw CocoaError(.fileReadNoSuchFile) }
+                return handle
+            },
+            close: { try $0.close() })
         try generateMedia(in: directory + "/media")
     }
 
@@ -109,10 +110,12 @@ final class DemoService {
             log.emit("level", ["level": event.level.rawValue, "usage": Int(event.snapshot.usageBytes), "source": event.source.name])
         }
         monitor.addExhaustionObserver { [log] change in
-            log.emit(change.isExhausted ? "exhausted" : "recovered", [
-                "floor": Int(change.floorBytes), "usage": Int(change.usageBytes), "capacity": Int(change.capacityBytes ?? 0),
-                "growth": Int(change.growthBytesPerSecond),
-            ])
+            log.emit(
+                change.isExhausted ? "exhausted" : "recovered",
+                [
+                    "floor": Int(change.floorBytes), "usage": Int(change.usageBytes), "capacity": Int(change.capacityBytes ?? 0),
+                    "growth": Int(change.growthBytesPerSecond),
+                ])
         }
         app.addObserver { [log] notification in
             if case .unit(let id) = notification.subject, case .discarded(let freed) = notification.event {
@@ -150,8 +153,12 @@ final class DemoService {
             try await app.moveUnitToBackground(user)
         }
         if tick % 50 == 0 {
-            log.emit("progress", ["users": users.count, "active": active.count, "writes": acknowledged.values.reduce(0, +),
-                                  "suspended": app.units.filter { $0.state == .suspended }.count])
+            log.emit(
+                "progress",
+                [
+                    "users": users.count, "active": active.count, "writes": acknowledged.values.reduce(0, +),
+                    "suspended": app.units.filter { $0.state == .suspended }.count,
+                ])
         }
     }
 
@@ -187,7 +194,8 @@ final class DemoService {
     /// Asks every user's session back, counts what it still holds, and signs the user out
     /// (`willTerminate` saves; the session's memory goes), so the check itself stays small.
     private func finish() async throws {
-        var verified = 0, lostWrites = mismatches
+        var verified = 0
+        var lostWrites = mismatches
         for user in users {
             let unit = try await app.activateUnit(user)
             let missing = lost(user)
@@ -196,14 +204,16 @@ final class DemoService {
             try await unit.advance(to: .notRunning)
         }
         let units = app.units
-        log.emit("summary", [
-            "memwarn": options.memwarnEnabled, "users": users.count, "writesAcknowledged": acknowledged.values.reduce(0, +),
-            "writesVerified": verified, "lostWrites": lostWrites, "relaunched": units.filter { $0.discardCount > 0 }.count,
-            "terminated": units.reduce(0) { $0 + $1.discardCount }, "cacheHits": cacheHits, "cacheMisses": cacheMisses,
-            "mediaReads": mediaReads, "posterDecodes": media.keys.compactMap { media[$0]?.decodeCount }.reduce(0, +),
-            "turnedAway": turnedAway, "forecastWarnings": monitor?.forecastTally.raised ?? 0,
-            "falseForecasts": monitor?.forecastTally.falseAlarms ?? 0,
-        ])
+        log.emit(
+            "summary",
+            [
+                "memwarn": options.memwarnEnabled, "users": users.count, "writesAcknowledged": acknowledged.values.reduce(0, +),
+                "writesVerified": verified, "lostWrites": lostWrites, "relaunched": units.filter { $0.discardCount > 0 }.count,
+                "terminated": units.reduce(0) { $0 + $1.discardCount }, "cacheHits": cacheHits, "cacheMisses": cacheMisses,
+                "mediaReads": mediaReads, "posterDecodes": media.keys.compactMap { media[$0]?.decodeCount }.reduce(0, +),
+                "turnedAway": turnedAway, "forecastWarnings": monitor?.forecastTally.raised ?? 0,
+                "falseForecasts": monitor?.forecastTally.falseAlarms ?? 0,
+            ])
         await app.terminate()
         try? FileManager.default.removeItem(atPath: dataDirectory)
     }

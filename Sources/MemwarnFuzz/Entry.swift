@@ -4,6 +4,7 @@
 // normal build, a replay tool: `memwarn-fuzz <target> FILE...` runs files through a target
 // (the regression test replays the fixtures of past findings this way); `memwarn-fuzz --list`.
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,8 +38,10 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 
 /// libFuzzer's driver, for a program whose `main` is its own.
 @_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-                     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
 
 /// SwiftPM links an executable's `main` to `<module>_main`: here that hands over to libFuzzer.
 @_cdecl("memwarn_fuzz_main")

@@ -34,6 +34,11 @@
 //                         recovery mark) | none
 import CgroupKit
 import Foundation
+import Logging
+import Memwarn
+import MemwarnSystem
+import ServiceLifecycle
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,10 +49,6 @@ let mainNanoseconds: Int = {
     clock_gettime(CLOCK_MONOTONIC, &now)
     return now.tv_sec * 1_000_000_000 + now.tv_nsec
 }()
-import Logging
-import Memwarn
-import ServiceLifecycle
-import MemwarnSystem
 
 struct Options {
     var rate = 25.0
@@ -134,7 +135,9 @@ struct Load: Service {
         let count = Int(options.totalMiB * 1_048_576) / options.entryBytes
         let interval = Duration.seconds(Double(options.entryBytes) / (options.rate * 1_048_576))
         var unreleasable: [[UInt8]] = []
-        var owed = 0.0, inserted = 0, shed = 0
+        var owed = 0.0
+        var inserted = 0
+        var shed = 0
         if options.startAfterSeconds > 0 { try await Task.sleep(for: .seconds(options.startAfterSeconds)) }
         let began = ContinuousClock.now
         for index in 0..<count {
@@ -154,14 +157,20 @@ struct Load: Service {
                 pinned.setObject(PurgeableData(repeating: UInt8(truncatingIfNeeded: index | 1), count: pin), forKey: index, cost: pin)
             }
             if options.entryBytes - held - pin > 0 {
-                cache.setObject([UInt8](repeating: UInt8(truncatingIfNeeded: index), count: options.entryBytes - held - pin), forKey: index,
-                                cost: options.entryBytes - held - pin)
+                cache.setObject(
+                    [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: options.entryBytes - held - pin), forKey: index,
+                    cost: options.entryBytes - held - pin)
             }
             inserted += 1
         }
         let tally = monitor?.forecastTally ?? ForecastTally()
-        emit("done", ["inserted": inserted, "shed": shed, "seconds": (ContinuousClock.now - began).inSeconds, "unreleasableBytes": unreleasable.reduce(0) { $0 + $1.count },
-                      "forecasts": ["raised": tally.raised, "confirmed": tally.confirmed, "false": tally.falseAlarms]])
+        emit(
+            "done",
+            [
+                "inserted": inserted, "shed": shed, "seconds": (ContinuousClock.now - began).inSeconds,
+                "unreleasableBytes": unreleasable.reduce(0) { $0 + $1.count },
+                "forecasts": ["raised": tally.raised, "confirmed": tally.confirmed, "false": tally.falseAlarms],
+            ])
         if options.holdSeconds > 0 { try? await Task.sleep(for: .seconds(options.holdSeconds)) }
         withExtendedLifetime(unreleasable) {}
     }
@@ -222,9 +231,13 @@ do {
     pinned.name = "pinned"
     let coordinator = ReleaseCoordinator.shared
     coordinator.addReportObserver { report in
-        emit("release", ["level": report.level.rawValue, "target": report.targetBytes, "headroom": report.headroomBytes,
-                         "freed": report.freedBytes, "micros": Int(report.duration.inSeconds * 1e6),
-                         "inUse": Dictionary(report.entriesInUse.map { ($0.consumer, $0.bytesInUse) }, uniquingKeysWith: +)])
+        emit(
+            "release",
+            [
+                "level": report.level.rawValue, "target": report.targetBytes, "headroom": report.headroomBytes,
+                "freed": report.freedBytes, "micros": Int(report.duration.inSeconds * 1e6),
+                "inUse": Dictionary(report.entriesInUse.map { ($0.consumer, $0.bytesInUse) }, uniquingKeysWith: +),
+            ])
     }
     var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
     var monitor: PressureMonitor?
@@ -234,18 +247,30 @@ do {
         // Armed by its initializer: before the load below can start.
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
-        emit("armed", ["usageWatch": running.arming?.usageWatch.name ?? "none", "pendingThresholds": running.arming?.pendingThresholds ?? 0,
-                       "armingMicros": running.arming.map { Int($0.duration.inSeconds * 1e6) } ?? -1,
-                       "sinceStartMillis": running.arming?.sinceProcessStart.map { Int($0.inSeconds * 1e3) } ?? -1,
-                       "monotonicNanoseconds": Int(now.tv_sec) * 1_000_000_000 + now.tv_nsec, "mainNanoseconds": mainNanoseconds])
+        emit(
+            "armed",
+            [
+                "usageWatch": running.arming?.usageWatch.name ?? "none", "pendingThresholds": running.arming?.pendingThresholds ?? 0,
+                "armingMicros": running.arming.map { Int($0.duration.inSeconds * 1e6) } ?? -1,
+                "sinceStartMillis": running.arming?.sinceProcessStart.map { Int($0.inSeconds * 1e3) } ?? -1,
+                "monotonicNanoseconds": Int(now.tv_sec) * 1_000_000_000 + now.tv_nsec, "mainNanoseconds": mainNanoseconds,
+            ])
         running.addObserver { event in
-            emit("level", ["level": event.level.rawValue, "source": event.source.name, "usage": Int(event.snapshot.usageBytes),
-                           "ratio": event.snapshot.ratio, "secondsToLimit": event.forecast?.secondsToLimit ?? -1])
+            emit(
+                "level",
+                [
+                    "level": event.level.rawValue, "source": event.source.name, "usage": Int(event.snapshot.usageBytes),
+                    "ratio": event.snapshot.ratio, "secondsToLimit": event.forecast?.secondsToLimit ?? -1,
+                ])
         }
         running.addExhaustionObserver { change in
-            emit(change.isExhausted ? "exhausted" : "recovered", ["floor": Int(change.floorBytes), "usage": Int(change.usageBytes),
-                                                                 "heldInUse": change.heldInUseBytes,
-                                                                 "holders": Dictionary(change.holders.map { ($0.consumer, $0.bytes) }, uniquingKeysWith: +)])
+            emit(
+                change.isExhausted ? "exhausted" : "recovered",
+                [
+                    "floor": Int(change.floorBytes), "usage": Int(change.usageBytes),
+                    "heldInUse": change.heldInUseBytes,
+                    "holders": Dictionary(change.holders.map { ($0.consumer, $0.bytes) }, uniquingKeysWith: +),
+                ])
         }
         if options.releaser == "memwarn" {
             coordinator.attach(to: running)
@@ -270,7 +295,8 @@ do {
         try startPoller(policy: policy, coordinator: coordinator)
     }
     if options.leakMiBPerMinute > 0 || options.floorMiB > 0 { services.append(.init(service: Leak(options: options))) }
-    services.append(.init(service: Load(options: options, cache: cache, pinned: pinned, monitor: monitor), successTerminationBehavior: .gracefullyShutdownGroup))
+    services.append(
+        .init(service: Load(options: options, cache: cache, pinned: pinned, monitor: monitor), successTerminationBehavior: .gracefullyShutdownGroup))
     let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm], logger: logger))
     try await group.run()
 } catch {

@@ -1,3 +1,5 @@
+import MemwarnSystem
+
 // memwarn-hog: a child process that holds exactly as much anonymous memory as it is told.
 // Tests and benchmarks start it, place it in a cgroup, then drive it over stdin:
 //
@@ -22,7 +24,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import MemwarnSystem
 
 struct Holder {
     let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
@@ -100,20 +101,23 @@ func serveEndpoint(directory: String, lying: Bool) throws(SystemError) {
             var chunk = [UInt8](repeating: 0, count: 4096)
             // Accepted non-blocking: wait for the request (a client may check the peer first).
             guard (try? connection.waitUntilReady(for: .readable, timeout: .seconds(5))) == true,
-                  let count = try? connection.receive(into: &chunk), count > 0 else { continue }
+                let count = try? connection.receive(into: &chunk), count > 0
+            else { continue }
             let request = String(decoding: chunk[0..<count], as: UTF8.self)
             let pid = getpid()
             let claim = lying ? 68_719_476_736 : 0
             let reply: String
             if request.contains("\"status\"") {
-                reply = #"{"ok":true,"request":"status","pid":\#(pid),"level":"critical","usageBytes":\#(claim),"limitBytes":null,"cgroupPath":null,"consumers":[{"name":"claims","tier":"caches","footprintBytes":\#(claim)}]}"#
+                reply =
+                    #"{"ok":true,"request":"status","pid":\#(pid),"level":"critical","usageBytes":\#(claim),"limitBytes":null,"cgroupPath":null,"consumers":[{"name":"claims","tier":"caches","footprintBytes":\#(claim)}]}"#
             } else if request.contains("\"coordinate\"") {
                 reply = #"{"ok":true,"request":"coordinate","pid":\#(pid),"cgroup":"/","leaseMilliseconds":5000}"#
             } else if !lying {
                 hung.append(connection.take())
                 continue
             } else {
-                reply = #"{"ok":true,"request":"warn","pid":\#(pid),"report":{"level":"warning","targetBytes":1,"headroomBytes":0,"growthBytesPerSecond":0,"freedBytes":1073741824,"metTarget":true,"trimmedHeap":false,"durationMicroseconds":1,"entries":[{"consumer":"claims","tier":"caches","bytesBefore":1073741824,"bytesAfter":0,"bytesFreed":1073741824,"durationMicroseconds":1}]}}"#
+                reply =
+                    #"{"ok":true,"request":"warn","pid":\#(pid),"report":{"level":"warning","targetBytes":1,"headroomBytes":0,"growthBytesPerSecond":0,"freedBytes":1073741824,"metTarget":true,"trimmedHeap":false,"durationMicroseconds":1,"entries":[{"consumer":"claims","tier":"caches","bytesBefore":1073741824,"bytesAfter":0,"bytesFreed":1073741824,"durationMicroseconds":1}]}}"#
             }
             _ = try? connection.writeAll(Array((reply + "\n").utf8))
         }
@@ -132,7 +136,8 @@ if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--allocate", l
         exit(1)
     }
 } else if CommandLine.arguments.count > 1 {
-    StandardStream.error.writeLine("usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)")
+    StandardStream.error.writeLine(
+        "usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)")
     exit(2)
 }
 while let line = readLine() {

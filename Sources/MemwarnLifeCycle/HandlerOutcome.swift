@@ -52,11 +52,12 @@ func runHandler(deadline: Duration?, _ handler: @escaping @Sendable () async thr
         }
         work.withLock { $0 = task }
         guard let deadline else { return }
-        once.setTimer(Task {
-            try? await Task.sleep(for: deadline)
-            guard !Task.isCancelled, once.finish(.overran(deadline: deadline)) else { return }
-            task.cancel()
-        })
+        once.setTimer(
+            Task {
+                try? await Task.sleep(for: deadline)
+                guard !Task.isCancelled, once.finish(.overran(deadline: deadline)) else { return }
+                task.cancel()
+            })
     }
     return (outcome, work.withLock { $0! })
 }

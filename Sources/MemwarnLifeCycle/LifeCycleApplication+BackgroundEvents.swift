@@ -28,8 +28,10 @@ extension LifeCycleApplication {
     /// - Throws: what `event` threw, or a ``LifeCycleError`` when the unit could not be woken
     ///   (its launch failed, the application terminated).
     @discardableResult
-    public func deliverBackgroundEvent<Result: Sendable>(to id: LifeCycleUnit.ID, name: String = "background event",
-                                                         _ event: @escaping @Sendable (LifeCycleUnit) async throws -> Result) async throws -> Result {
+    public func deliverBackgroundEvent<Result: Sendable>(
+        to id: LifeCycleUnit.ID, name: String = "background event",
+        _ event: @escaping @Sendable (LifeCycleUnit) async throws -> Result
+    ) async throws -> Result {
         let unit = try makeUnit(id)
         return try await unit.handleBackgroundEvent(name: name, event)
     }

@@ -67,8 +67,10 @@ extension LifeCycleApplication: MemoryWarningResponder {
 
     /// Runs one subject's handler in its turn on the subject's serial queue, until `end`, and
     /// reports an overrun or a failure. Returns by `end` whatever the subject does.
-    private func deliverMemoryWarning(_ level: MemoryPressureLevel, to machine: LifeCycleMachine, until end: ContinuousClock.Instant,
-                                      reporting budget: Duration, _ handler: @escaping @Sendable () async throws -> Void) async {
+    private func deliverMemoryWarning(
+        _ level: MemoryPressureLevel, to machine: LifeCycleMachine, until end: ContinuousClock.Instant,
+        reporting budget: Duration, _ handler: @escaping @Sendable () async throws -> Void
+    ) async {
         let delivery: @Sendable () async throws -> HandlerOutcome = {
             try await machine.serially { () -> HandlerOutcome in
                 guard machine.current.isRunning else { return .completed }  // suspended or not running: not told
@@ -103,8 +105,10 @@ extension LifeCycleApplication: MemoryWarningResponder {
             }
         }
         machine.post(.handler(.didReceiveMemoryWarning, reported))
-        logger.warning("didReceiveMemoryWarning did not complete", metadata: [
-            "subject": "\(machine.subject)", "level": "\(level)", "outcome": "\(reported)",
-        ])
+        logger.warning(
+            "didReceiveMemoryWarning did not complete",
+            metadata: [
+                "subject": "\(machine.subject)", "level": "\(level)", "outcome": "\(reported)",
+            ])
     }
 }

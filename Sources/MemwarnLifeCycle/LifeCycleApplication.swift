@@ -43,9 +43,11 @@ public final class LifeCycleApplication: Sendable {
     ///   - logger: the caller's logger.
     ///   - delegate: told of the application's own life cycle.
     ///   - makeUnitDelegate: makes a unit's delegate at each launch and relaunch.
-    public init(configuration: LifeCycleConfiguration = .init(), coordinator: ReleaseCoordinator = .shared,
-                logger: Logger = Logger(label: "memwarn.lifecycle"), delegate: (any LifeCycleDelegate<LifeCycleApplication>)? = nil,
-                makeUnitDelegate: @escaping LifeCycleUnit.DelegateFactory) {
+    public init(
+        configuration: LifeCycleConfiguration = .init(), coordinator: ReleaseCoordinator = .shared,
+        logger: Logger = Logger(label: "memwarn.lifecycle"), delegate: (any LifeCycleDelegate<LifeCycleApplication>)? = nil,
+        makeUnitDelegate: @escaping LifeCycleUnit.DelegateFactory
+    ) {
         self.configuration = configuration
         self.coordinator = coordinator
         self.logger = logger
@@ -84,7 +86,7 @@ public final class LifeCycleApplication: Sendable {
     /// Launches the application into the foreground and makes it active.
     ///
     /// - Throws: ``LifeCycleError`` when the application has terminated, when its delegate's
-    ///   `willFinishLaunching` threw (``LifeCycleError/launchFailed(subject:reason:)``), or
+    ///   `willFinishLaunching` threw (``LifeCycleError/Code/launchFailed``), or
     ///   when a callback of the application asked for it (re-entrant).
     public func launch() async throws { try await advance(to: .active) }
 
@@ -122,7 +124,7 @@ public final class LifeCycleApplication: Sendable {
     }
 
     func checkNotTerminated() throws {
-        if registry.withLock({ $0.terminated }) { throw LifeCycleError.applicationTerminated }
+        if registry.withLock({ $0.terminated }) { throw LifeCycleError.applicationTerminated() }
     }
 
     /// Marks the application terminated; returns whether it already was.
@@ -153,13 +155,14 @@ public final class LifeCycleApplication: Sendable {
     ///
     /// - Parameter id: the unit's identifier.
     /// - Returns: the unit, existing or new.
-    /// - Throws: ``LifeCycleError/applicationTerminated`` once the application has terminated.
+    /// - Throws: ``LifeCycleError/Code/applicationTerminated`` once the application has terminated.
     public func makeUnit(_ id: LifeCycleUnit.ID) throws -> LifeCycleUnit {
         try checkNotTerminated()
         return registry.withLock { registry in
             if let unit = registry.units[id] { return unit }
-            let unit = LifeCycleUnit(id: id, broadcaster: broadcaster, configuration: configuration, coordinator: coordinator,
-                            logger: logger, makeDelegate: makeUnitDelegate)
+            let unit = LifeCycleUnit(
+                id: id, broadcaster: broadcaster, configuration: configuration, coordinator: coordinator,
+                logger: logger, makeDelegate: makeUnitDelegate)
             registry.units[id] = unit
             return unit
         }
@@ -185,7 +188,7 @@ public final class LifeCycleApplication: Sendable {
     ///
     /// - Parameter id: the unit's identifier.
     /// - Returns: the unit, now in the background.
-    /// - Throws: ``LifeCycleError/unknownUnit(_:)`` when no unit has this identifier, or another
+    /// - Throws: ``LifeCycleError/Code/unknownUnit`` when no unit has this identifier, or another
     ///   ``LifeCycleError`` when the move is refused (its relaunch failed, or a callback of the
     ///   unit asked for it).
     @discardableResult

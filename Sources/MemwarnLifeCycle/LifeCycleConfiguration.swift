@@ -29,9 +29,11 @@ public struct LifeCycleConfiguration: Sendable, Hashable {
     ///     suspended.
     ///   - backgroundTaskTime: the background execution time a unit's background tasks get.
     ///   - memoryWarningDeadline: the budget of a memory warning's delegates, all together.
-    public init(backgroundHandlerDeadline: Duration = .seconds(5), terminationDeadline: Duration = .seconds(5),
-                suspensionDelay: Duration = .seconds(1), backgroundTaskTime: Duration = .seconds(30),
-                memoryWarningDeadline: Duration = .milliseconds(100)) {
+    public init(
+        backgroundHandlerDeadline: Duration = .seconds(5), terminationDeadline: Duration = .seconds(5),
+        suspensionDelay: Duration = .seconds(1), backgroundTaskTime: Duration = .seconds(30),
+        memoryWarningDeadline: Duration = .milliseconds(100)
+    ) {
         self.backgroundHandlerDeadline = backgroundHandlerDeadline
         self.terminationDeadline = terminationDeadline
         self.suspensionDelay = suspensionDelay

@@ -5,7 +5,7 @@ public import Memwarn
 ///
 /// Callbacks for one subject never overlap and arrive in the documented order (see
 /// ``LifeCycleTransition``). A callback may not request a transition of its own subject (it
-/// would wait for itself): that is refused with ``LifeCycleError/reentrantTransition(subject:)``.
+/// would wait for itself): that is refused with ``LifeCycleError/Code/reentrantTransition``.
 public protocol LifeCycleDelegate<Subject>: AnyObject, Sendable {
     /// ``LifeCycleApplication`` or ``LifeCycleUnit``.
     associatedtype Subject: AnyObject & Sendable
@@ -21,7 +21,7 @@ public protocol LifeCycleDelegate<Subject>: AnyObject, Sendable {
     ///   - restoring: whether the subject ran before (a unit relaunched after it was
     ///     terminated): load its saved state.
     /// - Throws: anything, to abandon the launch; the request that launched it fails with
-    ///   ``LifeCycleError/launchFailed(subject:reason:)``.
+    ///   ``LifeCycleError/Code/launchFailed``.
     func willFinishLaunching(_ subject: Subject, restoring: Bool) async throws
     /// The launch is done (the subject is inactive, or in the background).
     ///
@@ -87,8 +87,10 @@ extension LifeCycleDelegate {
 
 extension LifeCycleDelegate {
     /// Calls the delegate method for a callback.
-    func deliver(_ callback: LifeCycleCallback, to subject: Subject, restoring: Bool = false,
-                 level: MemoryPressureLevel = .warning) async throws {
+    func deliver(
+        _ callback: LifeCycleCallback, to subject: Subject, restoring: Bool = false,
+        level: MemoryPressureLevel = .warning
+    ) async throws {
         switch callback {
         case .willFinishLaunching: try await willFinishLaunching(subject, restoring: restoring)
         case .didFinishLaunching: await didFinishLaunching(subject)

@@ -1,40 +1,166 @@
 /// Why a life-cycle request was refused.
-public enum LifeCycleError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The transition is not one of ``LifeCycleTransition/all``.
-    case illegalTransition(subject: LifeCycleSubject, from: LifeCycleState, to: LifeCycleState)
-    /// A unit may be suspended only once its `didEnterBackground` handler has completed:
-    /// otherwise terminating it could lose what it had not saved.
-    case stateNotSaved(unit: LifeCycleUnit.ID)
-    /// A unit may be suspended only while no background task runs.
-    case backgroundTasksRunning(unit: LifeCycleUnit.ID, count: Int)
-    /// `willFinishLaunching` threw: the launch was abandoned and the subject is not running.
-    case launchFailed(subject: LifeCycleSubject, reason: String)
-    /// The application has terminated; it takes no more requests.
-    case applicationTerminated
-    /// A callback (or a task it started, which inherits its context) asked for a transition of
-    /// its own subject, which would wait for the callback to return: a deadlock, refused. To
-    /// move the subject on from a callback, use `Task.detached`.
-    case reentrantTransition(subject: LifeCycleSubject)
-    /// No unit has this identifier.
-    case unknownUnit(LifeCycleUnit.ID)
-
-    public var description: String {
-        switch self {
-        case .illegalTransition(let subject, let from, let to):
-            let legal = LifeCycleTransition.all.filter { $0.from == from }.map { "\($0.to)" }
-            return "\(subject): illegal transition \(from) → \(to); from \(from) the legal ones go to \(legal.isEmpty ? "nothing" : legal.joined(separator: ", "))"
-        case .stateNotSaved(let unit):
-            return "unit \(unit): cannot be suspended before its didEnterBackground handler has completed (its state is not saved)"
-        case .backgroundTasksRunning(let unit, let count):
-            return "unit \(unit): cannot be suspended while \(count) background task\(count == 1 ? "" : "s") run"
-        case .launchFailed(let subject, let reason):
-            return "\(subject): launch failed in willFinishLaunching: \(reason)"
-        case .applicationTerminated:
-            return "the application has terminated"
-        case .reentrantTransition(let subject):
-            return "\(subject): a callback asked for a transition of its own subject; it would wait for itself"
-        case .unknownUnit(let id):
-            return "no unit \(id)"
+///
+/// Match on ``code`` to handle a kind of refusal (new codes may be added); ``message`` says
+/// what was refused and why, ``subject`` whom it concerned, and ``file`` and ``line`` where it
+/// was thrown. Two errors are equal when their code, message and subject are, wherever they were
+/// thrown. Made with the static functions below, named as the codes.
+public struct LifeCycleError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The kind of refusal.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case illegalTransition, stateNotSaved, backgroundTasksRunning, launchFailed
+            case applicationTerminated, reentrantTransition, unknownUnit
         }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The transition is not one of ``LifeCycleTransition/all``.
+        public static let illegalTransition = Code(.illegalTransition)
+        /// A unit may be suspended only once its `didEnterBackground` handler has completed:
+        /// otherwise terminating it could lose what it had not saved.
+        public static let stateNotSaved = Code(.stateNotSaved)
+        /// A unit may be suspended only while no background task runs.
+        public static let backgroundTasksRunning = Code(.backgroundTasksRunning)
+        /// `willFinishLaunching` threw (or the delegate could not be made): the launch was
+        /// abandoned and the subject is not running.
+        public static let launchFailed = Code(.launchFailed)
+        /// The application has terminated; it takes no more requests.
+        public static let applicationTerminated = Code(.applicationTerminated)
+        /// A callback (or a task it started, which inherits its context) asked for a transition
+        /// of its own subject, which would wait for the callback to return: a deadlock, refused.
+        /// To move the subject on from a callback, use `Task.detached`.
+        public static let reentrantTransition = Code(.reentrantTransition)
+        /// No unit has this identifier.
+        public static let unknownUnit = Code(.unknownUnit)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of refusal.
+    public var code: Code
+    /// What was refused and why, in words.
+    public var message: String
+    /// The application or unit it concerned, when one is known.
+    public var subject: LifeCycleSubject?
+    /// The source file that threw it (`#fileID`).
+    public var file: String
+    /// The line that threw it.
+    public var line: Int
+
+    private init(_ code: Code, _ message: String, subject: LifeCycleSubject?, file: String, line: Int) {
+        self.code = code
+        self.message = message
+        self.subject = subject
+        self.file = file
+        self.line = line
+    }
+
+    /// ``Code/illegalTransition``: `subject` cannot go from `from` to `to`; the message names
+    /// the states it can go to.
+    ///
+    /// - Parameters:
+    ///   - subject: the application or unit.
+    ///   - from: its state.
+    ///   - to: the state asked for.
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
+    /// - Returns: the error.
+    public static func illegalTransition(
+        subject: LifeCycleSubject, from: LifeCycleState, to: LifeCycleState,
+        file: String = #fileID, line: Int = #line
+    ) -> Self {
+        let legal = LifeCycleTransition.all.filter { $0.from == from }.map { "\($0.to)" }
+        return Self(
+            .illegalTransition,
+            "\(subject): illegal transition \(from) → \(to); from \(from) the legal ones go to \(legal.isEmpty ? "nothing" : legal.joined(separator: ", "))",
+            subject: subject, file: file, line: line)
+    }
+
+    /// ``Code/stateNotSaved``: the unit's `didEnterBackground` handler has not completed.
+    ///
+    /// - Parameters:
+    ///   - unit: the unit asked to suspend.
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
+    /// - Returns: the error.
+    public static func stateNotSaved(unit: LifeCycleUnit.ID, file: String = #fileID, line: Int = #line) -> Self {
+        Self(
+            .stateNotSaved, "unit \(unit): cannot be suspended before its didEnterBackground handler has completed (its state is not saved)",
+            subject: .unit(unit), file: file, line: line)
+    }
+
+    /// ``Code/backgroundTasksRunning``: the unit has background tasks running.
+    ///
+    /// - Parameters:
+    ///   - unit: the unit asked to suspend.
+    ///   - count: how many tasks run.
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
+    /// - Returns: the error.
+    public static func backgroundTasksRunning(unit: LifeCycleUnit.ID, count: Int, file: String = #fileID, line: Int = #line) -> Self {
+        Self(
+            .backgroundTasksRunning, "unit \(unit): cannot be suspended while \(count) background task\(count == 1 ? "" : "s") run",
+            subject: .unit(unit), file: file, line: line)
+    }
+
+    /// ``Code/launchFailed``: the launch was abandoned.
+    ///
+    /// - Parameters:
+    ///   - subject: the application or unit.
+    ///   - reason: why, such as what `willFinishLaunching` threw.
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
+    /// - Returns: the error.
+    public static func launchFailed(subject: LifeCycleSubject, reason: String, file: String = #fileID, line: Int = #line) -> Self {
+        Self(.launchFailed, "\(subject): launch failed in willFinishLaunching: \(reason)", subject: subject, file: file, line: line)
+    }
+
+    /// ``Code/applicationTerminated``: the application takes no more requests.
+    ///
+    /// - Parameters:
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
+    /// - Returns: the error.
+    public static func applicationTerminated(file: String = #fileID, line: Int = #line) -> Self {
+        Self(.applicationTerminated, "the application has terminated", subject: .application, file: file, line: line)
+    }
+
+    /// ``Code/reentrantTransition``: a callback asked for a transition of its own subject.
+    ///
+    /// - Parameters:
+    ///   - subject: the application or unit.
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
+    /// - Returns: the error.
+    public static func reentrantTransition(subject: LifeCycleSubject, file: String = #fileID, line: Int = #line) -> Self {
+        Self(
+            .reentrantTransition, "\(subject): a callback asked for a transition of its own subject; it would wait for itself",
+            subject: subject, file: file, line: line)
+    }
+
+    /// ``Code/unknownUnit``: no unit has the identifier.
+    ///
+    /// - Parameters:
+    ///   - id: the identifier asked for.
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
+    /// - Returns: the error.
+    public static func unknownUnit(_ id: LifeCycleUnit.ID, file: String = #fileID, line: Int = #line) -> Self {
+        Self(.unknownUnit, "no unit \(id)", subject: .unit(id), file: file, line: line)
+    }
+
+    public var description: String { message }
+
+    /// The message, the code and where it was thrown.
+    public var debugDescription: String { "\(message) [\(code), thrown at \(file):\(line)]" }
+
+    public static func == (lhs: LifeCycleError, rhs: LifeCycleError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.subject == rhs.subject
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(subject)
     }
 }

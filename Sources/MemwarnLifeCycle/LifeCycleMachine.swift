@@ -66,7 +66,12 @@ final class LifeCycleMachine: Sendable {
             let task = Task { [self] in
                 await previous?.value
                 self.state.withLock { $0.operations += 1 }
-                defer { self.state.withLock { $0.operations -= 1; $0.queued -= 1 } }
+                defer {
+                    self.state.withLock {
+                        $0.operations -= 1
+                        $0.queued -= 1
+                    }
+                }
                 return try await Self.$running.withValue(ObjectIdentifier(self)) { try await operation() }
             }
             state.tail = Task { _ = try? await task.value }
@@ -82,12 +87,14 @@ final class LifeCycleMachine: Sendable {
     /// Each callback's notification is posted once its delegate method has returned, as UIKit
     /// posts `UIApplicationDidBecomeActiveNotification` after `applicationDidBecomeActive(_:)`.
     ///
-    /// - Throws: ``LifeCycleError/illegalTransition(subject:from:to:)``, the owner's check,
-    ///   or ``LifeCycleError/launchFailed(subject:reason:)`` (the state then goes back to not
+    /// - Throws: ``LifeCycleError/Code/illegalTransition``, the owner's check,
+    ///   or ``LifeCycleError/Code/launchFailed`` (the state then goes back to not
     ///   running).
     @discardableResult
-    func perform(to target: LifeCycleState, restoring: Bool = false, onTheWayTo destination: LifeCycleState? = nil,
-                 hooks: Hooks) async throws -> [LifeCycleCallback: HandlerOutcome] {
+    func perform(
+        to target: LifeCycleState, restoring: Bool = false, onTheWayTo destination: LifeCycleState? = nil,
+        hooks: Hooks
+    ) async throws -> [LifeCycleCallback: HandlerOutcome] {
         let transition = try legalTransition(to: target, hooks: hooks)
         let callbacks = transition.callbacks(onTheWayTo: destination ?? target)
 
@@ -117,7 +124,7 @@ final class LifeCycleMachine: Sendable {
 
     /// The legal transition from the current state to `target`, which the owner accepts.
     ///
-    /// - Throws: ``LifeCycleError/illegalTransition(subject:from:to:)`` or the owner's check.
+    /// - Throws: ``LifeCycleError/Code/illegalTransition`` or the owner's check.
     func legalTransition(to target: LifeCycleState, hooks: Hooks) throws -> LifeCycleTransition {
         try state.withLock { state in
             guard let transition = LifeCycleTransition.between(state.current, target) else {
@@ -177,8 +184,10 @@ final class LifeCycleMachine: Sendable {
 
     /// Delivers `handler` detached, after `previous` (the delegate's callback still running):
     /// it becomes the callback the next one waits for.
-    private func deliverLate(after previous: Task<Void, Never>?, deadline: Duration,
-                             _ handler: @escaping @Sendable () async throws -> Void) -> HandlerOutcome {
+    private func deliverLate(
+        after previous: Task<Void, Never>?, deadline: Duration,
+        _ handler: @escaping @Sendable () async throws -> Void
+    ) -> HandlerOutcome {
         state.withLock { state in
             state.lateHandler = Task {
                 await previous?.value

@@ -1,7 +1,7 @@
 /// A documented change of state and the callbacks it delivers, in order.
 ///
 /// The legal transitions, as Apple documents them for apps and scenes (anything else is a
-/// ``LifeCycleError/illegalTransition(subject:from:to:)``):
+/// ``LifeCycleError/Code/illegalTransition``):
 ///
 /// | from | to | callbacks |
 /// |---|---|---|
@@ -75,12 +75,15 @@ public struct LifeCycleTransition: Sendable, Hashable, CustomStringConvertible {
     ///   cannot be reached.
     public static func path(from: LifeCycleState, to: LifeCycleState) -> [LifeCycleState] {
         var previous: [LifeCycleState: LifeCycleState] = [:]
-        var queue = [from], seen: Set = [from]
+        var queue = [from]
+        var seen: Set = [from]
         while !queue.isEmpty {
             let state = queue.removeFirst()
             if state == to { break }
-            for transition in all where transition.from == state && !seen.contains(transition.to)
-                && (transition.to != .notRunning || to == .notRunning) {
+            for transition in all
+            where transition.from == state && !seen.contains(transition.to)
+                && (transition.to != .notRunning || to == .notRunning)
+            {
                 seen.insert(transition.to)
                 previous[transition.to] = state
                 queue.append(transition.to)

@@ -4,8 +4,10 @@ import MemwarnSystem
 extension LifeCycleUnit {
     /// Wakes the unit in the background if it does not run, holds a background task, and runs
     /// `event` (see ``LifeCycleApplication/deliverBackgroundEvent(to:name:_:)``).
-    func handleBackgroundEvent<Result: Sendable>(name: String,
-                                                 _ event: @escaping @Sendable (LifeCycleUnit) async throws -> Result) async throws -> Result {
+    func handleBackgroundEvent<Result: Sendable>(
+        name: String,
+        _ event: @escaping @Sendable (LifeCycleUnit) async throws -> Result
+    ) async throws -> Result {
         let work = Locked<Task<Result, any Error>?>(nil)
         let identifier = try await machine.serially { [self] in
             switch machine.current {
@@ -25,7 +27,11 @@ extension LifeCycleUnit {
         work.withLock { $0 = task }
         if backgroundTasks[identifier] == nil { task.cancel() }  // its time ran out before it started
         defer { endBackgroundTask(identifier, reportingMisuse: false) }  // then it may be suspended again
-        return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
     }
 
     /// A background event gets its own background time, as iOS grants one.

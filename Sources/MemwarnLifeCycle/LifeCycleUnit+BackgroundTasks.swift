@@ -16,8 +16,10 @@ extension LifeCycleUnit {
 
     /// Begins a task; with `checkingBackgroundTime: false` even when the background time is
     /// used up (a background event's task, begun right after its time was restarted).
-    func beginBackgroundTask(name: String?, checkingBackgroundTime: Bool,
-                             expirationHandler: (@Sendable () -> Void)?) -> BackgroundTaskIdentifier {
+    func beginBackgroundTask(
+        name: String?, checkingBackgroundTime: Bool,
+        expirationHandler: (@Sendable () -> Void)?
+    ) -> BackgroundTaskIdentifier {
         let begun: (BackgroundTaskIdentifier, String)? = machine.whileInState { current in
             guard current.isRunning else { return nil }
             return storage.withLock { storage in
@@ -54,7 +56,8 @@ extension LifeCycleUnit {
         let (task, remaining) = storage.withLock { storage in (storage.tasks.removeValue(forKey: identifier), storage.tasks.count) }
         guard let task else {
             guard reportingMisuse else { return false }
-            let message = identifier == .invalid
+            let message =
+                identifier == .invalid
                 ? "endBackgroundTask called with the invalid identifier"
                 : "endBackgroundTask(\(identifier)): no such running task (unknown, already ended, or expired)"
             logger.warning("\(message)")

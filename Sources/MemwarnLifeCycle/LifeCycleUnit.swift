@@ -1,5 +1,5 @@
-public import Memwarn
 import Logging
+public import Memwarn
 import MemwarnSystem
 
 /// One unit of a service with its own life cycle, as a scene is one of an app's: a tenant, a
@@ -56,8 +56,10 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     let makeDelegate: DelegateFactory
     let storage = Locked(Storage())
 
-    init(id: ID, broadcaster: Broadcaster<LifeCycleNotification>, configuration: LifeCycleConfiguration, coordinator: ReleaseCoordinator,
-         logger: Logger, makeDelegate: @escaping DelegateFactory) {
+    init(
+        id: ID, broadcaster: Broadcaster<LifeCycleNotification>, configuration: LifeCycleConfiguration, coordinator: ReleaseCoordinator,
+        logger: Logger, makeDelegate: @escaping DelegateFactory
+    ) {
         self.id = id
         machine = LifeCycleMachine(subject: .unit(id), broadcaster: broadcaster)
         self.configuration = configuration
@@ -168,7 +170,7 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
         do {
             try await machine.perform(to: target, restoring: restoring, onTheWayTo: destination, hooks: hooks)
         } catch let error as LifeCycleError {
-            if case .launchFailed = error { relinquish() }
+            if error.code == .launchFailed { relinquish() }
             throw error
         }
         if launching { storage.withLock { $0.launchCount += 1 } }
@@ -229,8 +231,9 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
                 let saved = outcome == .completed
                 storage.withLock { $0.saved = saved }
                 if !saved {
-                    logger.warning("didEnterBackground did not complete; the unit stays in the background, unsaved, and is not suspended",
-                                   metadata: ["outcome": "\(outcome)"])
+                    logger.warning(
+                        "didEnterBackground did not complete; the unit stays in the background, unsaved, and is not suspended",
+                        metadata: ["outcome": "\(outcome)"])
                 }
                 closeIdleHandles()
             }
@@ -246,7 +249,8 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     private func closeIdleHandles() {
         let closers = storage.withLock { Array($0.idleClosers.values) }
         guard !closers.isEmpty else { return }
-        var closed = 0, failures = 0
+        var closed = 0
+        var failures = 0
         for closer in closers {
             let result = closer.closeIdle()
             closed += result.closed

@@ -29,8 +29,8 @@ import Foundation
 import Logging
 import Memwarn
 import MemwarnLifeCycle
-import ServiceLifecycle
 import MemwarnSystem
+import ServiceLifecycle
 
 let output = FileHandle.standardOutput
 let outputLock = Locked(())
@@ -44,7 +44,8 @@ func reply(_ object: some Encodable) {
 
 func option(_ name: String, default value: Int) -> Int {
     guard let index = CommandLine.arguments.firstIndex(of: name), index + 1 < CommandLine.arguments.count,
-          let number = Int(CommandLine.arguments[index + 1]) else { return value }
+        let number = Int(CommandLine.arguments[index + 1])
+    else { return value }
     return number
 }
 
@@ -87,8 +88,9 @@ let configuration = LifeCycleConfiguration(
     suspensionDelay: .milliseconds(option("--suspension-delay-ms", default: 50)))
 let app = LifeCycleApplication(configuration: configuration, logger: logger) { unit in
     guard let plan = plans.withLock({ $0[unit.id] }) else { throw ProbeFailure(error: "no plan for \(unit.id)") }
-    let session = SessionDelegate(id: unit.id, workingSetBytes: plan.workingSetBytes, scratchBytes: plan.scratchBytes,
-                                  directory: directory, overrunsTermination: plan.overrunsTermination)
+    let session = SessionDelegate(
+        id: unit.id, workingSetBytes: plan.workingSetBytes, scratchBytes: plan.scratchBytes,
+        directory: directory, overrunsTermination: plan.overrunsTermination)
     sessions.withLock { $0[unit.id] = session }
     return session
 }
@@ -176,9 +178,11 @@ while let line = readLine() {
             let unit = try await app.activateUnit(words[1])
             let current = try session(words[1])
             let promised = acknowledged.withLock { $0[words[1]] ?? 0 }
-            reply(["unit": unit.id, "state": unit.state.rawValue, "launches": "\(unit.launchCount)",
-                   "restored": current.restored.map(String.init) ?? "none", "present": "\(current.writeCount)",
-                   "intact": "\(current.writesAreIntact)", "lost": "\(max(0, promised - current.writeCount))"])
+            reply([
+                "unit": unit.id, "state": unit.state.rawValue, "launches": "\(unit.launchCount)",
+                "restored": current.restored.map(String.init) ?? "none", "present": "\(current.writeCount)",
+                "intact": "\(current.writesAreIntact)", "lost": "\(max(0, promised - current.writeCount))",
+            ])
         case ("watch", 1): try await startWatching(applicationAttached: true)
         case ("watch", 2) where words[1] == "coordinator": try await startWatching(applicationAttached: false)
         case ("cache", 2):

@@ -93,8 +93,9 @@ let directory = try PrivateDirectory.makeTemporary(prefix: "memwarn-probe")  // 
         _ = try store.add(name, path: path)
     }
     media = store
-    let connections = ResourcePool<Connection>(name: "connections", bytesPerHandle: 2 * megabyte, maximumCount: 4,
-                                               open: { try Connection() }, close: { try $0.close() })
+    let connections = ResourcePool<Connection>(
+        name: "connections", bytesPerHandle: 2 * megabyte, maximumCount: 4,
+        open: { try Connection() }, close: { try $0.close() })
     // Open four handles at once, then return them: four idle connections.
     try await withThrowingTaskGroup(of: Void.self) { group in
         for _ in 0..<4 {
@@ -124,7 +125,12 @@ let directory = try PrivateDirectory.makeTemporary(prefix: "memwarn-probe")  // 
     Task { await control.run() }
     guard let first = await events.next() else { throw Failure(error: "the monitor ended at once") }
     let socket = await control.started()
-    struct Watching: Encodable { var watching: String; var sources: [String]; var pid: Int32; var socket: String? }
+    struct Watching: Encodable {
+        var watching: String
+        var sources: [String]
+        var pid: Int32
+        var socket: String?
+    }
     reply(Watching(watching: first.level.rawValue, sources: running.watchedSources, pid: getpid(), socket: socket))
 }
 

@@ -1,6 +1,7 @@
 public import CgroupKit
 public import Logging
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -91,9 +92,11 @@ extension ConstrainedRun {
                 usleep(20_000)
             }
             let leftover = Leftover(cgroup: location.directory, ownerPID: owner, processesKilled: killed, removed: removed)
-            logger.notice("removed the cgroup of a run whose memwarn process is gone", metadata: [
-                "cgroup": "\(leftover.cgroup)", "owner": "\(owner)", "killed": "\(killed)", "removed": "\(removed)",
-            ])
+            logger.notice(
+                "removed the cgroup of a run whose memwarn process is gone",
+                metadata: [
+                    "cgroup": "\(leftover.cgroup)", "owner": "\(owner)", "killed": "\(killed)", "removed": "\(removed)",
+                ])
             leftovers.append(leftover)
         }
         return leftovers

@@ -1,8 +1,8 @@
 public import CgroupKit
 import Foundation
-public import MemwarnSystem
 public import Logging
 public import Memwarn
+public import MemwarnSystem
 
 /// A command run in a new cgroup with a memory limit, watched by a ``PressureMonitor``:
 /// what `memwarn run` and `memwarn soak` do.
@@ -42,9 +42,11 @@ public final class ConstrainedRun: Sendable {
         public var namePrefix: String
 
         /// - Parameter environment: the command's environment; `nil` passes this process's.
-        public init(command: [String], memoryMaxBytes: UInt64, memoryHigh: MemoryHighSetting = .automatic,
-                    environment: [String: String]? = nil, policy: PressurePolicy = PressurePolicy(),
-                    sampleInterval: Duration? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil, namePrefix: String = "memwarn-run") {
+        public init(
+            command: [String], memoryMaxBytes: UInt64, memoryHigh: MemoryHighSetting = .automatic,
+            environment: [String: String]? = nil, policy: PressurePolicy = PressurePolicy(),
+            sampleInterval: Duration? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil, namePrefix: String = "memwarn-run"
+        ) {
             self.command = command
             self.memoryMaxBytes = memoryMaxBytes
             self.memoryHigh = memoryHigh
@@ -103,15 +105,18 @@ public final class ConstrainedRun: Sendable {
         // to a leaf (`<prefix>-<pid>-0`, removed as a leftover once we are gone) to allow that.
         // The leaf is locked before this process moves into it (held until it ends): a cleaner in
         // another PID namespace, to which this pid means nothing, never finds it unclaimed.
-        if let leaf = try ChildMemoryControl.enable(below: own, leafName: "\(options.namePrefix)-\(getpid())-0",
-                                                    beforeMoving: { leaf throws(CgroupError) in
-                                                        let lock = try Self.claim(leaf)
-                                                        Self.leafLocks.withLock { $0.append(lock) }
-                                                    }) {
+        if let leaf = try ChildMemoryControl.enable(
+            below: own, leafName: "\(options.namePrefix)-\(getpid())-0",
+            beforeMoving: { leaf throws(CgroupError) in
+                let lock = try Self.claim(leaf)
+                Self.leafLocks.withLock { $0.append(lock) }
+            })
+        {
             logger.notice("moved into a leaf cgroup so that the run's cgroup can have a memory limit", metadata: ["leaf": "\(leaf.path)"])
         }
-        let high = options.memoryHigh.bytes(memoryMax: options.memoryMaxBytes, criticalRatio: options.policy.criticalRatio,
-                                            isV2: own.version == .v2)
+        let high = options.memoryHigh.bytes(
+            memoryMax: options.memoryMaxBytes, criticalRatio: options.policy.criticalRatio,
+            isV2: own.version == .v2)
         let cgroup = try Self.makeCgroup(in: own, options: options, highBytes: high)
         do {
             claim = try Self.claim(cgroup.location)
@@ -159,9 +164,10 @@ public final class ConstrainedRun: Sendable {
                 return counter
             }
             do {
-                return try MemoryCgroup(parent: own, name: "\(options.namePrefix)-\(getpid())-\(number)",
-                                        maximumBytes: options.memoryMaxBytes, highBytes: highBytes)
-            } catch where error.errno == EEXIST && number < 1_000 {
+                return try MemoryCgroup(
+                    parent: own, name: "\(options.namePrefix)-\(getpid())-\(number)",
+                    maximumBytes: options.memoryMaxBytes, highBytes: highBytes)
+            } catch  where error.errno == EEXIST && number < 1_000 {
                 continue
             }
         }
@@ -195,8 +201,10 @@ public final class ConstrainedRun: Sendable {
     /// - Parameters:
     ///   - onLevel: called with each level change, as it happens.
     ///   - onSample: called with each usage reading (see ``Options/sampleInterval``).
-    public func wait(onLevel: @escaping @Sendable (LevelEvent) -> Void = { _ in },
-                     onSample: @escaping @Sendable (SoakSample) -> Void = { _ in }) async -> ConstrainedRunReport {
+    public func wait(
+        onLevel: @escaping @Sendable (LevelEvent) -> Void = { _ in },
+        onSample: @escaping @Sendable (SoakSample) -> Void = { _ in }
+    ) async -> ConstrainedRunReport {
         let monitor = self.monitor
         let start = self.start
         let changes = Locked<[ConstrainedRunReport.LevelChange]>([])

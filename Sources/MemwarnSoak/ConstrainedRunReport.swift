@@ -35,12 +35,15 @@ public struct ConstrainedRunReport: Sendable, Codable {
     public var monitorError: String?
 
     /// A run still under way, as far as it went (the soak's plot, written as it goes).
-    static func inProgress(command: [String], cgroup: String, memoryMaxBytes: UInt64, seconds: Double, samples: [SoakSample],
-                           levelChanges: [LevelChange]) -> ConstrainedRunReport {
+    static func inProgress(
+        command: [String], cgroup: String, memoryMaxBytes: UInt64, seconds: Double, samples: [SoakSample],
+        levelChanges: [LevelChange]
+    ) -> ConstrainedRunReport {
         var warnings: [String: Int] = [:]
         for change in levelChanges where change.level != "normal" { warnings[change.level, default: 0] += 1 }
-        return ConstrainedRunReport(command: command, cgroup: cgroup, memoryMaxBytes: memoryMaxBytes, memoryHighBytes: nil, exit: ProcessExit(),
-                                    exitCode: 0, oomKills: 0, peakUsageBytes: samples.map(\.usageBytes).max(), warnings: warnings,
-                                    levelChanges: levelChanges, durationSeconds: seconds, cgroupRemoved: false, samples: samples, monitorError: nil)
+        return ConstrainedRunReport(
+            command: command, cgroup: cgroup, memoryMaxBytes: memoryMaxBytes, memoryHighBytes: nil, exit: ProcessExit(),
+            exitCode: 0, oomKills: 0, peakUsageBytes: samples.map(\.usageBytes).max(), warnings: warnings,
+            levelChanges: levelChanges, durationSeconds: seconds, cgroupRemoved: false, samples: samples, monitorError: nil)
     }
 }

@@ -55,18 +55,23 @@ public struct DemoRecord: Sendable, Codable {
     /// Takes one line of the demo's output.
     public mutating func read(_ line: String) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-              let event = object["event"] as? String else {
+            let event = object["event"] as? String
+        else {
             if !line.isEmpty { otherLines.append(line) }
             return
         }
         let seconds = object["t"] as? Double ?? 0
         switch event {
         case "release":
-            releases.append(Release(seconds: seconds, level: object["level"] as? String ?? "?", freedBytes: object["freed"] as? Int ?? 0,
-                                    bytesByTier: object["tiers"] as? [String: Int] ?? [:]))
+            releases.append(
+                Release(
+                    seconds: seconds, level: object["level"] as? String ?? "?", freedBytes: object["freed"] as? Int ?? 0,
+                    bytesByTier: object["tiers"] as? [String: Int] ?? [:]))
         case "exhausted":
-            exhaustions.append(Exhaustion(seconds: seconds, floorBytes: object["floor"] as? Int ?? 0, capacityBytes: object["capacity"] as? Int ?? 0,
-                                          growthBytesPerSecond: object["growth"] as? Int ?? 0))
+            exhaustions.append(
+                Exhaustion(
+                    seconds: seconds, floorBytes: object["floor"] as? Int ?? 0, capacityBytes: object["capacity"] as? Int ?? 0,
+                    growthBytesPerSecond: object["growth"] as? Int ?? 0))
         case "turned-away":
             turnedAway += 1
         case "terminated":

@@ -73,7 +73,8 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
         let rate = "\(String(format: "%.2f", rateBytesPerMinute / 1_048_576)) MiB/min"
         switch verdict {
         case .steady:
-            return "steady (\(floor); a rise under \(String(format: "%.2f", smallestVisibleRateBytesPerMinute / 1_048_576)) MiB/min would not show in this soak)"
+            return
+                "steady (\(floor); a rise under \(String(format: "%.2f", smallestVisibleRateBytesPerMinute / 1_048_576)) MiB/min would not show in this soak)"
         case .warmingUp:
             let late = String(format: "%.2f", secondHalfRateBytesPerMinute / 1_048_576)
             return secondHalfRateBytesPerMinute < rateBytesPerMinute / 3
@@ -81,7 +82,8 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
                 : "warming up (troughs rose \(rate); the second half, \(late) MiB/min, does not clearly rise on its own: soak longer to tell a warm-up from a leak; \(floor))"
         case .leaking: return "leaking \(rate) (confidence \(percent(confidence)); \(floor))"
         case .retainedByAllocator:
-            return "retained by the allocator (the floor rose \(rate), heap in use did not; \(floor)\(heapFloorBytes.map { ", heap \(mebibytes(Double($0)))" } ?? ""))"
+            return
+                "retained by the allocator (the floor rose \(rate), heap in use did not; \(floor)\(heapFloorBytes.map { ", heap \(mebibytes(Double($0)))" } ?? ""))"
         case .tooShort: return "too short to tell (\(troughs.count) troughs; \(floor))"
         }
     }
@@ -117,9 +119,10 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
         let smallestRise = max(2.0 * 1_048_576, Double(limitBytes) / 100)
         // The rise is measured between the first and the last trough: the slowest visible rate is over that time.
         let span = max(1, troughs.count >= 2 ? (troughs.last?.seconds ?? 0) - (troughs.first?.seconds ?? 0) : spanSeconds)
-        var trend = MemoryTrend(verdict: .tooShort, floorBytes: lastQuarterMedian(troughs), heapFloorBytes: lastQuarterMedian(heapTroughs),
-                                rateBytesPerMinute: 0, confidence: 0, smallestVisibleRateBytesPerMinute: smallestRise / span * 60,
-                                basis: basis, troughs: troughs)
+        var trend = MemoryTrend(
+            verdict: .tooShort, floorBytes: lastQuarterMedian(troughs), heapFloorBytes: lastQuarterMedian(heapTroughs),
+            rateBytesPerMinute: 0, confidence: 0, smallestVisibleRateBytesPerMinute: smallestRise / span * 60,
+            basis: basis, troughs: troughs)
         guard troughs.count >= 6, spanSeconds >= 20 else { return trend }
         let slope = senSlope(troughs)
         trend.rateBytesPerMinute = slope * 60
@@ -130,7 +133,8 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
             return trend
         }
         let half = troughs.count / 2
-        let early = senSlope(Array(troughs[..<half])), late = senSlope(Array(troughs[half...]))
+        let early = senSlope(Array(troughs[..<half]))
+        let late = senSlope(Array(troughs[half...]))
         trend.secondHalfRateBytesPerMinute = late * 60
         trend.secondHalfConfidence = risingConfidence(Array(troughs[half...]))
         // A leak keeps rising: its second half, on its own, rises as surely as the whole.

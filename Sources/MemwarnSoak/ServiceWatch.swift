@@ -17,8 +17,10 @@ final class ServiceWatch: Sendable {
     /// Whether the thread is asked to stop, and whether it has.
     private let life = ConditionLock((stopping: false, ended: false))
 
-    init(cgroup: MemoryCgroup, start: ContinuousClock.Instant, metrics: HTTPGet.Address?, shedCounterNames: [String],
-         interval: Duration = .seconds(1)) {
+    init(
+        cgroup: MemoryCgroup, start: ContinuousClock.Instant, metrics: HTTPGet.Address?, shedCounterNames: [String],
+        interval: Duration = .seconds(1)
+    ) {
         self.cgroup = cgroup
         self.start = start
         self.metrics = metrics
@@ -89,7 +91,8 @@ final class ServiceWatch: Sendable {
         let directories = ControlDirectory.everyUsersPaths  // the service may run as another user
         for pid in (try? cgroup.processes()) ?? [] {
             guard let socket = directories.map({ ControlDirectory.socketPath(for: pid, in: $0) }).first(where: Self.isOwnersSocket),
-                  case .status(let status)? = try? ControlClient.send(.status, to: socket, timeout: .milliseconds(800)) else { continue }
+                case .status(let status)? = try? ControlClient.send(.status, to: socket, timeout: .milliseconds(800))
+            else { continue }
             return status
         }
         return nil
@@ -97,7 +100,8 @@ final class ServiceWatch: Sendable {
 
     /// Whether `path` is a socket (not a link to one) owned by its directory's owner.
     static func isOwnersSocket(_ path: String) -> Bool {
-        var socket = stat(), folder = stat()
+        var socket = stat()
+        var folder = stat()
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         return lstat(path, &socket) == 0 && socket.st_mode & S_IFMT == S_IFSOCK && lstat(directory, &folder) == 0
             && folder.st_mode & S_IFMT == S_IFDIR && socket.st_uid == folder.st_uid
@@ -118,7 +122,8 @@ final class ServiceWatch: Sendable {
             // `name{labels} value [timestamp]`: the value is the first field after the labels.
             let labelsEnd = line.lastIndex(of: "}").map { line.index(after: $0) } ?? line.index(line.startIndex, offsetBy: name.count)
             guard names.isEmpty ? name.hasSuffix("_shed_total") : names.contains(name),
-                  let valueText = line[labelsEnd...].split(separator: " ").first, let value = Double(valueText), value.isFinite else { continue }
+                let valueText = line[labelsEnd...].split(separator: " ").first, let value = Double(valueText), value.isFinite
+            else { continue }
             sums[name, default: 0] += value
         }
         return sums

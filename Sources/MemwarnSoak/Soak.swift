@@ -1,7 +1,7 @@
 import Foundation
-import MemwarnSystem
 public import Logging
 public import Memwarn
+import MemwarnSystem
 
 /// `memwarn soak`: a service run under a memory limit twice — with memwarn, and without it (the
 /// baseline: the same binary with `MEMWARN_DISABLE=1`) — each in its own cgroup through
@@ -45,8 +45,10 @@ public struct Soak: Sendable {
         /// Where the service's, the load's and the check's output go (a descriptor; `nil`: stderr).
         public var outputDescriptor: Int32?
 
-        public init(command: [String], readiness: Readiness, load: String? = nil, check: String? = nil, metricsURL: String? = nil,
-                    shedCounters: [String] = [], outputDescriptor: Int32? = nil) {
+        public init(
+            command: [String], readiness: Readiness, load: String? = nil, check: String? = nil, metricsURL: String? = nil,
+            shedCounters: [String] = [], outputDescriptor: Int32? = nil
+        ) {
             self.command = command
             self.readiness = readiness
             self.load = load
@@ -82,8 +84,10 @@ public struct Soak: Sendable {
     /// evidence; the caller writes the final plot from the report.
     public var plotPath: String?
 
-    public init(subject: Subject, limits: [UInt64], duration: Duration, includesBaseline: Bool = true,
-                sampleInterval: Duration = .milliseconds(100), policy: PressurePolicy = PressurePolicy(), plotPath: String? = nil) {
+    public init(
+        subject: Subject, limits: [UInt64], duration: Duration, includesBaseline: Bool = true,
+        sampleInterval: Duration = .milliseconds(100), policy: PressurePolicy = PressurePolicy(), plotPath: String? = nil
+    ) {
         self.subject = subject
         self.limits = limits.sorted()
         self.duration = duration
@@ -158,8 +162,9 @@ public struct Soak: Sendable {
     }
 
     private func report(_ runs: [SoakRun], interruption: Int32?) -> SoakReport {
-        SoakReport(subject: subjectName, memoryMaxBytes: limits.first ?? 0, limits: limits, durationSeconds: duration.seconds,
-                   runs: runs, interruptedBy: interruption)
+        SoakReport(
+            subject: subjectName, memoryMaxBytes: limits.first ?? 0, limits: limits, durationSeconds: duration.seconds,
+            runs: runs, interruptedBy: interruption)
     }
 }
 

@@ -34,8 +34,10 @@ struct SoakLeg {
     /// How long `--check` may take.
     static let checkTimeout = Duration.seconds(300)
 
-    func run(interruption: SoakInterruption, progress: @escaping @Sendable (Soak.Progress) -> Void,
-             live: @escaping @Sendable ((@Sendable () -> SoakRun)?) -> Void) async throws -> SoakRun {
+    func run(
+        interruption: SoakInterruption, progress: @escaping @Sendable (Soak.Progress) -> Void,
+        live: @escaping @Sendable ((@Sendable () -> SoakRun)?) -> Void
+    ) async throws -> SoakRun {
         // The demo's files go in a fresh private folder (mkdtemp, 0700), removed afterwards: a
         // run that is OOM-killed cannot clean up after itself.
         var dataDirectory: String?
@@ -60,9 +62,10 @@ struct SoakLeg {
         }
         let (label, limit) = (self.label, self.limit)
         func options(standardOutput: Int32?) -> ConstrainedRun.Options {
-            var options = ConstrainedRun.Options(command: command, memoryMaxBytes: limit, environment: environment, policy: soak.policy,
-                                                 sampleInterval: soak.sampleInterval, standardOutput: standardOutput,
-                                                 standardError: service?.outputDescriptor, namePrefix: "memwarn-soak")
+            var options = ConstrainedRun.Options(
+                command: command, memoryMaxBytes: limit, environment: environment, policy: soak.policy,
+                sampleInterval: soak.sampleInterval, standardOutput: standardOutput,
+                standardError: service?.outputDescriptor, namePrefix: "memwarn-soak")
             // Its own process group: the terminal's Ctrl-C reaches the soak, which stops the service
             // (SIGTERM to the group: a wrapper script's children too), not the service directly.
             options.standardInput = Self.nullInput
@@ -125,13 +128,16 @@ struct SoakLeg {
                     let trend = trendLine.withLock { last -> String? in
                         guard sample.seconds - last.at >= 5 else { return last.text }
                         let since = readySeconds.withLock { $0 } ?? sample.seconds
-                        let trend = MemoryTrend.analyse(Self.loadedSamples(figures.floorSamples, from: since, until: sample.seconds),
-                                                        spanSeconds: sample.seconds - since, limitBytes: limit, basis: "")
+                        let trend = MemoryTrend.analyse(
+                            Self.loadedSamples(figures.floorSamples, from: since, until: sample.seconds),
+                            spanSeconds: sample.seconds - since, limitBytes: limit, basis: "")
                         last = (sample.seconds, trend.verdict == .tooShort ? nil : trend.verdict.rawValue)
                         return last.text
                     }
-                    progress(Soak.Progress(label: label, memoryMaxBytes: limit, seconds: sample.seconds, usageBytes: sample.usageBytes,
-                                           level: level.withLock { $0 }, releases: figures.linksMemwarn ? figures.releases : nil, trend: trend))
+                    progress(
+                        Soak.Progress(
+                            label: label, memoryMaxBytes: limit, seconds: sample.seconds, usageBytes: sample.usageBytes,
+                            level: level.withLock { $0 }, releases: figures.linksMemwarn ? figures.releases : nil, trend: trend))
                 })
         }
         Task {
@@ -142,13 +148,16 @@ struct SoakLeg {
         live { [run] in
             let seconds = (ContinuousClock.now - start).seconds
             let figures = watch.current
-            return SoakRun(label: label, memwarnEnabled: self.memwarnEnabled, memoryMaxBytes: limit,
-                           run: .inProgress(command: command, cgroup: run.cgroup.location.path, memoryMaxBytes: limit, seconds: seconds,
-                                            samples: samples.withLock { $0 }, levelChanges: changes.withLock { $0 }),
-                           demo: nil, service: figures,
-                           trend: MemoryTrend.analyse(Self.loadedSamples(figures.floorSamples, from: readySeconds.withLock { $0 } ?? seconds, until: seconds),
-                                                      spanSeconds: seconds - (readySeconds.withLock { $0 } ?? seconds), limitBytes: limit, basis: ""),
-                           end: .duration)
+            return SoakRun(
+                label: label, memwarnEnabled: self.memwarnEnabled, memoryMaxBytes: limit,
+                run: .inProgress(
+                    command: command, cgroup: run.cgroup.location.path, memoryMaxBytes: limit, seconds: seconds,
+                    samples: samples.withLock { $0 }, levelChanges: changes.withLock { $0 }),
+                demo: nil, service: figures,
+                trend: MemoryTrend.analyse(
+                    Self.loadedSamples(figures.floorSamples, from: readySeconds.withLock { $0 } ?? seconds, until: seconds),
+                    spanSeconds: seconds - (readySeconds.withLock { $0 } ?? seconds), limitBytes: limit, basis: ""),
+                end: .duration)
         }
         defer { live(nil) }
 
@@ -181,10 +190,11 @@ struct SoakLeg {
                 }
             }
             if reason == nil {
-                timers.append(Task {
-                    try? await Task.sleep(for: soak.duration)
-                    end.fire(.duration)
-                })
+                timers.append(
+                    Task {
+                        try? await Task.sleep(for: soak.duration)
+                        end.fire(.duration)
+                    })
                 if let command = service.load {
                     do {
                         load = try startShell(command, service: service, environment: environment, pid: run.pid)
@@ -204,10 +214,11 @@ struct SoakLeg {
             readyAfter = 0
             stallAtReady = StallFigures.read(cgroupDirectory: cgroupDirectory)
             // The demo ends itself after its load; a demo that hangs is stopped two minutes later.
-            timers.append(Task {
-                try? await Task.sleep(for: soak.duration + .seconds(120))
-                end.fire(.duration)
-            })
+            timers.append(
+                Task {
+                    try? await Task.sleep(for: soak.duration + .seconds(120))
+                    end.fire(.duration)
+                })
         }
         if reason == nil { reason = await end.wait(for: nil) }
         // A service that is gone by now ended by itself, whatever fired first (its load may
@@ -218,7 +229,8 @@ struct SoakLeg {
 
         // The load failing at once is a broken setup, not a result.
         if case .loadEnded(let code) = ending, code != 0, problem == nil, !run.hasEnded, ContinuousClock.now - loadStarted < Self.loadStartGrace {
-            problem = "the load command failed at once: it exited with status \(code) within \(Self.loadStartGrace.seconds) s of its start (`\(service?.load ?? "")`)"
+            problem =
+                "the load command failed at once: it exited with status \(code) within \(Self.loadStartGrace.seconds) s of its start (`\(service?.load ?? "")`)"
             runEnd = .loadFailed
         }
         if problem == nil {
@@ -233,7 +245,8 @@ struct SoakLeg {
         // The check, while the service still runs.
         var checkExitCode: Int32?
         if let check = service?.check, problem == nil, ending != .serviceExited, !run.hasEnded {
-            if case .interrupted = ending {} else if let service {
+            if case .interrupted = ending {
+            } else if let service {
                 checkExitCode = await runCheck(check, service: service, environment: environment, pid: run.pid, interruption: interruption)
             }
         }
@@ -262,22 +275,25 @@ struct SoakLeg {
         }
         let figures = watch.current
         if service != nil, runEnd == .serviceExited, report.oomKills == 0, report.exitCode == 0, problem == nil {
-            problem = "\(commandName) exited with status 0 after \(String(format: "%.1f", report.durationSeconds)) s, before the soak's end: a soaked service must run until it is stopped (or give --duration that ends first)"
+            problem =
+                "\(commandName) exited with status 0 after \(String(format: "%.1f", report.durationSeconds)) s, before the soak's end: a soaked service must run until it is stopped (or give --duration that ends first)"
         }
         if runEnd == .notReady, report.oomKills > 0 {
             problem = "\(commandName) was OOM-killed before it was ready: \(ByteSize.describe(limit)) is below what it needs to start"
         } else if endedBeforeReady {
-            problem = "\(commandName) exited with \(report.exit.signal.map { "signal \($0)" } ?? "status \(report.exitCode)") "
+            problem =
+                "\(commandName) exited with \(report.exit.signal.map { "signal \($0)" } ?? "status \(report.exitCode)") "
                 + "\(String(format: "%.1f", report.durationSeconds)) s after it started, before it was ready: a soaked service must run until it is stopped"
         }
         let basis = figures.linksMemwarn ? "anonymous memory less the consumers' footprint" : "anonymous memory"
         // The trend is the loaded service's: from ready until the soak began to stop it (not its
         // start-up, its check or its shutdown).
         let loaded = Self.loadedSamples(figures.floorSamples, from: readyAfter ?? 0, until: stoppedAt)
-        return SoakRun(label: label, memwarnEnabled: memwarnEnabled, memoryMaxBytes: limit, run: report, demo: demo, service: figures,
-                       trend: MemoryTrend.analyse(loaded, spanSeconds: max(0, stoppedAt - (readyAfter ?? 0)), limitBytes: limit, basis: basis),
-                       end: runEnd, readyAfterSeconds: readyAfter, loadExitCode: load?.exitIfEnded?.code, checkExitCode: checkExitCode,
-                       problem: problem, killedAtStop: killedAtStop, stall: stall)
+        return SoakRun(
+            label: label, memwarnEnabled: memwarnEnabled, memoryMaxBytes: limit, run: report, demo: demo, service: figures,
+            trend: MemoryTrend.analyse(loaded, spanSeconds: max(0, stoppedAt - (readyAfter ?? 0)), limitBytes: limit, basis: basis),
+            end: runEnd, readyAfterSeconds: readyAfter, loadExitCode: load?.exitIfEnded?.code, checkExitCode: checkExitCode,
+            problem: problem, killedAtStop: killedAtStop, stall: stall)
     }
 
     /// Why the service never became ready.
@@ -301,7 +317,9 @@ struct SoakLeg {
             if let ended = ended() { return .failure(ended) }
             return .success((ContinuousClock.now - start).seconds)
         case .url(let text, let timeout):
-            guard case .success(let address) = HTTPGet.Address.parse(text) else { return .failure(NotReady(description: "--ready-url \(text) is not an http:// URL")) }
+            guard case .success(let address) = HTTPGet.Address.parse(text) else {
+                return .failure(NotReady(description: "--ready-url \(text) is not an http:// URL"))
+            }
             let deadline = start + timeout
             var lastFailure = "no answer yet"
             while true {
@@ -314,7 +332,9 @@ struct SoakLeg {
                     lastFailure = "\(error)"
                 }
                 if ContinuousClock.now >= deadline {
-                    return .failure(NotReady(description: "\(name) did not answer \(text) with 2xx within \(String(format: "%g", timeout.seconds)) s (last: \(lastFailure))"))
+                    return .failure(
+                        NotReady(
+                            description: "\(name) did not answer \(text) with 2xx within \(String(format: "%g", timeout.seconds)) s (last: \(lastFailure))"))
                 }
                 _ = await end.wait(for: .milliseconds(100))
             }
@@ -339,8 +359,10 @@ struct SoakLeg {
 
     /// Runs `--check`; its exit status (124 when it ran over ``checkTimeout`` and was killed).
     /// An interruption ends it (SIGTERM to its group).
-    private func runCheck(_ command: String, service: Soak.Service, environment: [String: String], pid: Int32,
-                          interruption: SoakInterruption) async -> Int32 {
+    private func runCheck(
+        _ command: String, service: Soak.Service, environment: [String: String], pid: Int32,
+        interruption: SoakInterruption
+    ) async -> Int32 {
         guard let check = try? startShell(command, service: service, environment: environment, pid: pid) else { return 127 }
         interruption.onInterrupt { _ in check.signalGroup(SIGTERM) }
         defer { check.signalGroup(SIGKILL) }  // what the check left running in its group

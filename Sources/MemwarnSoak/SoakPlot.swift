@@ -25,9 +25,13 @@ public enum SoakPlot {
         let legendY = height - 12
         parts.append(##"<g font-size="11">"##)
         var x = margin.left
-        for (label, color, dash) in [("usage", "#333", ""), ("limit", "#000", "6,3"), ("warning (with memwarn: a release)", "#e6a700", ""), ("critical (likewise)", "#d62728", ""),
-                                     ("unit terminated", "#2ca02c", ""), ("trough (floor)", "#9467bd", ""), ("OOM kill", "#000", "")] {
-            parts.append(##"<line x1="\##(x)" y1="\##(legendY - 4)" x2="\##(x + 18)" y2="\##(legendY - 4)" stroke="\##(color)" stroke-width="2"\##(dash.isEmpty ? "" : ##" stroke-dasharray="\##(dash)""##)/>"##)
+        for (label, color, dash) in [
+            ("usage", "#333", ""), ("limit", "#000", "6,3"), ("warning (with memwarn: a release)", "#e6a700", ""), ("critical (likewise)", "#d62728", ""),
+            ("unit terminated", "#2ca02c", ""), ("trough (floor)", "#9467bd", ""), ("OOM kill", "#000", ""),
+        ] {
+            parts.append(
+                ##"<line x1="\##(x)" y1="\##(legendY - 4)" x2="\##(x + 18)" y2="\##(legendY - 4)" stroke="\##(color)" stroke-width="2"\##(dash.isEmpty ? "" : ##" stroke-dasharray="\##(dash)""##)/>"##
+            )
             parts.append(##"<text x="\##(x + 22)" y="\##(legendY)">\##(label)</text>"##)
             x += 22 + Double(label.count) * 6.5 + 18
         }
@@ -64,20 +68,28 @@ public enum SoakPlot {
             parts.append(##"<text x="\##(x(seconds))" y="\##(top + panelHeight + 16)" text-anchor="middle">\##(Int(seconds)) s</text>"##)
             seconds += secondsStep
         }
-        parts.append(##"<line x1="\##(margin.left)" y1="\##(y(Double(limit)))" x2="\##(margin.left + plotWidth)" y2="\##(y(Double(limit)))" stroke="#000" stroke-width="1.5" stroke-dasharray="6,3"/>"##)
-        parts.append(##"<text x="\##(margin.left + plotWidth - 4)" y="\##(y(Double(limit)) - 5)" text-anchor="end">limit \##(escape(ByteSize.describe(limit)))</text>"##)
+        parts.append(
+            ##"<line x1="\##(margin.left)" y1="\##(y(Double(limit)))" x2="\##(margin.left + plotWidth)" y2="\##(y(Double(limit)))" stroke="#000" stroke-width="1.5" stroke-dasharray="6,3"/>"##
+        )
+        parts.append(
+            ##"<text x="\##(margin.left + plotWidth - 4)" y="\##(y(Double(limit)) - 5)" text-anchor="end">limit \##(escape(ByteSize.describe(limit)))</text>"##)
         // Event marks: with memwarn, the releases the service made (at warning or critical);
         // without it, the level changes the outside monitor saw.
         let demoReleases = run.demo?.releases ?? []
-        let marks = demoReleases.isEmpty
+        let marks =
+            demoReleases.isEmpty
             ? run.run.levelChanges.filter { $0.level != "normal" }.map { (seconds: $0.seconds, level: $0.level, what: "\($0.level)") }
             : demoReleases.map { (seconds: $0.seconds, level: $0.level, what: "release at \($0.level): \(ByteSize.describe(UInt64($0.freedBytes))) freed") }
         for mark in marks {
             let color = mark.level == "critical" ? "#d62728" : "#e6a700"
-            parts.append(##"<line x1="\##(x(mark.seconds))" y1="\##(top)" x2="\##(x(mark.seconds))" y2="\##(top + panelHeight)" stroke="\##(color)" stroke-width="1" opacity="0.7"><title>\##(escape(mark.what)) at \##(String(format: "%.2f", mark.seconds)) s</title></line>"##)
+            parts.append(
+                ##"<line x1="\##(x(mark.seconds))" y1="\##(top)" x2="\##(x(mark.seconds))" y2="\##(top + panelHeight)" stroke="\##(color)" stroke-width="1" opacity="0.7"><title>\##(escape(mark.what)) at \##(String(format: "%.2f", mark.seconds)) s</title></line>"##
+            )
         }
         for termination in run.demo?.terminations ?? [] {
-            parts.append(##"<circle cx="\##(x(termination.seconds))" cy="\##(top + 8)" r="3.5" fill="#2ca02c"><title>\##(escape(termination.unit)) terminated, \##(escape(ByteSize.describe(UInt64(termination.freedBytes)))) freed</title></circle>"##)
+            parts.append(
+                ##"<circle cx="\##(x(termination.seconds))" cy="\##(top + 8)" r="3.5" fill="#2ca02c"><title>\##(escape(termination.unit)) terminated, \##(escape(ByteSize.describe(UInt64(termination.freedBytes)))) freed</title></circle>"##
+            )
         }
         // Usage.
         if !run.run.samples.isEmpty {
@@ -86,15 +98,22 @@ public enum SoakPlot {
         }
         // The troughs (the floor's lowest point in each window), and the floor itself.
         for trough in run.trend.troughs {
-            parts.append(##"<rect x="\##(x(trough.seconds) - 3)" y="\##(y(Double(trough.bytes)) - 3)" width="6" height="6" fill="#9467bd"><title>trough \##(escape(ByteSize.describe(trough.bytes))) at \##(String(format: "%.0f", trough.seconds)) s</title></rect>"##)
+            parts.append(
+                ##"<rect x="\##(x(trough.seconds) - 3)" y="\##(y(Double(trough.bytes)) - 3)" width="6" height="6" fill="#9467bd"><title>trough \##(escape(ByteSize.describe(trough.bytes))) at \##(String(format: "%.0f", trough.seconds)) s</title></rect>"##
+            )
         }
         if let floor = run.trend.floorBytes {
-            parts.append(##"<line x1="\##(margin.left)" y1="\##(y(Double(floor)))" x2="\##(margin.left + plotWidth)" y2="\##(y(Double(floor)))" stroke="#9467bd" stroke-width="1" stroke-dasharray="2,3"/>"##)
+            parts.append(
+                ##"<line x1="\##(margin.left)" y1="\##(y(Double(floor)))" x2="\##(margin.left + plotWidth)" y2="\##(y(Double(floor)))" stroke="#9467bd" stroke-width="1" stroke-dasharray="2,3"/>"##
+            )
             parts.append(##"<text x="\##(margin.left + 4)" y="\##(y(Double(floor)) - 4)" fill="#9467bd">floor \##(escape(ByteSize.describe(floor)))</text>"##)
         }
         if run.run.oomKills > 0 {
-            let killX = x(run.run.durationSeconds), killY = y(Double(limit))
-            parts.append(##"<path d="M \##(killX - 7) \##(killY - 7) L \##(killX + 7) \##(killY + 7) M \##(killX - 7) \##(killY + 7) L \##(killX + 7) \##(killY - 7)" stroke="#000" stroke-width="3"/>"##)
+            let killX = x(run.run.durationSeconds)
+            let killY = y(Double(limit))
+            parts.append(
+                ##"<path d="M \##(killX - 7) \##(killY - 7) L \##(killX + 7) \##(killY + 7) M \##(killX - 7) \##(killY + 7) L \##(killX + 7) \##(killY - 7)" stroke="#000" stroke-width="3"/>"##
+            )
             parts.append(##"<text x="\##(killX + 10)" y="\##(killY + 16)" font-weight="bold">OOM kill</text>"##)
         }
         parts.append("</g>")

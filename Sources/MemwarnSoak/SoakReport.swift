@@ -46,7 +46,8 @@ public struct SoakReport: Sendable, Codable {
                 if run.survived { return "survived \(String(format: "%.0f", run.run.durationSeconds)) s" }
                 if run.end == .interrupted && run.run.oomKills == 0 { return "interrupted after \(String(format: "%.1f", run.run.durationSeconds)) s" }
                 if run.end == .notReady { return "not ready" + (run.run.oomKills > 0 ? " (OOM-killed)" : "") }
-                return "killed after \(String(format: "%.1f", run.run.durationSeconds)) s (\(run.run.exit.signal.map { "signal \($0)" } ?? "status \(run.run.exitCode)"))"
+                return
+                    "killed after \(String(format: "%.1f", run.run.durationSeconds)) s (\(run.run.exit.signal.map { "signal \($0)" } ?? "status \(run.run.exitCode)"))"
             },
             row("OOM kills") { "\($0.run.oomKills)" },
             row("warnings") { "\($0.run.warnings["warning"] ?? 0)" },
@@ -62,10 +63,11 @@ public struct SoakReport: Sendable, Codable {
             rows.append(row("released: \(tier)") { mib($0.releasedByTier[tier] ?? 0) })
         }
         if runs.contains(where: { !$0.service.releasedBytesByConsumer.isEmpty }) {
-            rows.append(row("largest releasers") { run in
-                let top = run.service.releasedBytesByConsumer.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(3)
-                return top.isEmpty ? "-" : top.map { "\($0.key) \(mib($0.value))" }.joined(separator: ", ")
-            })
+            rows.append(
+                row("largest releasers") { run in
+                    let top = run.service.releasedBytesByConsumer.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(3)
+                    return top.isEmpty ? "-" : top.map { "\($0.key) \(mib($0.value))" }.joined(separator: ", ")
+                })
         }
         rows += [
             row("memory exhausted") { run in
@@ -102,22 +104,28 @@ public struct SoakReport: Sendable, Codable {
             rows.append(row("check") { run in run.checkExitCode.map { $0 == 0 ? "passed" : "FAILED (status \($0))" } ?? "-" })
         }
         if runs.contains(where: { $0.stall != nil }) {
-            rows.append(row("memory stall (PSI)") { run in
-                guard let stall = run.stall else { return "-" }
-                return stall.seconds + (stall.source == "cgroup" ? "" : " (system)")
-            })
+            rows.append(
+                row("memory stall (PSI)") { run in
+                    guard let stall = run.stall else { return "-" }
+                    return stall.seconds + (stall.source == "cgroup" ? "" : " (system)")
+                })
         }
         rows += [
             row("floor") { run in
                 guard let floor = run.trend.floorBytes else { return "unknown" }
                 return ByteSize.describe(floor) + (run.trend.heapFloorBytes.map { " (heap in use \(ByteSize.describe($0)))" } ?? "")
             },
-            row("memory trend") { $0.trend.verdict == .leaking ? "leaking \(String(format: "%.2f", $0.trend.rateBytesPerMinute / 1_048_576)) MiB/min (\(percent($0.trend.confidence)))" : $0.trend.verdict.rawValue },
+            row("memory trend") {
+                $0.trend.verdict == .leaking
+                    ? "leaking \(String(format: "%.2f", $0.trend.rateBytesPerMinute / 1_048_576)) MiB/min (\(percent($0.trend.confidence)))"
+                    : $0.trend.verdict.rawValue
+            },
         ]
         let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
         let lines = rows.map { row in
-            String(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
-                .joined(separator: "   ").reversed().drop { $0 == " " }.reversed())
+            String(
+                row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                    .joined(separator: "   ").reversed().drop { $0 == " " }.reversed())
         }
         var notes: [String] = []
         if let memwarn = runs.last(where: \.memwarnEnabled) {
@@ -125,7 +133,10 @@ public struct SoakReport: Sendable, Codable {
             if let stall = memwarn.stall { notes.append("memory stall with memwarn: " + stall.summary) }
         }
         if limits.count > 1 {
-            let lowest = { (memwarn: Bool) in self.lowestSurvivingLimit(memwarnEnabled: memwarn).map(ByteSize.describe) ?? "none of \(self.limits.map(ByteSize.describe).joined(separator: ", "))" }
+            let lowest = { (memwarn: Bool) in
+                self.lowestSurvivingLimit(memwarnEnabled: memwarn).map(ByteSize.describe)
+                    ?? "none of \(self.limits.map(ByteSize.describe).joined(separator: ", "))"
+            }
             notes.append("lowest limit survived: with memwarn \(lowest(true))" + (runs.contains { !$0.memwarnEnabled } ? ", without \(lowest(false))" : ""))
         }
         var verdict = passed ? "PASS: with memwarn the service survived" : "FAIL: with memwarn the service did not survive cleanly"
@@ -138,7 +149,10 @@ public struct SoakReport: Sendable, Codable {
                 verdict += memwarn.checkExitCode == 0 ? ", with 0 OOM kills, and its check passed" : ", with 0 OOM kills"
             }
             if let baseline = runs.first(where: { !$0.memwarnEnabled && $0.memoryMaxBytes == memwarn.memoryMaxBytes }) {
-                verdict += baseline.survived ? "; without memwarn it survived too" : "; without memwarn it did not (\(baseline.killedAfterSeconds.map { "killed after \(String(format: "%.1f", $0)) s" } ?? "failed"))"
+                verdict +=
+                    baseline.survived
+                    ? "; without memwarn it survived too"
+                    : "; without memwarn it did not (\(baseline.killedAfterSeconds.map { "killed after \(String(format: "%.1f", $0)) s" } ?? "failed"))"
             }
         }
         if let reason = runs.first(where: \.memwarnEnabled)?.killReason { verdict += "\n" + reason }
@@ -164,7 +178,9 @@ public struct SoakReport: Sendable, Codable {
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return try encoder.encode(["runs": runs.map { Run(label: $0.label, memoryMaxBytes: $0.memoryMaxBytes, usage: $0.run.samples, floorSamples: $0.service.floorSamples) }])
+        return try encoder.encode([
+            "runs": runs.map { Run(label: $0.label, memoryMaxBytes: $0.memoryMaxBytes, usage: $0.run.samples, floorSamples: $0.service.floorSamples) }
+        ])
     }
 
     /// The JSON: the verdict first, and each run without its samples (they are for the plot).
@@ -227,18 +243,19 @@ public struct SoakReport: Sendable, Codable {
             interruptedBy = report.interruptedBy
             runs = report.runs.map { run in
                 let demo = run.demo
-                return Run(label: run.label, memwarnEnabled: run.memwarnEnabled, memoryMaxBytes: run.memoryMaxBytes, survived: run.survived,
-                           end: run.end.rawValue, problem: run.problem, killedAfterSeconds: run.killedAfterSeconds, readyAfterSeconds: run.readyAfterSeconds,
-                           exitCode: run.run.exitCode, oomKills: run.run.oomKills, warnings: run.run.warnings, peakUsageBytes: run.run.peakUsageBytes,
-                           linksMemwarn: run.service.linksMemwarn, releases: demo.map { $0.releases.count } ?? run.service.releases,
-                           releasedBytesByTier: run.releasedByTier, releasedBytesByConsumer: run.service.releasedBytesByConsumer,
-                           exhaustedSeconds: run.service.exhaustedSeconds, shed: run.service.shed, loadExitCode: run.loadExitCode,
-                           checkExitCode: run.checkExitCode, killedAtStop: run.killedAtStop, stall: run.stall, unitsTerminated: demo?.terminations.count ?? 0,
-                           exhaustions: demo?.exhaustions.count ?? 0, floorBytes: demo?.exhaustions.first?.floorBytes, turnedAway: demo?.turnedAway ?? 0,
-                           forecastWarnings: demo?.forecastWarnings ?? (run.service.linksMemwarn ? run.service.forecastWarnings : nil),
-                           falseForecasts: demo?.falseForecasts ?? (run.service.linksMemwarn ? run.service.falseForecasts : nil),
-                           killReason: run.killReason, writesAcknowledged: demo?.writesAcknowledged, writesVerified: demo?.writesVerified,
-                           lostWrites: demo?.lostWrites, trend: run.trend)
+                return Run(
+                    label: run.label, memwarnEnabled: run.memwarnEnabled, memoryMaxBytes: run.memoryMaxBytes, survived: run.survived,
+                    end: run.end.rawValue, problem: run.problem, killedAfterSeconds: run.killedAfterSeconds, readyAfterSeconds: run.readyAfterSeconds,
+                    exitCode: run.run.exitCode, oomKills: run.run.oomKills, warnings: run.run.warnings, peakUsageBytes: run.run.peakUsageBytes,
+                    linksMemwarn: run.service.linksMemwarn, releases: demo.map { $0.releases.count } ?? run.service.releases,
+                    releasedBytesByTier: run.releasedByTier, releasedBytesByConsumer: run.service.releasedBytesByConsumer,
+                    exhaustedSeconds: run.service.exhaustedSeconds, shed: run.service.shed, loadExitCode: run.loadExitCode,
+                    checkExitCode: run.checkExitCode, killedAtStop: run.killedAtStop, stall: run.stall, unitsTerminated: demo?.terminations.count ?? 0,
+                    exhaustions: demo?.exhaustions.count ?? 0, floorBytes: demo?.exhaustions.first?.floorBytes, turnedAway: demo?.turnedAway ?? 0,
+                    forecastWarnings: demo?.forecastWarnings ?? (run.service.linksMemwarn ? run.service.forecastWarnings : nil),
+                    falseForecasts: demo?.falseForecasts ?? (run.service.linksMemwarn ? run.service.falseForecasts : nil),
+                    killReason: run.killReason, writesAcknowledged: demo?.writesAcknowledged, writesVerified: demo?.writesVerified,
+                    lostWrites: demo?.lostWrites, trend: run.trend)
             }
         }
     }

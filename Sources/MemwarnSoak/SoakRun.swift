@@ -74,7 +74,9 @@ public struct SoakRun: Sendable, Codable {
         }
         let limit = ByteSize.describe(run.memoryMaxBytes)
         guard let exhaustion = demo?.exhaustions.last else {
-            if service.exhaustedSeconds > 0 { return "killed while its monitor found memory exhausted (\(Int(service.exhaustedSeconds)) s in all): its floor did not fit in \(limit)" }
+            if service.exhaustedSeconds > 0 {
+                return "killed while its monitor found memory exhausted (\(Int(service.exhaustedSeconds)) s in all): its floor did not fit in \(limit)"
+            }
             if !service.linksMemwarn && demo == nil { return "OOM-killed under \(limit); no memwarn control endpoint answered, so what it released is unknown" }
             return "killed with no exhaustion reported: releasable memory was left, and the releases did not keep up with growth"
         }

@@ -1,4 +1,5 @@
 import CLinuxCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -80,9 +81,10 @@ package struct ChildSpawn {
         }
         return argv.withUnsafeBufferPointer { argv in
             envp.withUnsafeBufferPointer { envp in
-                memwarn_spawn(executable, argv.baseAddress, envp.baseAddress, procs,
-                              standardInput ?? -1, standardOutput ?? -1, standardError ?? -1, parentDeathSignal, newProcessGroup ? 1 : 0,
-                              closesInheritedDescriptors ? 1 : 0)
+                memwarn_spawn(
+                    executable, argv.baseAddress, envp.baseAddress, procs,
+                    standardInput ?? -1, standardOutput ?? -1, standardError ?? -1, parentDeathSignal, newProcessGroup ? 1 : 0,
+                    closesInheritedDescriptors ? 1 : 0)
             }
         }
     }

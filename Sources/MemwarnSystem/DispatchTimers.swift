@@ -1,8 +1,9 @@
 import CLinuxCalls
+import Dispatch
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 
 /// libdispatch makes an `epoll` descriptor and an `eventfd` when it first needs its manager, and
 /// a `timerfd` for each clock the first time a timer on that clock is armed — Swift's suspending

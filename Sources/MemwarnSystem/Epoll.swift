@@ -1,4 +1,5 @@
 package import CLinuxCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import CLinuxCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -77,8 +78,10 @@ package final class EventLoop: @unchecked Sendable {
     /// - Returns: the registration, for ``rewatch(_:for:)`` and ``unwatch(_:)``.
     /// - Throws: ``SystemError`` from `epoll_ctl(ADD)`.
     @discardableResult
-    package func watch(_ descriptor: borrowing FileDescriptor, for events: EpollEvents,
-                       _ handler: @escaping (EpollEvents) -> Void) throws(SystemError) -> Registration {
+    package func watch(
+        _ descriptor: borrowing FileDescriptor, for events: EpollEvents,
+        _ handler: @escaping (EpollEvents) -> Void
+    ) throws(SystemError) -> Registration {
         assertOnLoop()
         let tag = nextTag
         try epoll.add(descriptor.rawValue, events: events, tag: tag)
@@ -130,7 +133,10 @@ package final class EventLoop: @unchecked Sendable {
     /// Cancels a deadline that has not run; a deadline that ran or was cancelled is ignored.
     package func cancel(_ deadline: Deadline) {
         assertOnLoop()
-        if let index = deadlines.firstIndex(where: { $0.id == deadline.id }) { deadlines.swapAt(index, deadlines.count - 1); deadlines.removeLast() }
+        if let index = deadlines.firstIndex(where: { $0.id == deadline.id }) {
+            deadlines.swapAt(index, deadlines.count - 1)
+            deadlines.removeLast()
+        }
     }
 
     // MARK: Running
@@ -184,7 +190,10 @@ package final class EventLoop: @unchecked Sendable {
                 let tag = events[index].data.u64
                 if tag == Self.wakeTag {
                     _ = try? wakeCounter.readCounter()
-                    for work in inbox.withLock({ inbox in defer { inbox.work.removeAll() }; return inbox.work }) { work() }
+                    for work in inbox.withLock({ inbox in
+                        defer { inbox.work.removeAll() }
+                        return inbox.work
+                    }) { work() }
                 } else if let entry = handlers[tag] {
                     entry.handler(EpollEvents(rawValue: events[index].events))
                 }

@@ -16,8 +16,11 @@ package enum HTTPGet {
         /// Parses `text`; `nil` with the reason in `problem` when it is not an `http://` URL.
         package static func parse(_ text: String) -> Result<Address, AddressProblem> {
             guard text.hasPrefix("http://") else {
-                return .failure(AddressProblem(text.hasPrefix("https://") ? "only http:// URLs: a soak talks to a service on this machine"
-                                                   : "not an http:// URL (example: http://127.0.0.1:8080/healthz)"))
+                return .failure(
+                    AddressProblem(
+                        text.hasPrefix("https://")
+                            ? "only http:// URLs: a soak talks to a service on this machine"
+                            : "not an http:// URL (example: http://127.0.0.1:8080/healthz)"))
             }
             let rest = text.dropFirst("http://".count)
             let authority = rest.prefix { $0 != "/" }
@@ -29,7 +32,9 @@ package enum HTTPGet {
                 host = authority[authority.index(after: authority.startIndex)..<close]
                 let after = authority[authority.index(after: close)...]
                 if !after.isEmpty {
-                    guard after.hasPrefix(":"), let number = UInt16(after.dropFirst()), number > 0 else { return .failure(AddressProblem("no valid port after the host")) }
+                    guard after.hasPrefix(":"), let number = UInt16(after.dropFirst()), number > 0 else {
+                        return .failure(AddressProblem("no valid port after the host"))
+                    }
                     port = number
                 }
             } else if let colon = authority.lastIndex(of: ":") {
@@ -45,7 +50,9 @@ package enum HTTPGet {
             guard host == "localhost" || SocketAddress(literal: String(host), port: port) != nil else {
                 return .failure(AddressProblem("\"\(host)\" is not an IP address or localhost: a soak talks to a service on this machine"))
             }
-            guard !path.contains(where: { $0 == " " || $0 == "\r" || $0 == "\n" }) else { return .failure(AddressProblem("the path has a space or a line break")) }
+            guard !path.contains(where: { $0 == " " || $0 == "\r" || $0 == "\n" }) else {
+                return .failure(AddressProblem("the path has a space or a line break"))
+            }
             return .success(Address(host: String(host), port: port, path: path.isEmpty ? "/" : String(path)))
         }
 
@@ -125,7 +132,7 @@ package enum HTTPGet {
         for socketAddress in address.socketAddresses where connected < 0 {
             do {
                 connected = try connect(socketAddress, address: address, until: deadline)
-            } catch where error.errno == ETIMEDOUT && error.call == "an answer" {
+            } catch  where error.errno == ETIMEDOUT && error.call == "an answer" {
                 throw error
             } catch {
                 lastFailure = error
@@ -134,7 +141,8 @@ package enum HTTPGet {
         guard connected >= 0 else { throw lastFailure }
         let descriptor = connected
         defer { close(descriptor) }
-        let request = Array("GET \(address.path) HTTP/1.0\r\nHost: \(address.origin.dropFirst("http://".count))\r\nConnection: close\r\nUser-Agent: memwarn-soak\r\n\r\n".utf8)
+        let request = Array(
+            "GET \(address.path) HTTP/1.0\r\nHost: \(address.origin.dropFirst("http://".count))\r\nConnection: close\r\nUser-Agent: memwarn-soak\r\n\r\n".utf8)
         var sent = 0
         while sent < request.count {
             let count = request[sent...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

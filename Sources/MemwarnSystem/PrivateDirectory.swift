@@ -1,4 +1,5 @@
 import CLinuxCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,7 +56,10 @@ package enum PrivateDirectory {
                 throw Refusal(message: "\(purpose) \(path) lies in \(folder), owned by uid \(status.st_uid) (neither root nor this user); refusing to use it")
             }
             if status.st_mode & 0o022 != 0 && status.st_mode & S_ISVTX == 0 {
-                throw Refusal(message: "\(purpose) \(path) lies in \(folder), which other users may write to (mode \(String(status.st_mode & 0o7777, radix: 8)), not sticky); refusing to use it")
+                throw Refusal(
+                    message:
+                        "\(purpose) \(path) lies in \(folder), which other users may write to (mode \(String(status.st_mode & 0o7777, radix: 8)), not sticky); refusing to use it"
+                )
             }
             if folder == "/" { return }
             folder = folder.lastIndex(of: "/").map { $0 == folder.startIndex ? "/" : String(folder[..<$0]) } ?? "/"

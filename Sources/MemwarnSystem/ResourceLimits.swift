@@ -1,4 +1,5 @@
 import CLinuxCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif

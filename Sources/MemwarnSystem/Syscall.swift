@@ -14,8 +14,10 @@ package enum Syscall {
     /// - Returns: what `body` returned.
     /// - Throws: ``SystemError`` with `errno` when `body` returned -1 other than for `EINTR`.
     @discardableResult
-    package static func retrying<Result: FixedWidthInteger>(_ call: String, path: String? = nil,
-                                                           _ body: () -> Result) throws(SystemError) -> Result {
+    package static func retrying<Result: FixedWidthInteger>(
+        _ call: String, path: String? = nil,
+        _ body: () -> Result
+    ) throws(SystemError) -> Result {
         while true {
             let result = body()
             if result != -1 { return result }
@@ -24,11 +26,13 @@ package enum Syscall {
     }
 
     /// ``retrying(_:path:_:)`` for a non-blocking call: `nil` when it would block (`EAGAIN`).
-    package static func nonBlocking<Result: FixedWidthInteger>(_ call: String, path: String? = nil,
-                                                              _ body: () -> Result) throws(SystemError) -> Result? {
+    package static func nonBlocking<Result: FixedWidthInteger>(
+        _ call: String, path: String? = nil,
+        _ body: () -> Result
+    ) throws(SystemError) -> Result? {
         do {
             return try retrying(call, path: path, body)
-        } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+        } catch  where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
             return nil
         }
     }

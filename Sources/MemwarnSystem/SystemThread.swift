@@ -1,4 +1,5 @@
 import CLinuxCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,12 +23,14 @@ package enum SystemThread {
     package static func start(name: String, _ body: @escaping () -> Void) throws(SystemError) {
         let start = Unmanaged.passRetained(Start(name, body)).toOpaque()
         var thread = pthread_t()
-        let status = pthread_create(&thread, nil, { raw in
-            let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
-            _ = memwarn_set_thread_name(start.name)
-            start.body()
-            return nil
-        }, start)
+        let status = pthread_create(
+            &thread, nil,
+            { raw in
+                let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
+                _ = memwarn_set_thread_name(start.name)
+                start.body()
+                return nil
+            }, start)
         guard status == 0 else {
             Unmanaged<Start>.fromOpaque(start).release()
             throw SystemError("pthread_create", errno: status)

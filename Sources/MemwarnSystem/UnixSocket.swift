@@ -1,4 +1,5 @@
 import CLinuxCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -70,7 +71,7 @@ extension FileDescriptor {
             do {
                 guard let connection = try Syscall.nonBlocking("accept4", { memwarn_accept_nonblocking(rawValue) }) else { return nil }
                 return FileDescriptor(adopting: connection)
-            } catch where error.errno == ECONNABORTED {
+            } catch  where error.errno == ECONNABORTED {
                 continue  // the client left before it was accepted: take the next one
             }
         }

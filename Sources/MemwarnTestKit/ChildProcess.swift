@@ -1,4 +1,5 @@
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,8 +41,10 @@ public enum ChildProcess {
     ///
     /// - Throws: ``ChildProcessError`` when it cannot start, or runs longer than `timeout`
     ///   (it is killed then).
-    public static func run(_ arguments: [String], environment: [String]? = nil, in cgroup: TestCgroup? = nil,
-                           timeout: Duration = .seconds(300)) throws(ChildProcessError) -> Finished {
+    public static func run(
+        _ arguments: [String], environment: [String]? = nil, in cgroup: TestCgroup? = nil,
+        timeout: Duration = .seconds(300)
+    ) throws(ChildProcessError) -> Finished {
         let child = try LineChild(arguments, in: cgroup, environment: environment)
         child.closeInput()
         let status = try child.waitForExit(timeout: timeout)
@@ -53,8 +56,10 @@ public enum ChildProcess {
     /// command runs (other suites' tasks would starve).
     ///
     /// - Throws: ``ChildProcessError`` when it cannot start, or runs longer than `timeout`.
-    public static func runOffThePool(_ arguments: [String], environment: [String]? = nil, in cgroup: TestCgroup? = nil,
-                                     timeout: Duration = .seconds(300)) async throws(ChildProcessError) -> Finished {
+    public static func runOffThePool(
+        _ arguments: [String], environment: [String]? = nil, in cgroup: TestCgroup? = nil,
+        timeout: Duration = .seconds(300)
+    ) async throws(ChildProcessError) -> Finished {
         let child = try LineChild(arguments, in: cgroup, environment: environment)
         child.closeInput()
         let status = try await child.exitStatus(within: timeout)

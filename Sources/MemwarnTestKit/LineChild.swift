@@ -1,4 +1,5 @@
 public import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,8 +36,10 @@ public final class LineChild: Sendable {
     ///   - environment: its environment as `NAME=value` entries; `nil` passes this process's.
     ///   - standardError: whether its standard error is captured or shared.
     /// - Throws: ``ChildProcessError`` when it cannot be started.
-    public init(_ arguments: [String], in cgroup: TestCgroup? = nil, environment: [String]? = nil,
-                standardError: StandardError = .captured) throws(ChildProcessError) {
+    public init(
+        _ arguments: [String], in cgroup: TestCgroup? = nil, environment: [String]? = nil,
+        standardError: StandardError = .captured
+    ) throws(ChildProcessError) {
         program = arguments.first ?? ""
         do throws(SystemError) {
             let toChild = try PipeEnds()

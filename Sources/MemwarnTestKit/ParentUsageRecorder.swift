@@ -1,5 +1,6 @@
 public import CgroupKit
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,7 +24,8 @@ public final class ParentUsageRecorder: Sendable {
     ///
     /// - Throws: ``ChildProcessError`` when the thread cannot be started.
     public init(_ cgroup: CgroupLocation, limit: UInt64, warningRatio: Double = 0.8, recoveryRatio: Double = 0.7) throws(ChildProcessError) {
-        let warning = UInt64(Double(limit) * warningRatio), recovery = UInt64(Double(limit) * recoveryRatio)
+        let warning = UInt64(Double(limit) * warningRatio)
+        let recovery = UInt64(Double(limit) * recoveryRatio)
         let reader = CgroupMemoryReader(location: cgroup)
         do {
             try SystemThread.start(name: "memwarn-parent") { [state, ended] in

@@ -1,6 +1,7 @@
 import CgroupKit
 import Foundation
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -109,8 +110,11 @@ public struct SharedParentTrial {
         }
         var agent: LineChild?
         if coordination == .agent {
-            let launched = try LineChild([memwarnPath, "agent", "--cgroup", parent.location.path,
-                                          "--control-dir", directory, "--json"] + agentArguments)
+            let launched = try LineChild(
+                [
+                    memwarnPath, "agent", "--cgroup", parent.location.path,
+                    "--control-dir", directory, "--json",
+                ] + agentArguments)
             started.append(launched)
             agent = launched
             _ = try await launched.nextLine(within: .seconds(30))  // "started": it reads the parent
@@ -131,10 +135,13 @@ public struct SharedParentTrial {
         for service in services {
             let child = try parent.child(service.name)
             children.append(child)
-            let probe = try LineChild([probePath, "--rate", "\(service.rateMiB)",
-                                       "--total", "\(service.totalMiB)", "--control", directory,
-                                       "--start-after", "\(startAfterSeconds)", "--hold", "\(holdSeconds)"],
-                                      in: child, environment: entries)
+            let probe = try LineChild(
+                [
+                    probePath, "--rate", "\(service.rateMiB)",
+                    "--total", "\(service.totalMiB)", "--control", directory,
+                    "--start-after", "\(startAfterSeconds)", "--hold", "\(holdSeconds)",
+                ],
+                in: child, environment: entries)
             started.append(probe)
             probes.append((service, probe))
         }
@@ -166,8 +173,10 @@ public struct SharedParentTrial {
         for (service, probe) in probes {
             let status = try await probe.exitStatus(within: max(.seconds(1), deadline - .now))
             let lines = (try? await probe.remainingLines(within: .seconds(5))) ?? []
-            outcomes.append(ServiceOutcome(name: service.name, pid: probe.pid, status: status, events: Self.objects(lines),
-                                           standardError: probe.standardErrorText))
+            outcomes.append(
+                ServiceOutcome(
+                    name: service.name, pid: probe.pid, status: status, events: Self.objects(lines),
+                    standardError: probe.standardErrorText))
         }
         recorded = recorder.stop()
         var agentErrors = ""
@@ -177,8 +186,9 @@ public struct SharedParentTrial {
             records += Self.objects(((try? await agent.remainingLines(within: .seconds(5))) ?? []))
             agentErrors = agent.standardErrorText
         }
-        return Outcome(services: outcomes, agentRecords: records, agentStandardError: agentErrors, episodes: recorded?.episodes ?? [],
-                       parentPeakBytes: recorded?.peakBytes ?? 0)
+        return Outcome(
+            services: outcomes, agentRecords: records, agentStandardError: agentErrors, episodes: recorded?.episodes ?? [],
+            parentPeakBytes: recorded?.peakBytes ?? 0)
     }
 
     static func objects(_ lines: [String]) -> [[String: Any]] {

@@ -3,8 +3,10 @@
 ///
 /// - Parameter what: what is awaited, for the error message.
 /// - Throws: ``StreamWaitFailure`` when nothing came within `limit` or the stream ended.
-public func next<Element: Sendable>(_ iterator: inout AsyncStream<Element>.Iterator, within limit: Duration = .seconds(15),
-                                    waitingFor what: String = "event") async throws -> Element {
+public func next<Element: Sendable>(
+    _ iterator: inout AsyncStream<Element>.Iterator, within limit: Duration = .seconds(15),
+    waitingFor what: String = "event"
+) async throws -> Element {
     let box = IteratorBox(iterator)
     defer { iterator = box.iterator }
     return try await withThrowingTaskGroup(of: Element?.self) { group in

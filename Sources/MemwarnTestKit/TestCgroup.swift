@@ -1,5 +1,6 @@
 public import CgroupKit
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif

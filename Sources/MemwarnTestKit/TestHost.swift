@@ -1,4 +1,5 @@
 import CgroupKit
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,7 +15,8 @@ public enum TestHost {
         guard geteuid() == 0 else { return "needs root: it creates cgroups and runs children as other users (run the tests as root)" }
         guard let layout = try? CgroupDiscovery().layout() else { return "needs a readable /proc/self/cgroup and mountinfo" }
         guard let memory = layout.memory, memory.version == .v1 else {
-            return "needs this process's memory cgroup on cgroup v1 (this host: \(layout.mode.rawValue)); cgroup v2 memory is tested in the VM (Scripts/v2-vm-test)"
+            return
+                "needs this process's memory cgroup on cgroup v1 (this host: \(layout.mode.rawValue)); cgroup v2 memory is tested in the VM (Scripts/v2-vm-test)"
         }
         return nil
     }()

@@ -1,4 +1,5 @@
 public import CgroupKit
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -12,8 +12,9 @@ enum AdmissionScenario {
     static func run(_ context: ScenarioContext) async throws {
         let cgroup = try context.makeCgroup(memoryMax: limit)
         let hog = try MemoryHog(in: cgroup, binary: context.products.hog)
-        let recording = MonitorRecording(context, watching: cgroup, policy: .scenario(pollInterval: .seconds(60), holdTime: .zero),
-                                         watchesPressureStall: false)
+        let recording = MonitorRecording(
+            context, watching: cgroup, policy: .scenario(pollInterval: .seconds(60), holdTime: .zero),
+            watchesPressureStall: false)
         _ = try await recording.start()
         let admission = MemoryAdmission(monitor: recording.monitor, freshness: .zero)
         try await hog.hold(0.5, of: limit)

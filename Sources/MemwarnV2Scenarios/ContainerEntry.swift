@@ -1,5 +1,6 @@
 import CLinuxCalls
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -19,13 +19,15 @@ enum ContainerScenario {
         let status = try await inContainer(context, pod, [context.products.memwarn, "status", "--json"])
         try expect(status.status == 0 && status.lines.count == 1, "memwarn status in the container: \(status.status), \(status.lines), \(status.errorTail)")
         let reading = try JSONObject.parse(status.lines[0])
-        try expect(reading["mode"] as? String == "v2" && reading["cgroupPath"] as? String == "/" && reading["limitBytes"] as? Int == podLimit
-                   && reading["limitFile"] as? String == "memory.max" && reading["measure"] as? String == "cgroup",
-                   "inside, the container's cgroup is / with the pod's memory.max: \(reading)")
+        try expect(
+            reading["mode"] as? String == "v2" && reading["cgroupPath"] as? String == "/" && reading["limitBytes"] as? Int == podLimit
+                && reading["limitFile"] as? String == "memory.max" && reading["measure"] as? String == "cgroup",
+            "inside, the container's cgroup is / with the pod's memory.max: \(reading)")
         context.note("status inside: cgroup /, limit 128 MiB from memory.max, level \(reading["level"] as? String ?? "?")")
 
-        let watch = try LineChild([context.products.scenarios, "--in-container", context.products.memwarn, "watch", "--json"], in: pod,
-environment: ScenarioContext.environment(adding: ["MEMWARN_POLL_INTERVAL": "250ms", "MEMWARN_RECHECK_INTERVAL": "250ms"]))
+        let watch = try LineChild(
+            [context.products.scenarios, "--in-container", context.products.memwarn, "watch", "--json"], in: pod,
+            environment: ScenarioContext.environment(adding: ["MEMWARN_POLL_INTERVAL": "250ms", "MEMWARN_RECHECK_INTERVAL": "250ms"]))
         defer { watch.killIfRunning() }
         let first = try JSONObject.parse(try await watch.nextLine(within: .seconds(20)))
         try expect(first["level"] as? String == "normal" && first["limitBytes"] as? Int == podLimit, "watch's first line: \(first)")
@@ -39,21 +41,28 @@ environment: ScenarioContext.environment(adding: ["MEMWARN_POLL_INTERVAL": "250m
 
         // Another process (the hog) shares the pod's cgroup: memwarn run cannot delegate memory.
         let shared = try await inContainer(context, pod, [context.products.memwarn, "run", "--memory-max", "32M", "--", context.products.hog])
-        try expect(shared.status != 0 && shared.errorTail.contains("holds other processes") && shared.errorTail.contains("Delegate=yes"),
-                   "memwarn run beside another process: exit \(shared.status), stderr \(shared.errorTail)")
+        try expect(
+            shared.status != 0 && shared.errorTail.contains("holds other processes") && shared.errorTail.contains("Delegate=yes"),
+            "memwarn run beside another process: exit \(shared.status), stderr \(shared.errorTail)")
         context.note("run beside another process: exit \(shared.status), refused with the reason")
         await hog.stop()
 
         // The entrypoint: alone in the pod's cgroup, it moves into a leaf and runs the command limited.
-        let entry = try await inContainer(context, pod, [context.products.memwarn, "run", "--memory-max", "32M", "--report", "/tmp/container-run.json",
-                                                         "--", context.products.hog, "--allocate", "\(64 * mebibyte)"])
+        let entry = try await inContainer(
+            context, pod,
+            [
+                context.products.memwarn, "run", "--memory-max", "32M", "--report", "/tmp/container-run.json",
+                "--", context.products.hog, "--allocate", "\(64 * mebibyte)",
+            ])
         let report = try JSONObject.parse(try String(contentsOfFile: "/tmp/container-run.json", encoding: .utf8))
-        try expect(entry.status == 137 && report["oomKills"] as? Int == 1 && report["memoryMaxBytes"] as? Int == 32 * mebibyte
-                   && report["cgroupRemoved"] as? Bool == true,
-                   "memwarn run as the entrypoint: exit \(entry.status), report \(report), stderr \(entry.errorTail)")
+        try expect(
+            entry.status == 137 && report["oomKills"] as? Int == 1 && report["memoryMaxBytes"] as? Int == 32 * mebibyte
+                && report["cgroupRemoved"] as? Bool == true,
+            "memwarn run as the entrypoint: exit \(entry.status), report \(report), stderr \(entry.errorTail)")
         let cgroupPath = report["cgroup"] as? String ?? "?"
-        try expect(cgroupPath.hasPrefix("/memwarn-run-") && !KernelFiles.host.exists(pod.location.directory + cgroupPath),
-                   "the run's cgroup is below the container's root and removed: \(cgroupPath)")
+        try expect(
+            cgroupPath.hasPrefix("/memwarn-run-") && !KernelFiles.host.exists(pod.location.directory + cgroupPath),
+            "the run's cgroup is below the container's root and removed: \(cgroupPath)")
         context.note("run as the entrypoint: its command OOM-killed at 32 MiB in \(cgroupPath) (exit 137), cgroup removed")
     }
 

@@ -22,8 +22,9 @@ enum DiscoveryScenario {
 
         for path in [leaf.location.path, leaf.location.directory] {
             let layout = try discovery.layout(cgroupPath: path)
-            try expect(layout.mode == .v2 && layout.memory == leaf.location && layout.unified == leaf.location,
-                       "layout(cgroupPath: \(path)) found memory \(String(describing: layout.memory)), unified \(String(describing: layout.unified))")
+            try expect(
+                layout.mode == .v2 && layout.memory == leaf.location && layout.unified == leaf.location,
+                "layout(cgroupPath: \(path)) found memory \(String(describing: layout.memory)), unified \(String(describing: layout.unified))")
         }
         let reader = CgroupMemoryReader(location: leaf.location)
         try expectLimit(reader, 128 * mebibyte, "memory.high", middle, "an ancestor's memory.high")
@@ -35,26 +36,31 @@ enum DiscoveryScenario {
         try outer.set("memory.max", to: "max")
         let none = try reader.effectiveLimit()
         try expect(none == nil, "every level reads max, yet the effective limit is \(String(describing: none))")
-        context.note("effective limit: 128 MiB (memory.high of \(middle.location.path)), 64 MiB (own memory.max), 256 MiB (outer memory.max), none when all read max")
+        context.note(
+            "effective limit: 128 MiB (memory.high of \(middle.location.path)), 64 MiB (own memory.max), 256 MiB (outer memory.max), none when all read max")
 
         let hog = try MemoryHog(in: leaf, binary: context.products.hog)
         try await hog.hold(8 * mebibyte, within: .seconds(120))
         let own = try discovery.layout(pid: hog.pid)
-        try expect(own.memory == leaf.location && own.unified == leaf.location,
-                   "a process in \(leaf.location.path) was placed in \(String(describing: own.memory?.path)) from /proc/\(hog.pid)/cgroup")
+        try expect(
+            own.memory == leaf.location && own.unified == leaf.location,
+            "a process in \(leaf.location.path) was placed in \(String(describing: own.memory?.path)) from /proc/\(hog.pid)/cgroup")
         let before = try CgroupValues.number(leaf.read("memory.current"), path: "memory.current")
         let usage = try reader.usage()
         let after = try CgroupValues.number(leaf.read("memory.current"), path: "memory.current")
         let slack = UInt64(mebibyte)
-        try expect(usage >= 8 * UInt64(mebibyte) && usage + slack >= min(before, after) && usage <= max(before, after) + slack,
-                   "usage() read \(usage) while memory.current read \(before) and \(after)")
+        try expect(
+            usage >= 8 * UInt64(mebibyte) && usage + slack >= min(before, after) && usage <= max(before, after) + slack,
+            "usage() read \(usage) while memory.current read \(before) and \(after)")
         let peak = try require(try reader.peakUsage(), "memory.peak is missing on kernel 6.1")
         try expect(peak >= usage, "peak \(peak) below usage \(usage)")
         let anonymous = try require(try reader.stat()["anon"], "memory.stat has no anon")
         try expect(anonymous >= 8 * UInt64(mebibyte), "memory.stat anon is \(anonymous), the hog holds 8 MiB")
         let events = try reader.events()
         try expect(events == MemoryEventCounters(), "memory.events should be all 0, is \(events)")
-        context.note("hog's own layout \(own.memory?.path ?? "?"); usage \(describe(bytes: usage)), peak \(describe(bytes: peak)), anon \(describe(bytes: anonymous)), events all 0")
+        context.note(
+            "hog's own layout \(own.memory?.path ?? "?"); usage \(describe(bytes: usage)), peak \(describe(bytes: peak)), anon \(describe(bytes: anonymous)), events all 0"
+        )
         await hog.stop()
     }
 

@@ -30,18 +30,20 @@ enum GrowthSamplingScenario {
 
     static func grow(_ context: ScenarioContext, memoryHigh: String?, environment: [String: String]) async throws -> Outcome {
         let report = "/tmp/v2s-growth-sampling.json"
-        let run = try await CommandRun.run([context.products.memwarn, "run", "--memory-max", "128M", "--report", report]
-                                           + (memoryHigh.map { ["--memory-high", $0] } ?? [])
-                                           + ["--", context.products.growthProbe, "--rate", "\(rate)", "--total", "\(total)"],
-                                           environment: environment, within: .seconds(120))
+        let run = try await CommandRun.run(
+            [context.products.memwarn, "run", "--memory-max", "128M", "--report", report]
+                + (memoryHigh.map { ["--memory-high", $0] } ?? [])
+                + ["--", context.products.growthProbe, "--rate", "\(rate)", "--total", "\(total)"],
+            environment: environment, within: .seconds(120))
         let events = run.lines.compactMap { try? JSONObject.parse($0) }
         let done = events.first { $0["event"] as? String == "done" }
         let object = (try? Data(contentsOf: URL(fileURLWithPath: report))).flatMap { try? JSONObject.parse(String(decoding: $0, as: UTF8.self)) }
-        return Outcome(status: run.status, seconds: done?["seconds"] as? Double,
-                       releases: events.filter { $0["event"] as? String == "release" && ($0["freed"] as? Int ?? 0) > 0 }.count,
-                       sources: Set(events.filter { $0["event"] as? String == "level" }.compactMap { $0["source"] as? String }),
-                       usageWatch: events.first { $0["event"] as? String == "armed" }?["usageWatch"] as? String,
-                       memoryHigh: object?["memoryHighBytes"] as? Int, errorTail: run.errorTail)
+        return Outcome(
+            status: run.status, seconds: done?["seconds"] as? Double,
+            releases: events.filter { $0["event"] as? String == "release" && ($0["freed"] as? Int ?? 0) > 0 }.count,
+            sources: Set(events.filter { $0["event"] as? String == "level" }.compactMap { $0["source"] as? String }),
+            usageWatch: events.first { $0["event"] as? String == "armed" }?["usageWatch"] as? String,
+            memoryHigh: object?["memoryHighBytes"] as? Int, errorTail: run.errorTail)
     }
 
     static func run(_ context: ScenarioContext) async throws {
@@ -50,11 +52,14 @@ enum GrowthSamplingScenario {
         try expect(sampled.usageWatch == "adaptive-sampling", "the probe's monitor watched usage by \(sampled.usageWatch ?? "?")")
         try expect(sampled.sources.contains("usage-sample") && sampled.releases >= 10, "sources \(sampled.sources), releases \(sampled.releases)")
         let achieved = sampled.seconds.map { Double(total) / $0 } ?? 0
-        context.note("adaptive sampling: survived \(total) MiB at \(rate) MiB/s (achieved \(Int(achieved)) MiB/s), \(sampled.releases) releases, sources \(sampled.sources.sorted())")
+        context.note(
+            "adaptive sampling: survived \(total) MiB at \(rate) MiB/s (achieved \(Int(achieved)) MiB/s), \(sampled.releases) releases, sources \(sampled.sources.sorted())"
+        )
 
         let polled = try await grow(context, memoryHigh: "max", environment: ["MEMWARN_WORST_CASE_GROWTH": "0"])
         try expect(polled.usageWatch == "polling", "adaptive sampling was not off: \(polled.usageWatch ?? "?")")
-        try expect(polled.status == 137, "the fixed 1 s poll survived (exit \(polled.status)): the VM may not sustain \(rate) MiB/s (achieved \(Int(achieved)))")
+        try expect(
+            polled.status == 137, "the fixed 1 s poll survived (exit \(polled.status)): the VM may not sustain \(rate) MiB/s (achieved \(Int(achieved)))")
         context.note("fixed 1 s poll, no memory.high: OOM-killed (137)")
 
         let throttled = try await grow(context, memoryHigh: nil, environment: ["MEMWARN_WORST_CASE_GROWTH": "0"])
@@ -62,6 +67,8 @@ enum GrowthSamplingScenario {
         try expect(throttled.memoryHigh == expectedHigh, "memory.high \(throttled.memoryHigh.map(String.init) ?? "none"), expected \(expectedHigh)")
         try expect(throttled.status == 0, "the fixed poll under memory.high was killed: exit \(throttled.status): \(throttled.errorTail)")
         try expect(throttled.sources.contains("memory-events"), "no level from a memory.events (high) wake: \(throttled.sources)")
-        context.note("fixed 1 s poll under the default memory.high (\(describe(bytes: expectedHigh))): survived, \(throttled.releases) releases, sources \(throttled.sources.sorted())")
+        context.note(
+            "fixed 1 s poll under the default memory.high (\(describe(bytes: expectedHigh))): survived, \(throttled.releases) releases, sources \(throttled.sources.sorted())"
+        )
     }
 }

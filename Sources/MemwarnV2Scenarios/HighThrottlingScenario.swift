@@ -28,8 +28,9 @@ enum HighThrottlingScenario {
         // A second monitor on the throttled cgroup itself, whose effective limit is its memory.high.
         let own = MonitorRecording(context, watching: throttled, policy: policy)
         let ownInitial = try await own.start()
-        try expect(ownInitial.snapshot.limit?.bytes == UInt64(high) && ownInitial.snapshot.limit?.file == "memory.high",
-                   "the throttled cgroup's own limit: \(String(describing: ownInitial.snapshot.limit))")
+        try expect(
+            ownInitial.snapshot.limit?.bytes == UInt64(high) && ownInitial.snapshot.limit?.file == "memory.high",
+            "the throttled cgroup's own limit: \(String(describing: ownInitial.snapshot.limit))")
 
         try await hog.hold(0.5, of: high)
         try await Task.sleep(for: .seconds(1))
@@ -43,8 +44,9 @@ enum HighThrottlingScenario {
         context.note("raised: " + raised.map(\.summary).joined(separator: ", "))
         try expect(raise.level >= .warning, "the first change is \(raise.summary)")
         for event in raised where event.level > .normal {
-            try expect(event.source == .memoryEvents || event.source == .psiTrigger,
-                       "\(event.summary): expected memory-events or psi-trigger (polling is 60 s away)")
+            try expect(
+                event.source == .memoryEvents || event.source == .psiTrigger,
+                "\(event.summary): expected memory-events or psi-trigger (polling is 60 s away)")
         }
         // The hog is alone in the parent: while throttled, all of its tasks stall (PSI full).
         try expect(raised.contains { $0.level == .critical }, "PSI full stalls did not raise critical")
@@ -52,12 +54,14 @@ enum HighThrottlingScenario {
         context.note("the throttled cgroup's own monitor: \(ownRaise.summary)")
         // Its usage sits at its limit (memory.high), where adaptive sampling reads every 5 ms: the
         // sample or the memory.events wake, whichever comes first, raises it.
-        try expect(ownRaise.level >= .warning && (ownRaise.source.isEventDriven || ownRaise.source == .usageSample),
-                   "on the throttled cgroup itself: \(ownRaise.summary)")
+        try expect(
+            ownRaise.level >= .warning && (ownRaise.source.isEventDriven || ownRaise.source == .usageSample),
+            "on the throttled cgroup itself: \(ownRaise.summary)")
         let counters = try throttled.reader.events()
         let parentCounters = try parent.reader.events()
-        try expect(counters.high > 0 && parentCounters.high > 0 && counters.oomKill == 0,
-                   "memory.events: throttled \(counters), parent \(parentCounters)")
+        try expect(
+            counters.high > 0 && parentCounters.high > 0 && counters.oomKill == 0,
+            "memory.events: throttled \(counters), parent \(parentCounters)")
         context.note("memory.events high: \(counters.high) in the child, \(parentCounters.high) in the parent; no OOM kill")
 
         try await hog.hold(0, within: .seconds(120))

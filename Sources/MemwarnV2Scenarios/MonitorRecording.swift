@@ -1,6 +1,6 @@
 import Memwarn
-import MemwarnTestKit
 import MemwarnSystem
+import MemwarnTestKit
 
 /// A ``PressureMonitor`` running on a cgroup for the length of a scenario, every level event
 /// it emits recorded with the time it came, so the scenario can wait for changes and assert

@@ -25,8 +25,9 @@ enum OOMKillScenario {
         context.note("events: " + recording.events.dropFirst().map(\.summary).joined(separator: ", "))
         try expect(critical.source == .oom || critical.source == .memoryEvents, "critical came from \(critical.source)")
         for event in recording.events.dropFirst() {
-            try expect(event.source.isEventDriven || (event.level == .warning && event.source == .usageSample),
-                       "\(event.summary) was neither event-driven nor the warning mark found by sampling")
+            try expect(
+                event.source.isEventDriven || (event.level == .warning && event.source == .usageSample),
+                "\(event.summary) was neither event-driven nor the warning mark found by sampling")
         }
         let counters = try cgroup.reader.events()
         try expect(counters.oomKill == 1, "memory.events oom_kill is \(counters.oomKill), expected 1")

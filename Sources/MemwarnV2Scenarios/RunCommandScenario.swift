@@ -19,13 +19,16 @@ enum RunCommandScenario {
         let report = try JSONObject.parse(String(decoding: try Data(contentsOf: URL(fileURLWithPath: reportPath)), as: UTF8.self))
         let cgroupPath = try require(report["cgroup"] as? String, "the report has no cgroup: \(report)")
         let exit = report["exit"] as? [String: Any]
-        try expect(report["exitCode"] as? Int == 137 && exit?["signal"] as? Int == 9 && report["oomKills"] as? Int == 1
-                   && report["memoryMaxBytes"] as? Int == 64 * mebibyte && report["cgroupRemoved"] as? Bool == true,
-                   "the report: \(report)")
+        try expect(
+            report["exitCode"] as? Int == 137 && exit?["signal"] as? Int == 9 && report["oomKills"] as? Int == 1
+                && report["memoryMaxBytes"] as? Int == 64 * mebibyte && report["cgroupRemoved"] as? Bool == true,
+            "the report: \(report)")
         try expect(cgroupPath.hasPrefix("/memwarn-run-"), "the run's cgroup \(cgroupPath) is not below the root")
         try expect(!KernelFiles.host.exists(ScenarioContext.cgroupRoot.directory + cgroupPath), "\(cgroupPath) still exists")
         let left = try KernelFiles.host.list(ScenarioContext.cgroupRoot.directory).filter { $0.hasPrefix("memwarn-run-") }
         try expect(left.isEmpty, "cgroups left behind: \(left)")
-        context.note("exit 137, oomKills 1, cgroup \(cgroupPath) removed, levels entered \(report["warnings"].map { "\($0)" } ?? "?"), peak \(describe(bytes: report["peakUsageBytes"] as? Int ?? 0))")
+        context.note(
+            "exit 137, oomKills 1, cgroup \(cgroupPath) removed, levels entered \(report["warnings"].map { "\($0)" } ?? "?"), peak \(describe(bytes: report["peakUsageBytes"] as? Int ?? 0))"
+        )
     }
 }

@@ -1,9 +1,9 @@
-import Foundation
 import CgroupKit
+import Foundation
 import Logging
 import Memwarn
-import MemwarnTestKit
 import MemwarnSystem
+import MemwarnTestKit
 
 /// What a scenario body works with: the products beside the runner, the cgroups it makes
 /// (removed when it ends, passed or not), and the details its verdict line shows.

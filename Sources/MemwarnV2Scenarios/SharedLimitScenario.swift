@@ -40,8 +40,9 @@ enum SharedLimitScenario {
         let inserted = counterfactual.services.map { service in
             "\(service.name) \(service.all("done").first?["inserted"].map { "\($0)" } ?? "?")"
         }.joined(separator: ", ")
-        context.note("own limit only, no agent: \(statuses); parent memory.events oom_kill \(blindKills); "
-                     + "inserted (done) \(inserted); parent peak \(describe(bytes: counterfactual.parentPeakBytes))")
+        context.note(
+            "own limit only, no agent: \(statuses); parent memory.events oom_kill \(blindKills); "
+                + "inserted (done) \(inserted); parent peak \(describe(bytes: counterfactual.parentPeakBytes))")
     }
 
     static func checkAgentRun(_ outcome: SharedParentTrial.Outcome, parentPath: String, context: ScenarioContext) throws {
@@ -51,9 +52,11 @@ enum SharedLimitScenario {
         let found = outcome.agent("found")
         try expect(found.count == 3, "the agent found \(found.count) services, expected 3: \(found) \(outcome.agentStandardError.suffix(400))")
         let asks = outcome.agent("ask")
-        try expect(!asks.isEmpty && !outcome.agent("relieved").isEmpty,
-                   "the agent never asked (or was never relieved): \(outcome.agentRecords) \(outcome.agentStandardError.suffix(400))")
-        let large = parentPath + "/large", small = parentPath + "/small"
+        try expect(
+            !asks.isEmpty && !outcome.agent("relieved").isEmpty,
+            "the agent never asked (or was never relieved): \(outcome.agentRecords) \(outcome.agentStandardError.suffix(400))")
+        let large = parentPath + "/large"
+        let small = parentPath + "/small"
         // Each round's order is by the kernel's count, largest first, and each ask follows it.
         var order: [[String: Any]] = []
         for record in outcome.agentRecords {
@@ -62,16 +65,18 @@ enum SharedLimitScenario {
                 let sizes = next.map { $0["usageBytes"] as? UInt64 ?? 0 }
                 try expect(sizes == sizes.sorted(by: >), "a round's order is not largest first: \(next)")
             } else if record["event"] as? String == "ask", let rank = record["rank"] as? Int {
-                try expect(rank >= 1 && rank <= order.count && order[rank - 1]["cgroup"] as? String == record["cgroup"] as? String,
-                           "an ask does not follow its round's order: \(record) against \(order)")
+                try expect(
+                    rank >= 1 && rank <= order.count && order[rank - 1]["cgroup"] as? String == record["cgroup"] as? String,
+                    "an ask does not follow its round's order: \(record) against \(order)")
             }
         }
         let firstOrder = outcome.agent("round").first?["order"] as? [[String: Any]]
         try expect(firstOrder?.first?["cgroup"] as? String == large, "the first round is not led by \(large): \(String(describing: firstOrder))")
         try expect(!asks.contains { $0["cgroup"] as? String == small }, "the smallest was asked: \(asks)")
         // Told and measured are both reported; the measured bytes come from the kernel.
-        try expect(asks.allSatisfy { ($0["measuredFreedBytes"] as? Int ?? 0) > 0 && $0["reportedFreedBytes"] != nil },
-                   "an ask without kernel-measured freed bytes or a report: \(asks)")
+        try expect(
+            asks.allSatisfy { ($0["measuredFreedBytes"] as? Int ?? 0) > 0 && $0["reportedFreedBytes"] != nil },
+            "an ask without kernel-measured freed bytes or a report: \(asks)")
 
         let relief = outcome.episodes.map { episode in
             episode.duration.map { duration in
@@ -80,10 +85,12 @@ enum SharedLimitScenario {
             } ?? "open"
         }
         let askedCgroups = asks.compactMap { ($0["cgroup"] as? String)?.split(separator: "/").last.map(String.init) }
-        context.note("with the agent: all 3 survived, \(asks.count) asks (\(askedCgroups.joined(separator: ", "))), "
-                     + "\(outcome.agent("round").count) rounds, first led by large")
-        context.note("relief (parent from 80 % back under 70 %): \(relief.isEmpty ? "no episode" : relief.joined(separator: ", ")); "
-                     + "released \(describe(bytes: outcome.releasedBytes)) (\(outcome.releasedBytes) bytes); "
-                     + "parent peak \(describe(bytes: outcome.parentPeakBytes)) of \(describe(bytes: parentLimit))")
+        context.note(
+            "with the agent: all 3 survived, \(asks.count) asks (\(askedCgroups.joined(separator: ", "))), "
+                + "\(outcome.agent("round").count) rounds, first led by large")
+        context.note(
+            "relief (parent from 80 % back under 70 %): \(relief.isEmpty ? "no episode" : relief.joined(separator: ", ")); "
+                + "released \(describe(bytes: outcome.releasedBytes)) (\(outcome.releasedBytes) bytes); "
+                + "parent peak \(describe(bytes: outcome.parentPeakBytes)) of \(describe(bytes: parentLimit))")
     }
 }

@@ -14,17 +14,20 @@ enum SteppedUsageScenario {
         let policy = PressurePolicy.scenario(pollInterval: .milliseconds(250), holdTime: .milliseconds(500))
         let recording = MonitorRecording(context, watching: cgroup, policy: policy)
         let initial = try await recording.start()
-        try expect(initial.level == .normal && initial.snapshot.limit?.bytes == UInt64(hogCgroupLimit) && initial.snapshot.limit?.file == "memory.max",
-                   "initial event \(initial.summary), limit \(String(describing: initial.snapshot.limit))")
+        try expect(
+            initial.level == .normal && initial.snapshot.limit?.bytes == UInt64(hogCgroupLimit) && initial.snapshot.limit?.file == "memory.max",
+            "initial event \(initial.summary), limit \(String(describing: initial.snapshot.limit))")
 
         let sources = recording.monitor.watchedSources
         context.note("sources: " + sources.joined(separator: " | "))
-        try expect(sources.contains { $0.hasPrefix("sample \(cgroup.location.file("memory.current")) adaptively") },
-                   "memory.current is not sampled adaptively: \(sources)")
+        try expect(
+            sources.contains { $0.hasPrefix("sample \(cgroup.location.file("memory.current")) adaptively") },
+            "memory.current is not sampled adaptively: \(sources)")
         try expect(sources.contains("inotify \(cgroup.location.file("memory.events"))"), "no inotify watch on memory.events: \(sources)")
         for trigger in ["some 50000us/500000us", "full 25000us/500000us"] {
-            try expect(sources.contains("psi-trigger \(trigger) on \(cgroup.location.file("memory.pressure"))"),
-                       "no PSI trigger \(trigger) (a 500 ms window, unrounded) on the cgroup's memory.pressure: \(sources)")
+            try expect(
+                sources.contains("psi-trigger \(trigger) on \(cgroup.location.file("memory.pressure"))"),
+                "no PSI trigger \(trigger) (a 500 ms window, unrounded) on the cgroup's memory.pressure: \(sources)")
         }
 
         let quiet = recording.count
@@ -43,8 +46,9 @@ enum SteppedUsageScenario {
             context.note("\(Int(fraction * 100))%: \(recorded.event.summary), \((recorded.arrival - held).wholeMilliseconds) ms after the step")
         }
         let (warning, critical, normal) = (changes[0], changes[1], changes[2])
-        try expect((0.8..<0.9).contains(warning.snapshot.ratio) && critical.snapshot.ratio >= 0.9 && normal.snapshot.ratio < 0.7,
-                   "ratios \(changes.map(\.snapshot.ratio))")
+        try expect(
+            (0.8..<0.9).contains(warning.snapshot.ratio) && critical.snapshot.ratio >= 0.9 && normal.snapshot.ratio < 0.7,
+            "ratios \(changes.map(\.snapshot.ratio))")
         // cgroup v2 has no usage event: every change is found by sampling memory.current (a
         // crossing seen by adaptive sampling, the full reading every poll_interval) or, once
         // raised, the re-check (every recheck_interval).

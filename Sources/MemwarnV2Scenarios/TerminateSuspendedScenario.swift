@@ -20,7 +20,8 @@ enum TerminateSuspendedScenario {
         let probe = try JSONLineChild([context.products.lifeCycleProbe, "--suspension-delay-ms", "20"], in: cgroup)
         for (id, mebibytes, writes) in suspended + active {
             try expect(try await probe.send("unit \(id) \(mebibytes)", within: .seconds(120))["state"] as? String == "active", "unit \(id) is not active")
-            try expect(try await probe.send("write \(id) \(writes)", within: .seconds(120))["acknowledged"] as? Int == writes, "writes of \(id) not acknowledged")
+            try expect(
+                try await probe.send("write \(id) \(writes)", within: .seconds(120))["acknowledged"] as? Int == writes, "writes of \(id) not acknowledged")
         }
         for (id, _, _) in suspended {
             try expect(try await probe.send("suspend \(id)", within: .seconds(120))["state"] as? String == "suspended", "unit \(id) is not suspended")
@@ -38,12 +39,16 @@ enum TerminateSuspendedScenario {
         // headroom may need small too (SuspendedTermination).
         let expected = try SuspendedTermination(report: critical, suspended: suspended.map { ($0.0, $0.1 * mebibyte) })
         let terminated = SuspendedTermination.terminations(in: critical)
-        context.note("terminated \(terminated.map(\.id)) freeing \(terminated.map { describe(bytes: $0.bytes) }), target \(describe(bytes: expected.targetBytes)) (headroom \(describe(bytes: expected.headroomBytes)))")
+        context.note(
+            "terminated \(terminated.map(\.id)) freeing \(terminated.map { describe(bytes: $0.bytes) }), target \(describe(bytes: expected.targetBytes)) (headroom \(describe(bytes: expected.headroomBytes)))"
+        )
         let withoutHeadroom = expected.targetBytes - expected.headroomBytes
-        try expect(withoutHeadroom > 48 * mebibyte && withoutHeadroom <= 80 * mebibyte,
-                   "target without headroom \(withoutHeadroom): big alone should not be enough, big and mid should")
-        try expect(terminated.map(\.id) == expected.units.map(\.id) && expected.units.count >= 2,
-                   "largest first, stopping at the target: terminated \(terminated.map(\.id)), expected \(expected.units.map(\.id))")
+        try expect(
+            withoutHeadroom > 48 * mebibyte && withoutHeadroom <= 80 * mebibyte,
+            "target without headroom \(withoutHeadroom): big alone should not be enough, big and mid should")
+        try expect(
+            terminated.map(\.id) == expected.units.map(\.id) && expected.units.count >= 2,
+            "largest first, stopping at the target: terminated \(terminated.map(\.id)), expected \(expected.units.map(\.id))")
         try expect(terminated.map(\.bytes) == expected.units.map(\.bytes), "freed \(terminated.map(\.bytes))")
         try expect(critical["metTarget"] as? Bool == expected.canMeetTarget, "metTarget is not \(expected.canMeetTarget)")
         let terminatedIDs = Set(expected.units.map(\.id))
@@ -51,7 +56,9 @@ enum TerminateSuspendedScenario {
         // The monitor may release again on its own (another rise): its reports are skipped,
         // and so is the ballast's reply if the critical report came before it.
         let isReport: ([String: Any]) -> Bool = { $0["entries"] != nil || $0["ballast"] != nil }
-        let states = try await probe.send("status", skipping: isReport, within: .seconds(120)).mapValues { ($0 as? String)?.split(separator: " ").first.map(String.init) ?? "?" }
+        let states = try await probe.send("status", skipping: isReport, within: .seconds(120)).mapValues {
+            ($0 as? String)?.split(separator: " ").first.map(String.init) ?? "?"
+        }
         var expectedStates = ["hot": "active", "warm": "active"]
         for (id, _, _) in suspended { expectedStates[id] = terminatedIDs.contains(id) ? "not-running" : "suspended" }
         try expect(states == expectedStates, "states \(states)")
@@ -65,9 +72,10 @@ enum TerminateSuspendedScenario {
         var lost = 0
         for (id, _, writes) in suspended.reversed() {
             let reply = try await probe.send("activate \(id)", skipping: isReport, within: .seconds(120))
-            try expect(reply["state"] as? String == "active" && reply["launches"] as? String == (terminatedIDs.contains(id) ? "2" : "1")
-                       && reply["present"] as? String == "\(writes)" && reply["intact"] as? String == "true",
-                       "activate \(id): \(reply)")
+            try expect(
+                reply["state"] as? String == "active" && reply["launches"] as? String == (terminatedIDs.contains(id) ? "2" : "1")
+                    && reply["present"] as? String == "\(writes)" && reply["intact"] as? String == "true",
+                "activate \(id): \(reply)")
             lost += Int(reply["lost"] as? String ?? "-1") ?? -1
         }
         try expect(lost == 0, "lost writes: \(lost)")

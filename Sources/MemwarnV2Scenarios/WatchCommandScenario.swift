@@ -7,25 +7,32 @@ import MemwarnTestKit
 /// line has the same keys; SIGTERM ends it with status 0.
 enum WatchCommandScenario {
     static let scenario = Scenario(name: "cli-watch-json", timeLimit: .seconds(180), body: run)
-    static let keys: Set<String> = ["time", "level", "previous", "usageBytes", "limitBytes", "limitCgroup", "cgroupUsageBytes", "ratio", "source", "growthBytesPerSecond", "secondsToCritical", "secondsToLimit"]
+    static let keys: Set<String> = [
+        "time", "level", "previous", "usageBytes", "limitBytes", "limitCgroup", "cgroupUsageBytes", "ratio", "source", "growthBytesPerSecond",
+        "secondsToCritical", "secondsToLimit",
+    ]
 
     static func run(_ context: ScenarioContext) async throws {
         let (cgroup, hog) = try context.cgroupWithHog(memoryMax: hogCgroupLimit)
         let watch = try LineChild(
             [context.products.memwarn, "watch", "--json", "--cgroup", cgroup.location.path],
-            environment: ScenarioContext.environment(adding: ["MEMWARN_POLL_INTERVAL": "250ms", "MEMWARN_RECHECK_INTERVAL": "250ms", "MEMWARN_HOLD_TIME": "500ms"]))
+            environment: ScenarioContext.environment(adding: [
+                "MEMWARN_POLL_INTERVAL": "250ms", "MEMWARN_RECHECK_INTERVAL": "250ms", "MEMWARN_HOLD_TIME": "500ms",
+            ]))
         defer { watch.killIfRunning() }
 
         let first = try await line(watch)
-        try expect(first["level"] as? String == "normal" && first["previous"] is NSNull && first["source"] as? String == "initial"
-                   && first["limitBytes"] as? Int == hogCgroupLimit, "the first line: \(first)")
+        try expect(
+            first["level"] as? String == "normal" && first["previous"] is NSNull && first["source"] as? String == "initial"
+                && first["limitBytes"] as? Int == hogCgroupLimit, "the first line: \(first)")
         var seen: [String] = []
         for (fraction, level, previous) in [(0.85, "warning", "normal"), (0.95, "critical", "warning"), (0.0, "normal", "critical")] {
             try await hog.hold(fraction, of: hogCgroupLimit)
             let change = try await line(watch)
-            try expect(change["level"] as? String == level && change["previous"] as? String == previous
-                       && ["usage-sample", "poll", "recheck"].contains(change["source"] as? String ?? ""),
-                       "at \(Int(fraction * 100))% expected \(previous) -> \(level) found by sampling memory.current, got \(change)")
+            try expect(
+                change["level"] as? String == level && change["previous"] as? String == previous
+                    && ["usage-sample", "poll", "recheck"].contains(change["source"] as? String ?? ""),
+                "at \(Int(fraction * 100))% expected \(previous) -> \(level) found by sampling memory.current, got \(change)")
             seen.append("\(level) by \(change["source"] as? String ?? "?") at ratio \(change["ratio"].map { "\($0)" } ?? "?")")
         }
         context.note("lines: initial normal, " + seen.joined(separator: ", "))

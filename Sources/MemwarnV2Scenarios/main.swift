@@ -10,6 +10,7 @@
 // cgroups below /sys/fs/cgroup, so the runner refuses to run anywhere but in the VM (whose
 // init sets MEMWARN_V2_VM=1).
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,14 +1,17 @@
-@testable import CgroupKit
 import Testing
+
+@testable import CgroupKit
 
 @Suite("CgroupValues")
 struct CgroupValuesTests {
     let path = "/sys/fs/cgroup/app/memory.max"
 
-    @Test("Every spelling of unlimited gives no limit", arguments: [
-        "max", "max\n", "-1", "-1\n", "9223372036854771712", "9223372036854771712\n",
-        "9223372036854775807", "18446744073709551615",
-    ])
+    @Test(
+        "Every spelling of unlimited gives no limit",
+        arguments: [
+            "max", "max\n", "-1", "-1\n", "9223372036854771712", "9223372036854771712\n",
+            "9223372036854775807", "18446744073709551615",
+        ])
     func unlimitedSpellingsGiveNoLimit(text: String) throws {
         #expect(try CgroupValues.limit(text, path: path) == nil)
     }
@@ -28,9 +31,11 @@ struct CgroupValuesTests {
         #expect(try CgroupValues.limit("0\n", path: path) == 0)
     }
 
-    @Test("A limit that is not a number is malformed and names the file", arguments: [
-        "", "\n", "12k", "max max", "-2", "unlimited", "18446744073709551616", "0x100",
-    ])
+    @Test(
+        "A limit that is not a number is malformed and names the file",
+        arguments: [
+            "", "\n", "12k", "max max", "-2", "unlimited", "18446744073709551616", "0x100",
+        ])
     func garbageLimitIsMalformed(text: String) {
         expectError(.malformed, naming: path) { () throws(CgroupError) in try CgroupValues.limit(text, path: path) }
     }

@@ -1,5 +1,6 @@
-@testable import CgroupKit
 import Testing
+
+@testable import CgroupKit
 
 @Suite("CgroupDiscovery on fixture trees")
 struct DiscoveryFixtureTests {
@@ -113,7 +114,9 @@ struct DiscoveryFixtureTests {
     @Test("A host without cgroup mounts is unsupported and names its mountinfo")
     func hostWithoutCgroupMountsIsUnsupported() throws {
         let tree = try ScratchTree()
-        try tree.write("/proc/self/mountinfo", """
+        try tree.write(
+            "/proc/self/mountinfo",
+            """
             23 1 259:1 / / rw,noatime shared:1 - xfs /dev/nvme0n1p1 rw,attr2,inode64,noquota
             19 23 0:4 / /proc rw,nosuid,nodev,noexec,relatime shared:5 - proc proc rw
             18 23 0:17 / /sys rw,nosuid,nodev,noexec,relatime shared:6 - sysfs sysfs rw
@@ -225,9 +228,11 @@ struct DiscoveryFixtureTests {
         #expect(error?.message.contains("/sys/fs/cgroup") == true)
     }
 
-    @Test("A named cgroup path with .. is malformed", arguments: [
-        "/system.slice/../user.slice", "/..", "/sys/fs/cgroup/memory/../cpu", "system.slice/app.service", "",
-    ])
+    @Test(
+        "A named cgroup path with .. is malformed",
+        arguments: [
+            "/system.slice/../user.slice", "/..", "/sys/fs/cgroup/memory/../cpu", "system.slice/app.service", "",
+        ])
     func namedPathWithDotDotIsMalformed(name: String) {
         expectError(.malformed, naming: name) { () throws(CgroupError) in
             try Fixture.discovery("v1-host").layout(cgroupPath: name)
@@ -241,12 +246,14 @@ struct DiscoveryFixtureTests {
         var testDescription: String { "\(name) on \(fixture)" }
     }
 
-    @Test("A named cgroup that does not exist is not found and names its directory", arguments: [
-        MissingCgroup(fixture: "v1-host", name: "/system.slice/gone.service", directory: "/sys/fs/cgroup/memory/system.slice/gone.service"),
-        MissingCgroup(fixture: "v1-host", name: "/sys/fs/cgroup/memory/gone", directory: "/sys/fs/cgroup/memory/gone"),
-        MissingCgroup(fixture: "v2-host", name: "/system.slice/gone.service", directory: "/sys/fs/cgroup/system.slice/gone.service"),
-        MissingCgroup(fixture: "hybrid-host", name: "/user.slice", directory: "/sys/fs/cgroup/memory/user.slice"),
-    ])
+    @Test(
+        "A named cgroup that does not exist is not found and names its directory",
+        arguments: [
+            MissingCgroup(fixture: "v1-host", name: "/system.slice/gone.service", directory: "/sys/fs/cgroup/memory/system.slice/gone.service"),
+            MissingCgroup(fixture: "v1-host", name: "/sys/fs/cgroup/memory/gone", directory: "/sys/fs/cgroup/memory/gone"),
+            MissingCgroup(fixture: "v2-host", name: "/system.slice/gone.service", directory: "/sys/fs/cgroup/system.slice/gone.service"),
+            MissingCgroup(fixture: "hybrid-host", name: "/user.slice", directory: "/sys/fs/cgroup/memory/user.slice"),
+        ])
     func namedCgroupMissingIsNotFound(missing: MissingCgroup) {
         let expected = Fixture.files(missing.fixture).path(missing.directory)
         expectError(.notFound, naming: expected) { () throws(CgroupError) in

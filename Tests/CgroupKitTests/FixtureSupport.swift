@@ -1,6 +1,7 @@
-@testable import CgroupKit
 import Foundation
 import Testing
+
+@testable import CgroupKit
 
 /// The captured-style trees in `Fixtures/` (see `Fixtures/README.md`).
 enum Fixture {
@@ -37,7 +38,7 @@ final class ScratchTree {
         let base = FileManager.default.temporaryDirectory
             .appendingPathComponent("CgroupKitTests-\(UUID().uuidString)").path
         if let fixture {
-            try FileManager.default.copyItem(atPath: Fixture.root(fixture), toPath: base)
+            try Self.copy(Fixture.root(fixture), to: base)
         } else {
             try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         }
@@ -46,6 +47,24 @@ final class ScratchTree {
 
     deinit {
         try? FileManager.default.removeItem(atPath: root)
+    }
+
+    /// Copies a tree as the running user, owning what it makes: `FileManager.copyItem` keeps the
+    /// owner of a symbolic link, which an ordinary user may not (EPERM), so these tests could
+    /// not run as one.
+    private static func copy(_ source: String, to destination: String) throws {
+        let manager = FileManager.default
+        try manager.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        for name in try manager.contentsOfDirectory(atPath: source) {
+            let from = source + "/" + name
+            let to = destination + "/" + name
+            let type = try manager.attributesOfItem(atPath: from)[.type] as? FileAttributeType
+            switch type {
+            case .typeSymbolicLink?: try manager.createSymbolicLink(atPath: to, withDestinationPath: manager.destinationOfSymbolicLink(atPath: from))
+            case .typeDirectory?: try copy(from, to: to)
+            default: try Data(contentsOf: URL(fileURLWithPath: from)).write(to: URL(fileURLWithPath: to))
+            }
+        }
     }
 
     /// The real path of a host path inside the tree.

@@ -1,5 +1,6 @@
-@testable import CgroupKit
 import Testing
+
+@testable import CgroupKit
 
 @Suite("KernelFiles and CgroupLocation")
 struct KernelFilesTests {

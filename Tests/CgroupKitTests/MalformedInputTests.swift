@@ -1,6 +1,7 @@
-@testable import CgroupKit
 import Foundation
 import Testing
+
+@testable import CgroupKit
 
 /// Broken variants of the fixture trees, made at test time: every failure is `.malformed`
 /// (or the code the file's absence calls for) and names the file at fault.

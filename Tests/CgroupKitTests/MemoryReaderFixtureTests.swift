@@ -1,5 +1,6 @@
-@testable import CgroupKit
 import Testing
+
+@testable import CgroupKit
 
 @Suite("CgroupMemoryReader on fixture trees")
 struct MemoryReaderFixtureTests {
@@ -165,7 +166,8 @@ struct MemoryReaderFixtureTests {
             try reader.usage()
         }
         let v1 = self.reader("v1-host", .v1, "/sys/fs/cgroup/memory", "/system.slice/gone.service")
-        expectError(.notFound, naming: Fixture.files("v1-host").path("/sys/fs/cgroup/memory/system.slice/gone.service/memory.limit_in_bytes")) { () throws(CgroupError) in
+        expectError(.notFound, naming: Fixture.files("v1-host").path("/sys/fs/cgroup/memory/system.slice/gone.service/memory.limit_in_bytes")) {
+            () throws(CgroupError) in
             try v1.effectiveLimit()
         }
     }

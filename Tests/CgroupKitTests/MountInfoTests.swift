@@ -1,5 +1,6 @@
-@testable import CgroupKit
 import Testing
+
+@testable import CgroupKit
 
 @Suite("MountEntry and mountinfo")
 struct MountInfoTests {
@@ -20,8 +21,12 @@ struct MountInfoTests {
     @Test("The cgroup2 line gives root, mount point, type and super options after the separator")
     func cgroup2LineGivesItsFields() throws {
         let cgroup2 = try fixtureMounts("v2-host").filter { $0.fileSystemType == "cgroup2" }
-        #expect(cgroup2 == [MountEntry(root: "/", mountPoint: "/sys/fs/cgroup", fileSystemType: "cgroup2",
-                                       superOptions: ["rw", "nsdelegate", "memory_recursiveprot"])])
+        #expect(
+            cgroup2 == [
+                MountEntry(
+                    root: "/", mountPoint: "/sys/fs/cgroup", fileSystemType: "cgroup2",
+                    superOptions: ["rw", "nsdelegate", "memory_recursiveprot"])
+            ])
     }
 
     @Test("A v1 mount's super options name its controllers, not its mount options")

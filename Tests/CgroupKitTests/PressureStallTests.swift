@@ -1,5 +1,6 @@
-@testable import CgroupKit
 import Testing
+
+@testable import CgroupKit
 
 @Suite("PressureStall")
 struct PressureStallTests {
@@ -46,13 +47,15 @@ struct PressureStallTests {
         #expect(pressure.some.total == .max)
     }
 
-    @Test("A line truncated inside the total field is malformed and names the file", arguments: [
-        "some avg10=0.00 avg60=0.00 avg300=0.00 total=\n",
-        "some avg10=0.00 avg60=0.00 avg300=0.00 tot\n",
-        "some avg10=0.00 avg60=0.00 avg300=0.00\n",
-        "some avg10=0.00 avg60=0.",
-        "some\n",
-    ])
+    @Test(
+        "A line truncated inside the total field is malformed and names the file",
+        arguments: [
+            "some avg10=0.00 avg60=0.00 avg300=0.00 total=\n",
+            "some avg10=0.00 avg60=0.00 avg300=0.00 tot\n",
+            "some avg10=0.00 avg60=0.00 avg300=0.00\n",
+            "some avg10=0.00 avg60=0.",
+            "some\n",
+        ])
     func truncatedLineIsMalformed(text: String) {
         expectError(.malformed, naming: path) { () throws(CgroupError) in try PressureStall.parse(text, path: path) }
     }
@@ -77,11 +80,13 @@ struct PressureStallTests {
         expectError(.malformed, naming: path) { () throws(CgroupError) in try PressureStall.parse("", path: path) }
     }
 
-    @Test("A percentage above 100 or below 0 is malformed", arguments: [
-        "some avg10=100.01 avg60=0.00 avg300=0.00 total=0\n",
-        "some avg10=0.00 avg60=-0.50 avg300=0.00 total=0\n",
-        "some avg10=nan avg60=0.00 avg300=0.00 total=0\n",
-    ])
+    @Test(
+        "A percentage above 100 or below 0 is malformed",
+        arguments: [
+            "some avg10=100.01 avg60=0.00 avg300=0.00 total=0\n",
+            "some avg10=0.00 avg60=-0.50 avg300=0.00 total=0\n",
+            "some avg10=nan avg60=0.00 avg300=0.00 total=0\n",
+        ])
     func percentageOutOfRangeIsMalformed(text: String) {
         expectError(.malformed, naming: path) { () throws(CgroupError) in try PressureStall.parse(text, path: path) }
     }

@@ -1,5 +1,6 @@
-@testable import CgroupKit
 import Testing
+
+@testable import CgroupKit
 
 @Suite("CgroupMembership and /proc/PID/cgroup")
 struct ProcCgroupTests {
@@ -42,9 +43,11 @@ struct ProcCgroupTests {
         #expect(try CgroupMembership.parse("0::/../../x\n", path: path).first?.path == "/../../x")
     }
 
-    @Test("A malformed line is malformed and names the file", arguments: [
-        "0:/\n", "x::/\n", "-1::/\n", "4:memory:system.slice\n", "4:memory:\n", "\n",
-    ])
+    @Test(
+        "A malformed line is malformed and names the file",
+        arguments: [
+            "0:/\n", "x::/\n", "-1::/\n", "4:memory:system.slice\n", "4:memory:\n", "\n",
+        ])
     func malformedLineIsMalformed(text: String) {
         expectError(.malformed, naming: path) { () throws(CgroupError) in try CgroupMembership.parse(text, path: path) }
     }

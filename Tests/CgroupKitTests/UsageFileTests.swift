@@ -1,6 +1,7 @@
-@testable import CgroupKit
 import Foundation
 import Testing
+
+@testable import CgroupKit
 
 /// The held-open usage file adaptive sampling reads: parsed in place, read afresh each time, and
 /// strict about its format. (Plain files stand in for `memory.current` and `/proc/meminfo`; a
@@ -48,8 +49,10 @@ struct UsageFileTests {
 
     @Test func meminfoWithoutItsLinesOrWithBadValuesIsMalformed() throws {
         let tree = try ScratchTree()
-        for content in ["MemTotal: 1000 kB\nMemFree: 10 kB\n", "MemTotal: 1000 kB\nMemAvailable: lots kB\n", "MemTotal: 1000\nMemAvailable: 10 kB\n",
-                        "MemTotal: 99999999999999999 kB\nMemAvailable: 1 kB\n", String(repeating: "Filler: 1 kB\n", count: 60) + "MemTotal: 1 kB\nMemAvailable: 1 kB\n"] {
+        for content in [
+            "MemTotal: 1000 kB\nMemFree: 10 kB\n", "MemTotal: 1000 kB\nMemAvailable: lots kB\n", "MemTotal: 1000\nMemAvailable: 10 kB\n",
+            "MemTotal: 99999999999999999 kB\nMemAvailable: 1 kB\n", String(repeating: "Filler: 1 kB\n", count: 60) + "MemTotal: 1 kB\nMemAvailable: 1 kB\n",
+        ] {
             try tree.write("/proc/meminfo", content)
             let usage = try UsageFile("/proc/meminfo", format: .meminfo, files: tree.files)
             let error = #expect(throws: CgroupError.self, "\(content.prefix(40))") { try usage.read() }

@@ -3,6 +3,7 @@ import Foundation
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,8 +47,9 @@ struct AgentCommandTests {
     @Test func aMetricsFileThatCannotBeWrittenIsAnErrorAtStart() throws {
         let result = try ChildProcess.run([Self.memwarn, "agent", "--min-available", "100M", "--metrics-file", "/nonexistent-memwarn-dir/agent.prom"])
         #expect(result.status == 1)
-        #expect(result.standardError.contains("--metrics-file cannot be written") && result.standardError.contains("/nonexistent-memwarn-dir"),
-                "\(result.standardError)")
+        #expect(
+            result.standardError.contains("--metrics-file cannot be written") && result.standardError.contains("/nonexistent-memwarn-dir"),
+            "\(result.standardError)")
     }
 
     @Test func theNodesFloorAsksEveryServiceOnTheNodeAndTheMetricsFileSaysSo() async throws {
@@ -55,14 +57,18 @@ struct AgentCommandTests {
         // agent asks the one service in its control directory, and keeps a Prometheus file.
         let directory = try Self.privateDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let probe = try LineChild([ChildProcess.productsDirectory + "/memwarn-growth-probe", "--rate", "40", "--total", "40",
-                                   "--control", directory, "--hold", "30"])
+        let probe = try LineChild([
+            ChildProcess.productsDirectory + "/memwarn-growth-probe", "--rate", "40", "--total", "40",
+            "--control", directory, "--hold", "30",
+        ])
         defer { probe.killIfRunning() }
         while !(try await probe.nextLine(within: .seconds(30))).contains(#""event":"control""#) {}
         let available = try Self.memAvailable()
         let metricsFile = directory + "/agent.prom"
-        let agent = try LineChild([Self.memwarn, "agent", "--min-available", "\(available - (16 << 20))", "--control-dir", directory,
-                                   "--json", "--metrics-file", metricsFile])
+        let agent = try LineChild([
+            Self.memwarn, "agent", "--min-available", "\(available - (16 << 20))", "--control-dir", directory,
+            "--json", "--metrics-file", metricsFile,
+        ])
         defer { agent.killIfRunning() }
         var records: [[String: Any]] = []
         while !records.contains(where: { $0["event"] as? String == "ask" }) {

@@ -31,8 +31,9 @@ struct CLIPolishTests {
         let help = result.standardOutput
         let section = try #require(help.range(of: "Exit status:").map { String(help[$0.upperBound...]) }, "\(subcommand) --help has no exit status")
         for code in codes {
-            #expect(section.range(of: "(^|[^0-9+])\(NSRegularExpression.escapedPattern(for: code))([^0-9+]|$)", options: .regularExpression) != nil,
-                    "\(subcommand) --help names exit status \(code)")
+            #expect(
+                section.range(of: "(^|[^0-9+])\(NSRegularExpression.escapedPattern(for: code))([^0-9+]|$)", options: .regularExpression) != nil,
+                "\(subcommand) --help names exit status \(code)")
         }
     }
 

@@ -54,7 +54,10 @@ struct CLITests {
             let hog = try MemoryHog()
             try cgroup.add(pid: hog.pid)
             let overhead = Int(try cgroup.usage())
-            let environment = ProcessInfo.processInfo.environment.map { "\($0)=\($1)" } + ["MEMWARN_HOLD_TIME=300ms", "MEMWARN_PSI_SOME_WARNING_PERCENT=100", "MEMWARN_PSI_FULL_CRITICAL_PERCENT=100"]
+            let environment =
+                ProcessInfo.processInfo.environment.map { "\($0)=\($1)" } + [
+                    "MEMWARN_HOLD_TIME=300ms", "MEMWARN_PSI_SOME_WARNING_PERCENT=100", "MEMWARN_PSI_FULL_CRITICAL_PERCENT=100",
+                ]
             let watch = try LineChild([Self.memwarn, "watch", "--json", "--cgroup", cgroup.location.path], environment: environment)
             var lines: [[String: Any]] = [try Self.object(watch.nextLine())]
             for fraction in [0.60, 0.85, 0.95] {
@@ -90,7 +93,10 @@ struct CLITests {
     }
 
     @Test func badArgumentsAndMissingCgroupsGiveAOneLineErrorAndAFailingStatus() throws {
-        for arguments in [["status", "--cgroup", "relative/path"], ["status", "--cgroup", "/memwarn-no-such-cgroup"], ["watch", "--cgroup", "/a/../b"], ["status", "--bogus"], ["status", "--config", "/nonexistent.conf"]] {
+        for arguments in [
+            ["status", "--cgroup", "relative/path"], ["status", "--cgroup", "/memwarn-no-such-cgroup"], ["watch", "--cgroup", "/a/../b"],
+            ["status", "--bogus"], ["status", "--config", "/nonexistent.conf"],
+        ] {
             let result = try ChildProcess.run([Self.memwarn] + arguments)
             #expect(result.status >= 1, "\(arguments)")
             let firstLine = result.standardError.split(separator: "\n").first.map(String.init) ?? ""

@@ -18,7 +18,8 @@ import Testing
         let list = try ChildProcess.run([fuzz, "--list"])
         try #require(list.status == 0, "\(list.standardError)")
         let fixtures = repository + "/Tests/CgroupKitTests/Fixtures"
-        let everyFixture = (FileManager.default.enumerator(atPath: fixtures)?.allObjects as? [String] ?? []).map { fixtures + "/" + $0 }
+        let everyFixture =
+            (FileManager.default.enumerator(atPath: fixtures)?.allObjects as? [String] ?? []).map { fixtures + "/" + $0 }
             + [repository + "/Config/memwarn.conf"]
         return list.standardOutput.split(separator: "\n").map { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false)

@@ -1,6 +1,7 @@
 import Foundation
 import MemwarnTestKit
 import Testing
+
 @testable import MemwarnSoak
 
 /// The soak's floor and leak verdict on series whose truth is known: flat, a steady leak,
@@ -17,8 +18,9 @@ import Testing
         return (0..<seconds).map { second in
             let t = Double(second)
             let transient = Double.random(in: 0...noise, using: &generator) * mebibyte
-            return MemoryTrend.Sample(seconds: t, floorBytes: UInt64(floor(t) * mebibyte + transient),
-                                      heapFloorBytes: heap.map { UInt64($0(t) * mebibyte + transient) })
+            return MemoryTrend.Sample(
+                seconds: t, floorBytes: UInt64(floor(t) * mebibyte + transient),
+                heapFloorBytes: heap.map { UInt64($0(t) * mebibyte + transient) })
         }
     }
 
@@ -34,7 +36,8 @@ import Testing
     @Test(arguments: [2.0, 4.0, 8.0])
     func aSteadyLeakIsLeakingAtItsRate(rate: Double) {
         for seed in 1...20 as ClosedRange<UInt64> {
-            let trend = MemoryTrend.analyse(Self.samples(seconds: 600, seed: seed) { 60 + rate * $0 / 60 }, spanSeconds: 600, limitBytes: Self.limit, basis: "test")
+            let trend = MemoryTrend.analyse(
+                Self.samples(seconds: 600, seed: seed) { 60 + rate * $0 / 60 }, spanSeconds: 600, limitBytes: Self.limit, basis: "test")
             #expect(trend.verdict == .leaking, "seed \(seed): \(trend.summary)")
             let measured = trend.rateBytesPerMinute / Self.mebibyte
             #expect(abs(measured - rate) <= 0.1 * rate, "seed \(seed): \(measured) MiB/min for \(rate)")
@@ -45,26 +48,30 @@ import Testing
     @Test func aFloorThatRisesThenFlattensIsWarmingUp() {
         for seed in 1...20 as ClosedRange<UInt64> {
             // 40 MiB more, reached with a time constant of two minutes (runtime caches, pools filling).
-            let trend = MemoryTrend.analyse(Self.samples(seconds: 600, seed: seed) { 60 + 40 * (1 - exp(-$0 / 120)) }, spanSeconds: 600,
-                                            limitBytes: Self.limit, basis: "test")
+            let trend = MemoryTrend.analyse(
+                Self.samples(seconds: 600, seed: seed) { 60 + 40 * (1 - exp(-$0 / 120)) }, spanSeconds: 600,
+                limitBytes: Self.limit, basis: "test")
             #expect(trend.verdict == .warmingUp, "seed \(seed): \(trend.summary)")
         }
     }
 
     @Test func aRisingFloorWithAFlatHeapIsRetainedByTheAllocator() {
         for seed in 1...20 as ClosedRange<UInt64> {
-            let trend = MemoryTrend.analyse(Self.samples(seconds: 600, seed: seed, floor: { 60 + 3 * $0 / 60 }, heap: { _ in 30 }), spanSeconds: 600,
-                                            limitBytes: Self.limit, basis: "test")
+            let trend = MemoryTrend.analyse(
+                Self.samples(seconds: 600, seed: seed, floor: { 60 + 3 * $0 / 60 }, heap: { _ in 30 }), spanSeconds: 600,
+                limitBytes: Self.limit, basis: "test")
             #expect(trend.verdict == .retainedByAllocator, "seed \(seed): \(trend.summary)")
-            let leaking = MemoryTrend.analyse(Self.samples(seconds: 600, seed: seed, floor: { 60 + 3 * $0 / 60 }, heap: { 30 + 3 * $0 / 60 }), spanSeconds: 600,
-                                              limitBytes: Self.limit, basis: "test")
+            let leaking = MemoryTrend.analyse(
+                Self.samples(seconds: 600, seed: seed, floor: { 60 + 3 * $0 / 60 }, heap: { 30 + 3 * $0 / 60 }), spanSeconds: 600,
+                limitBytes: Self.limit, basis: "test")
             #expect(leaking.verdict == .leaking, "the heap rising with it is a leak: \(leaking.summary)")
         }
     }
 
     @Test func aLeakTooSlowForTheSoakIsNotCalledALeakAndTooLittleIsTooShort() {
         // 0.2 MiB/min for 60 s is 0.2 MiB: under the 2.56 MiB (1 % of 256 MiB) a rise must reach.
-        let slow = MemoryTrend.analyse(Self.samples(seconds: 60, seed: 1, noise: 0.1) { 60 + 0.2 * $0 / 60 }, spanSeconds: 60, limitBytes: Self.limit, basis: "test")
+        let slow = MemoryTrend.analyse(
+            Self.samples(seconds: 60, seed: 1, noise: 0.1) { 60 + 0.2 * $0 / 60 }, spanSeconds: 60, limitBytes: Self.limit, basis: "test")
         #expect(slow.verdict == .steady, "\(slow.summary)")
         #expect(slow.smallestVisibleRateBytesPerMinute > 2 * Self.mebibyte, "and the report says how slow a leak could hide: \(slow.summary)")
         let short = MemoryTrend.analyse(Self.samples(seconds: 15, seed: 1) { 60 + 60 * $0 / 60 }, spanSeconds: 15, limitBytes: Self.limit, basis: "test")

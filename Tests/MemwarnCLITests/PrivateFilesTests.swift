@@ -48,8 +48,9 @@ struct PrivateFilesTests {
         defer { try? FileManager.default.removeItem(atPath: plantedPath) }
         #expect(result.status == 0, "the soak ran: \(result.standardError)")
         #expect(scratch.sentinelIsIntact, "the planted link was not written through")
-        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: plantedPath + "/media/poster-3.ppm")) == scratch.sentinel,
-                "the planted folder was not used at all")
+        #expect(
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: plantedPath + "/media/poster-3.ppm")) == scratch.sentinel,
+            "the planted folder was not used at all")
     }
 
     @Test func theDemoRefusesADataFolderOfAnotherUser() throws {

@@ -19,7 +19,8 @@ extension RunCommandTests {
             // Armed after the command started, the run's monitor saw nothing ("levels entered: none").
             let result = try ChildProcess.run([Self.memwarn, "run", "--memory-max", "64M", "--json", "--", Self.hog, "--allocate", "100M"])
             #expect(result.status == 137, "\(result.standardError)")
-            let report = try #require(try JSONSerialization.jsonObject(with: Data((result.standardOutput.split(separator: "\n").last ?? "").utf8)) as? [String: Any])
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data((result.standardOutput.split(separator: "\n").last ?? "").utf8)) as? [String: Any])
             let levels = (report["levelChanges"] as? [[String: Any]] ?? []).compactMap { $0["level"] as? String }
             #expect(levels.first == "normal", "the first reading, taken before the command started: \(levels)")
             #expect(levels.contains("critical"), "the climb to the kill was seen: \(levels)")

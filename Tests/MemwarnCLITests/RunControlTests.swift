@@ -1,9 +1,10 @@
 import Foundation
+import MemwarnTestKit
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import MemwarnTestKit
-import Testing
 
 extension RunCommandTests {
     /// `memwarn run` and the control endpoint: the command's environment is passed as it is
@@ -18,8 +19,9 @@ extension RunCommandTests {
         /// The `MEMWARN_CONTROL=` lines `env` prints under `memwarn run`, run with `environment`.
         static func controlSetting(_ environment: [String: String]) async throws -> [String] {
             let base = ProcessInfo.processInfo.environment.filter { $0.key != "MEMWARN_CONTROL" }.merging(environment) { $1 }
-            let run = try await ChildProcess.runOffThePool([memwarn, "run", "--memory-max", "32M", "--", "/usr/bin/env"],
-                                                          environment: base.map { "\($0.key)=\($0.value)" })
+            let run = try await ChildProcess.runOffThePool(
+                [memwarn, "run", "--memory-max", "32M", "--", "/usr/bin/env"],
+                environment: base.map { "\($0.key)=\($0.value)" })
             #expect(run.status == 0, "\(run.standardError)")
             return run.standardOutput.split(separator: "\n").map(String.init).filter { $0.hasPrefix("MEMWARN_CONTROL=") }
         }

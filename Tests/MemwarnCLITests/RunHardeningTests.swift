@@ -1,11 +1,12 @@
 import CgroupKit
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import MemwarnSystem
 import MemwarnTestKit
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension RunCommandTests {
     /// Issue 16, findings 4, 5, 11 and 12, attacked as filed. Nested in the serialized
@@ -51,11 +52,13 @@ extension RunCommandTests {
                 #expect(try Self.waitUntilEmpty(leftover), "the command died with its memwarn run (PR_SET_PDEATHSIG)")
                 #expect(FileManager.default.fileExists(atPath: leftover), "left behind")
 
-                let next = try ChildProcess.run([Self.memwarn] + (cleaner == "run" ? ["run", "--memory-max", "32M", "--", "/bin/true"] : ["status"]), in: parent)
+                let next = try ChildProcess.run(
+                    [Self.memwarn] + (cleaner == "run" ? ["run", "--memory-max", "32M", "--", "/bin/true"] : ["status"]), in: parent)
                 #expect(next.status == 0, "\(next.standardError)")
                 #expect(!FileManager.default.fileExists(atPath: leftover), "the leftover cgroup was removed")
-                #expect(next.standardError.contains("memwarn \(cleaner): removed \(leftover), left by memwarn pid \(pid), which is gone"),
-                        "\(next.standardError)")
+                #expect(
+                    next.standardError.contains("memwarn \(cleaner): removed \(leftover), left by memwarn pid \(pid), which is gone"),
+                    "\(next.standardError)")
             }
         }
 
@@ -157,7 +160,9 @@ extension RunCommandTests {
             // smallest descriptor limit the run itself starts with leaves the monitor none.
             var started: ChildProcess.Finished?
             for limit in 12...64 {
-                let result = try ChildProcess.run(["/bin/sh", "-c", "ulimit -n \(limit) && exec '\(Self.memwarn)' run --memory-max 64M --report '\(report)' -- /bin/true"])
+                let result = try ChildProcess.run([
+                    "/bin/sh", "-c", "ulimit -n \(limit) && exec '\(Self.memwarn)' run --memory-max 64M --report '\(report)' -- /bin/true",
+                ])
                 if result.status == 0 {
                     started = result
                     break
@@ -218,11 +223,14 @@ extension RunCommandTests {
             #expect(echoed.status != 0)
             #expect(echoed.standardError.count < 600 && echoed.standardError.contains(" characters)…"), "\(echoed.standardError.count) characters")
 
-            let unprivileged = try ChildProcess.run(ChildProcess.asNobody + [
-                                                     Self.memwarn, "run", "--memory-max", "64M", "--", "/bin/true"])
+            let unprivileged = try ChildProcess.run(
+                ChildProcess.asNobody + [
+                    Self.memwarn, "run", "--memory-max", "64M", "--", "/bin/true",
+                ])
             #expect(unprivileged.status == 125)
-            #expect(unprivileged.standardError.contains("permission denied. Creating cgroups needs root, or a cgroup delegated to your user"),
-                    "\(unprivileged.standardError)")
+            #expect(
+                unprivileged.standardError.contains("permission denied. Creating cgroups needs root, or a cgroup delegated to your user"),
+                "\(unprivileged.standardError)")
 
             let starved = try ChildProcess.run(["/bin/sh", "-c", "ulimit -n 10 && exec '\(Self.memwarn)' run --memory-max 64M -- /bin/true"])
             #expect(starved.status != 0)
@@ -241,22 +249,31 @@ extension RunCommandTests {
                 // loader needs one for libcgroup; none and it fails before memwarn runs).
                 let inUse = 3 + inherited
                 for limit in (inUse + 1)...(inUse + 24) {
-                    let result = try ChildProcess.run(["/bin/sh", "-c", """
-                        exec\(open); ulimit -n \(limit) && exec '\(Self.memwarn)' run --memory-max 64M -- /bin/true
-                        """], timeout: .seconds(60))
+                    let result = try ChildProcess.run(
+                        [
+                            "/bin/sh", "-c",
+                            """
+                            exec\(open); ulimit -n \(limit) && exec '\(Self.memwarn)' run --memory-max 64M -- /bin/true
+                            """,
+                        ], timeout: .seconds(60))
                     #expect(result.status < 128, "\(inherited) inherited, ulimit -n \(limit): \(result.standardError)")
                     if result.status != 0 {
-                        #expect(result.standardError.hasPrefix("Error: ") && result.standardError.contains("Too many open files"),
-                                "\(inherited) inherited, ulimit -n \(limit): \(result.standardError)")
+                        #expect(
+                            result.standardError.hasPrefix("Error: ") && result.standardError.contains("Too many open files"),
+                            "\(inherited) inherited, ulimit -n \(limit): \(result.standardError)")
                     }
                     if limit < inUse + DispatchTimers.descriptorsNeeded {
-                        #expect(result.status == 125 && result.standardError.contains("too few file descriptors to start"),
-                                "\(inherited) inherited, ulimit -n \(limit): \(result.status): \(result.standardError)")
+                        #expect(
+                            result.status == 125 && result.standardError.contains("too few file descriptors to start"),
+                            "\(inherited) inherited, ulimit -n \(limit): \(result.status): \(result.standardError)")
                     }
                 }
             }
-            let demo = try ChildProcess.run(["/bin/sh", "-c", "exec 3</dev/null; ulimit -n 10 && exec '\(ChildProcess.productsDirectory)/memwarn-demo' --duration 1"])
-            #expect(demo.status == 1 && demo.standardError.hasPrefix("memwarn-demo: too few file descriptors to start"), "\(demo.status): \(demo.standardError)")
+            let demo = try ChildProcess.run([
+                "/bin/sh", "-c", "exec 3</dev/null; ulimit -n 10 && exec '\(ChildProcess.productsDirectory)/memwarn-demo' --duration 1",
+            ])
+            #expect(
+                demo.status == 1 && demo.standardError.hasPrefix("memwarn-demo: too few file descriptors to start"), "\(demo.status): \(demo.standardError)")
         }
 
         @Test(arguments: ["1", "64ib", "64bb", "100K"])
@@ -268,9 +285,13 @@ extension RunCommandTests {
 
         @Test func aReportPathThatCannotBeWrittenIsRefusedBeforeTheCommandRuns() throws {
             let marker = RunCommandTests.temporaryFile("must-not-exist")
-            let result = try ChildProcess.run([Self.memwarn, "run", "--memory-max", "32M", "--report", "/nonexistent/dir/r.json", "--", "/usr/bin/touch", marker])
+            let result = try ChildProcess.run([
+                Self.memwarn, "run", "--memory-max", "32M", "--report", "/nonexistent/dir/r.json", "--", "/usr/bin/touch", marker,
+            ])
             #expect(result.status == 125)
-            #expect(result.standardError.hasPrefix("Error: cannot write the report to /nonexistent/dir/r.json: No such file or directory"), "\(result.standardError)")
+            #expect(
+                result.standardError.hasPrefix("Error: cannot write the report to /nonexistent/dir/r.json: No such file or directory"),
+                "\(result.standardError)")
             #expect(!FileManager.default.fileExists(atPath: marker), "the command never ran")
         }
     }

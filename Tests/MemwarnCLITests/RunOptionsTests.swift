@@ -1,10 +1,11 @@
 import CgroupKit
 import Foundation
+import MemwarnTestKit
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import MemwarnTestKit
-import Testing
 
 extension RunCommandTests {
     /// Issue 13's `memwarn run` items: `--json`, the help's hog example, the exit statuses its
@@ -26,8 +27,10 @@ extension RunCommandTests {
         @Test func jsonPrintsTheReportAsOneLineAfterTheCommandsOutputAndTheReportFileStays() throws {
             let reportFile = RunCommandTests.temporaryFile("json.json")
             defer { try? FileManager.default.removeItem(atPath: reportFile) }
-            let result = try ChildProcess.run([Self.memwarn, "run", "--memory-max", "32M", "--json", "--report", reportFile, "--",
-                                               "/bin/sh", "-c", "echo inside; exit 3"])
+            let result = try ChildProcess.run([
+                Self.memwarn, "run", "--memory-max", "32M", "--json", "--report", reportFile, "--",
+                "/bin/sh", "-c", "echo inside; exit 3",
+            ])
             #expect(result.status == 3, "\(result.standardError)")
             let lines = result.standardOutput.split(separator: "\n")
             #expect(lines.count == 2 && lines.first == "inside", "\(result.standardOutput)")
@@ -94,8 +97,10 @@ extension RunCommandTests {
         @Test func withoutPermissionToCreateCgroupsItSaysHowToGetIt() throws {
             let marker = RunCommandTests.temporaryFile("unprivileged-ran")
             defer { try? FileManager.default.removeItem(atPath: marker) }
-            let result = try ChildProcess.run(ChildProcess.asNobody + [
-                                               Self.memwarn, "run", "--memory-max", "64M", "--", "/usr/bin/touch", marker])
+            let result = try ChildProcess.run(
+                ChildProcess.asNobody + [
+                    Self.memwarn, "run", "--memory-max", "64M", "--", "/usr/bin/touch", marker,
+                ])
             #expect(result.status == 125)
             let lines = result.standardError.split(separator: "\n")
             #expect(lines.count == 1, "one line: \(result.standardError)")

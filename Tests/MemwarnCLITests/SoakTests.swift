@@ -1,11 +1,13 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import MemwarnSystem
 import MemwarnTestKit
 import Testing
+
 @testable import MemwarnSoak
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
 
 /// The soak's parts on their own: sizes, the demo's event lines, the report and the plot.
 /// (The soak itself runs in CI, `Scripts/ci-soak`: about a minute on real cgroups.)
@@ -54,19 +56,23 @@ import Testing
             levelChanges: [.init(seconds: 7.4, level: "warning", usageBytes: 210 << 20), .init(seconds: 9.5, level: "critical", usageBytes: 232 << 20)],
             durationSeconds: survived ? 21 : 10.5, cgroupRemoved: true,
             samples: (0..<100).map { SoakSample(seconds: Double($0) / 5, usageBytes: UInt64($0) << 21) })
-        return SoakRun(label: memwarn ? "memwarn" : "baseline", memwarnEnabled: memwarn, memoryMaxBytes: 256 << 20, run: report, demo: demo,
-                       service: ServiceFigures(), trend: MemoryTrend.analyse([], spanSeconds: 20, limitBytes: 256 << 20, basis: "anonymous memory"),
-                       end: .serviceExited)
+        return SoakRun(
+            label: memwarn ? "memwarn" : "baseline", memwarnEnabled: memwarn, memoryMaxBytes: 256 << 20, run: report, demo: demo,
+            service: ServiceFigures(), trend: MemoryTrend.analyse([], spanSeconds: 20, limitBytes: 256 << 20, basis: "anonymous memory"),
+            end: .serviceExited)
     }
 
     @Test func theReportPassesOnlyWhenTheMemwarnRunSurvivedWithNothingLost() throws {
-        let good = SoakReport(subject: "memwarn-demo", memoryMaxBytes: 256 << 20, limits: [256 << 20], durationSeconds: 20,
-                              runs: [Self.run(memwarn: true, survived: true, lost: 0), Self.run(memwarn: false, survived: false, lost: nil)])
+        let good = SoakReport(
+            subject: "memwarn-demo", memoryMaxBytes: 256 << 20, limits: [256 << 20], durationSeconds: 20,
+            runs: [Self.run(memwarn: true, survived: true, lost: 0), Self.run(memwarn: false, survived: false, lost: nil)])
         #expect(good.passed)
         #expect(good.text.contains("survived 21 s"))
         #expect(good.text.contains("killed after 10.5 s (signal 9)"))
         #expect(good.text.contains("unknown (killed before verifying)"))
-        #expect(good.text.hasSuffix("PASS: with memwarn the service survived, with 0 OOM kills and 0 lost writes; without memwarn it did not (killed after 10.5 s)"))
+        #expect(
+            good.text.hasSuffix("PASS: with memwarn the service survived, with 0 OOM kills and 0 lost writes; without memwarn it did not (killed after 10.5 s)")
+        )
         let json = try #require(try JSONSerialization.jsonObject(with: Data(good.json().utf8)) as? [String: Any])
         #expect(json["passed"] as? Bool == true)
         let runs = try #require(json["runs"] as? [[String: Any]])
@@ -74,13 +80,18 @@ import Testing
         #expect(runs.map { $0["oomKills"] as? Int } == [0, 1])
         #expect(runs[0]["releasedBytesByTier"] as? [String: Int] == ["caches": 2_500, "media": 1_000])
 
-        let lost = SoakReport(subject: "memwarn-demo", memoryMaxBytes: 256 << 20, limits: [256 << 20], durationSeconds: 20, runs: [Self.run(memwarn: true, survived: true, lost: 3)])
+        let lost = SoakReport(
+            subject: "memwarn-demo", memoryMaxBytes: 256 << 20, limits: [256 << 20], durationSeconds: 20,
+            runs: [Self.run(memwarn: true, survived: true, lost: 3)])
         #expect(!lost.passed)
-        let killed = SoakReport(subject: "memwarn-demo", memoryMaxBytes: 256 << 20, limits: [256 << 20], durationSeconds: 20, runs: [Self.run(memwarn: true, survived: false, lost: nil)])
+        let killed = SoakReport(
+            subject: "memwarn-demo", memoryMaxBytes: 256 << 20, limits: [256 << 20], durationSeconds: 20,
+            runs: [Self.run(memwarn: true, survived: false, lost: nil)])
         #expect(!killed.passed)
         #expect(killed.text.contains("FAIL: with memwarn the service did not survive cleanly\n"))
-        #expect(killed.text.hasSuffix("killed with no exhaustion reported: releasable memory was left, and the releases did not keep up with growth"),
-                "a killed run says why")
+        #expect(
+            killed.text.hasSuffix("killed with no exhaustion reported: releasable memory was left, and the releases did not keep up with growth"),
+            "a killed run says why")
     }
 
     /// Counts the elements of an SVG by name, failing on XML that does not parse.
@@ -94,8 +105,9 @@ import Testing
     }
 
     @Test func thePlotIsWellFormedSVGWithOnePanelARunAndItsEventsMarked() throws {
-        let report = SoakReport(subject: "memwarn-demo", memoryMaxBytes: 256 << 20, limits: [256 << 20], durationSeconds: 20,
-                                runs: [Self.run(memwarn: true, survived: true, lost: 0), Self.run(memwarn: false, survived: false, lost: nil)])
+        let report = SoakReport(
+            subject: "memwarn-demo", memoryMaxBytes: 256 << 20, limits: [256 << 20], durationSeconds: 20,
+            runs: [Self.run(memwarn: true, survived: true, lost: 0), Self.run(memwarn: false, survived: false, lost: nil)])
         let svg = SoakPlot.svg(report)
         let parser = XMLParser(data: Data(svg.utf8))
         let counter = ElementCounter()

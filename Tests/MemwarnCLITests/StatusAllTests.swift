@@ -12,7 +12,8 @@ struct StatusAllTests {
     static let memwarn = ChildProcess.productsDirectory + "/memwarn"
     static let mebibyte = 1 << 20
     /// PSI left out of the level: other suites may press on the machine meanwhile.
-    static let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+    static let environment =
+        ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
         + ["MEMWARN_PSI_SOME_WARNING_PERCENT=100", "MEMWARN_PSI_FULL_CRITICAL_PERCENT=100"]
 
     static func status(_ arguments: [String]) throws -> ChildProcess.Finished {
@@ -114,8 +115,9 @@ struct StatusAllTests {
             defer { churn.stop() }
             var sawChurn = 0
             for _ in 0..<30 {
-                let result = try await ChildProcess.runOffThePool([Self.memwarn, "status", "--all", "--json", "--cgroup", parent.location.path],
-                                                                  environment: Self.environment)
+                let result = try await ChildProcess.runOffThePool(
+                    [Self.memwarn, "status", "--all", "--json", "--cgroup", parent.location.path],
+                    environment: Self.environment)
                 #expect(result.status == 0, "\(result.standardError)")
                 // Only the leftovers of a `memwarn run` killed elsewhere (another suite's), which
                 // every status removes, may be reported.
@@ -143,7 +145,8 @@ struct StatusAllTests {
 
         init(parent: String) {
             Thread.detachNewThread { [self] in
-                let outer = parent + "/churn", inner = outer + "/inner"
+                let outer = parent + "/churn"
+                let inner = outer + "/inner"
                 while !stopping.load(ordering: .relaxed) {
                     if mkdir(outer, 0o755) == 0 {
                         _ = mkdir(inner, 0o755)

@@ -25,7 +25,8 @@ struct TriggerCommandTests {
             var template = Array((NSTemporaryDirectory() + "memwarn-trigger-XXXXXX").utf8CString)
             let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
             directory = String(cString: made!)
-            environment = ProcessInfo.processInfo.environment.filter { $0.key != "XDG_RUNTIME_DIR" && $0.key != "MEMWARN_CONTROL" }
+            environment =
+                ProcessInfo.processInfo.environment.filter { $0.key != "XDG_RUNTIME_DIR" && $0.key != "MEMWARN_CONTROL" }
                 .map { "\($0.key)=\($0.value)" } + ["XDG_RUNTIME_DIR=\(directory)"]
         }
 
@@ -62,7 +63,9 @@ struct TriggerCommandTests {
     }
 
     static func entries(_ report: [String: Any]) throws -> [(consumer: String, tier: String, freed: Int)] {
-        try #require(report["entries"] as? [[String: Any]]).map { ($0["consumer"] as? String ?? "", $0["tier"] as? String ?? "", $0["bytesFreed"] as? Int ?? -1) }
+        try #require(report["entries"] as? [[String: Any]]).map {
+            ($0["consumer"] as? String ?? "", $0["tier"] as? String ?? "", $0["bytesFreed"] as? Int ?? -1)
+        }
     }
 
     @Test func jsonReportReleasesCachesLargestFirstThenMediaAndIsTheProcesssOwn() async throws {
@@ -95,8 +98,9 @@ struct TriggerCommandTests {
             let lines = result.standardOutput.split(separator: "\n").map(String.init)
             #expect(lines.count == 4, "\(result.standardOutput)")
             // Issue 28 item 12: named by pid and program (its name as the kernel keeps it: 15 characters).
-            #expect(lines.first?.hasPrefix("process \(probe.pid) (memwarn-release): warning release, target 70.0 MiB: freed 70.0 MiB in ") == true,
-                    "\(lines)")
+            #expect(
+                lines.first?.hasPrefix("process \(probe.pid) (memwarn-release): warning release, target 70.0 MiB: freed 70.0 MiB in ") == true,
+                "\(lines)")
             #expect(lines.first?.hasSuffix(" ms (heap trimmed)") == true)
             #expect(lines.dropFirst().first?.split(separator: " ") == ["consumer", "tier", "before", "after", "freed", "ms"])
             let rows = lines.dropFirst(2).map { $0.split(separator: " ").map(String.init) }
@@ -169,8 +173,10 @@ struct TriggerCommandTests {
     @Test func badArgumentsGiveAnErrorAndAFailingStatus() throws {
         let runtime = Runtime()
         defer { runtime.remove() }
-        let cases = [[], ["--pid", "1", "--all"], ["--pid", "x"], ["--pid", "0"], ["--all", "--level", "normal"], ["--all", "--target-bytes", "-5"],
-                     ["--all", "--terminate-suspended", "--level", "warning"], ["--all", "--bogus"]]
+        let cases = [
+            [], ["--pid", "1", "--all"], ["--pid", "x"], ["--pid", "0"], ["--all", "--level", "normal"], ["--all", "--target-bytes", "-5"],
+            ["--all", "--terminate-suspended", "--level", "warning"], ["--all", "--bogus"],
+        ]
         for arguments in cases {
             let result = try runtime.trigger(arguments)
             #expect(result.status != 0, "\(arguments)")

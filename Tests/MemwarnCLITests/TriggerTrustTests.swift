@@ -20,8 +20,9 @@ struct TriggerTrustTests {
     @Test func aStaleSocketOfALivePidIsPrunedNotFailedOnForever() throws {
         let runtime = Runtime()
         defer { runtime.remove() }
-        try FileManager.default.createDirectory(atPath: runtime.directory + "/memwarn", withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: runtime.directory + "/memwarn", withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700])
         let stale = runtime.socket(of: 1)  // pid 1 always exists: pruning by pid alone kept it forever
         try Self.deadSocket(at: stale)
         let result = try runtime.trigger(["--all"])
@@ -44,8 +45,9 @@ struct TriggerTrustTests {
         let runtime = Runtime()
         defer { runtime.remove() }
         // As nobody would: the runtime directory and its memwarn folder are theirs.
-        try FileManager.default.createDirectory(atPath: runtime.directory + "/memwarn", withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: runtime.directory + "/memwarn", withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700])
         for folder in [runtime.directory, runtime.directory + "/memwarn"] { #expect(chown(folder, Self.nobody, Self.nobody) == 0) }
         #expect(chmod(runtime.directory, 0o777) == 0)
         let result = try runtime.trigger(["--all"])
@@ -90,11 +92,13 @@ struct TriggerTrustTests {
     }
 
     /// A `warn` reply whose consumer's name carries a terminal escape (clear the screen).
-    static let hostileReply = #"{"ok":true,"request":"warn","pid":1,"report":{"level":"warning","targetBytes":0,"freedBytes":10737418240,"entries":[{"consumer":"\u001b[2Jowned","tier":"caches","bytesBefore":1,"bytesAfter":0,"bytesFreed":10737418240,"durationMicroseconds":1}],"trimmedHeap":false,"durationMicroseconds":1,"metTarget":true,"headroomBytes":0,"growthBytesPerSecond":0}}"#
+    static let hostileReply =
+        #"{"ok":true,"request":"warn","pid":1,"report":{"level":"warning","targetBytes":0,"freedBytes":10737418240,"entries":[{"consumer":"\u001b[2Jowned","tier":"caches","bytesBefore":1,"bytesAfter":0,"bytesFreed":10737418240,"durationMicroseconds":1}],"trimmedHeap":false,"durationMicroseconds":1,"metTarget":true,"headroomBytes":0,"growthBytesPerSecond":0}}"#
 
     static func endpointDirectory(_ runtime: Runtime) throws {
-        try FileManager.default.createDirectory(atPath: runtime.directory + "/memwarn", withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: runtime.directory + "/memwarn", withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700])
     }
 
     @Test func anEndpointRunByAnotherUserIsNotBelieved() throws {
@@ -171,8 +175,9 @@ struct ServiceAccountDirectoryTests {
 
     /// The growth probe as the account, serving in the default directory: its socket's path.
     static func startProbe(_ prefix: [String] = [], in cgroup: TestCgroup) throws -> (JSONLineChild, String) {
-        let probe = try JSONLineChild(prefix + asAccount + [Self.probe, "--control", "default", "--rate", "1", "--total", "1", "--hold", "60"],
-                                      in: cgroup, environment: environment)
+        let probe = try JSONLineChild(
+            prefix + asAccount + [Self.probe, "--control", "default", "--rate", "1", "--total", "1", "--hold", "60"],
+            in: cgroup, environment: environment)
         var line = try probe.receive(timeout: .seconds(30))
         while line["event"] as? String != "control" { line = try probe.receive(timeout: .seconds(30)) }
         return (probe, try #require(line["socket"] as? String))

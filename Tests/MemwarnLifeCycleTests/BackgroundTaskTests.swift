@@ -1,7 +1,8 @@
 import Memwarn
-import Testing
-@testable import MemwarnLifeCycle
 import MemwarnSystem
+import Testing
+
+@testable import MemwarnLifeCycle
 
 /// `beginBackgroundTask`, `endBackgroundTask` and `backgroundTimeRemaining`, as UIKit documents them.
 @Suite("Background tasks")
@@ -29,8 +30,10 @@ struct BackgroundTaskTests {
     }
 
     @Test func atExpiryTheHandlerRunsThenTheTaskIsEndedAndTheUnitSuspends() async throws {
-        let recorded = RecordedApplication(configuration: LifeCycleConfiguration(suspensionDelay: .milliseconds(10),
-                                                                               backgroundTaskTime: .milliseconds(50)))
+        let recorded = RecordedApplication(
+            configuration: LifeCycleConfiguration(
+                suspensionDelay: .milliseconds(10),
+                backgroundTaskTime: .milliseconds(50)))
         let log = NotificationLog(recorded.app)
         let unit = try await recorded.app.activateUnit("u")
         let expired = Locked<[String]>([])
@@ -41,11 +44,16 @@ struct BackgroundTaskTests {
         try await log.wait(for: "second ended") { $0.event == .backgroundTaskEnded(second, name: "second") }
         #expect(expired.withLock { $0 } == ["first", "second"], "each handler ran once, before its task was ended")
         let events = log.notifications.map(\.event).filter {
-            [.backgroundTaskExpired(first, name: "first"), .backgroundTaskEnded(first, name: "first"),
-             .backgroundTaskExpired(second, name: "second"), .backgroundTaskEnded(second, name: "second")].contains($0)
+            [
+                .backgroundTaskExpired(first, name: "first"), .backgroundTaskEnded(first, name: "first"),
+                .backgroundTaskExpired(second, name: "second"), .backgroundTaskEnded(second, name: "second"),
+            ].contains($0)
         }
-        #expect(events == [.backgroundTaskExpired(first, name: "first"), .backgroundTaskEnded(first, name: "first"),
-                           .backgroundTaskExpired(second, name: "second"), .backgroundTaskEnded(second, name: "second")])
+        #expect(
+            events == [
+                .backgroundTaskExpired(first, name: "first"), .backgroundTaskEnded(first, name: "first"),
+                .backgroundTaskExpired(second, name: "second"), .backgroundTaskEnded(second, name: "second"),
+            ])
         #expect(unit.backgroundTasks.isEmpty)
         try await log.wait(for: "suspended after expiry") { $0.isStateChange(of: .unit("u"), to: .suspended) }
         #expect(!unit.endBackgroundTask(first), "an expired task was already ended for its owner")

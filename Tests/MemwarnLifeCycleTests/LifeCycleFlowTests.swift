@@ -1,7 +1,8 @@
 import Memwarn
-import Testing
-@testable import MemwarnLifeCycle
 import MemwarnSystem
+import Testing
+
+@testable import MemwarnLifeCycle
 
 /// The life cycle as a service drives it: launch, background, suspension, resumption, and
 /// the errors for what may not happen.
@@ -11,9 +12,10 @@ struct LifeCycleFlowTests {
         let recorded = RecordedApplication()
         let unit = try await recorded.app.activateUnit("alice")
         #expect(unit.state == .active)
-        #expect(recorded.recorder("alice")?.calls.map(\.description) == [
-            "willFinishLaunching@inactive", "didFinishLaunching@inactive", "didBecomeActive@active",
-        ])
+        #expect(
+            recorded.recorder("alice")?.calls.map(\.description) == [
+                "willFinishLaunching@inactive", "didFinishLaunching@inactive", "didBecomeActive@active",
+            ])
         #expect(unit.launchCount == 1)
     }
 
@@ -112,8 +114,9 @@ struct LifeCycleFlowTests {
         let recorded = RecordedApplication()
         let log = NotificationLog(recorded.app)
         let closed = Locked(0)
-        let pool = ResourcePool<Int>(name: "connections", bytesPerHandle: 1_000, maximumCount: 3, coordinator: recorded.app.coordinator,
-                                     open: { 7 }, close: { _ in closed.withLock { $0 += 1 } })
+        let pool = ResourcePool<Int>(
+            name: "connections", bytesPerHandle: 1_000, maximumCount: 3, coordinator: recorded.app.coordinator,
+            open: { 7 }, close: { _ in closed.withLock { $0 += 1 } })
         let unit = try await recorded.app.activateUnit("gina")
         unit.adopt(pool)
         try await withThrowingTaskGroup(of: Void.self) { group in  // three handles open at once, then idle
@@ -147,7 +150,7 @@ struct LifeCycleFlowTests {
         var remaining = 0
         for await _ in stream { remaining += 1 }  // ends: the application terminated
         #expect(remaining > 0)
-        await #expect(throws: LifeCycleError.applicationTerminated) { try await app.activateUnit("late") }
+        await #expect(throws: LifeCycleError.applicationTerminated()) { try await app.activateUnit("late") }
     }
 
     @Test func aWillTerminateThatOverrunsIsCutOffAtTheDeadlineAndReported() async throws {

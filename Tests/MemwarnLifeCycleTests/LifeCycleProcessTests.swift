@@ -49,20 +49,23 @@ struct LifeCycleProcessTests {
             let critical = try #require(criticalReport)
 
             let entries = try #require(critical["entries"] as? [[String: Any]])
-            #expect(!entries.contains { ($0["tier"] as? String == "caches") && ($0["bytesFreed"] as? Int ?? 0) > 0 },
-                    "the active sessions' working sets are in use")
+            #expect(
+                !entries.contains { ($0["tier"] as? String == "caches") && ($0["bytesFreed"] as? Int ?? 0) > 0 },
+                "the active sessions' working sets are in use")
             // The target is usage back to the recovery mark, plus headroom for the growth the
             // monitor measured while the ballast climbed (it cannot know the climb stops there):
             // the part without headroom needs big and mid; the headroom, by how fast the
             // ballast went in, may need small too.
             let expected = try SuspendedTermination(report: critical, suspended: Self.suspended.map { ($0.0, $0.1 * Self.mebibyte) })
             let withoutHeadroom = expected.targetBytes - expected.headroomBytes
-            #expect(withoutHeadroom > 48 * Self.mebibyte && withoutHeadroom <= 80 * Self.mebibyte,
-                    "without headroom, big alone was not enough; big and mid were")
+            #expect(
+                withoutHeadroom > 48 * Self.mebibyte && withoutHeadroom <= 80 * Self.mebibyte,
+                "without headroom, big alone was not enough; big and mid were")
             #expect(expected.units.count >= 2)
             let terminated = SuspendedTermination.terminations(in: critical)
-            #expect(terminated.map(\.id) == expected.units.map(\.id),
-                    "largest first, and it stopped at the target (\(expected.targetBytes) bytes, \(expected.headroomBytes) of them headroom)")
+            #expect(
+                terminated.map(\.id) == expected.units.map(\.id),
+                "largest first, and it stopped at the target (\(expected.targetBytes) bytes, \(expected.headroomBytes) of them headroom)")
             #expect(terminated.map(\.bytes) == expected.units.map(\.bytes))
             #expect(critical["metTarget"] as? Bool == expected.canMeetTarget, "met unless the headroom asked for more than all three hold")
             let terminatedIDs = Set(expected.units.map(\.id))

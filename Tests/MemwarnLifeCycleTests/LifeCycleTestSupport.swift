@@ -1,9 +1,9 @@
 import Logging
 import Memwarn
-
-import Testing
-@testable import MemwarnLifeCycle
 import MemwarnSystem
+import Testing
+
+@testable import MemwarnLifeCycle
 
 /// A delegate that records every callback with the state its subject was in at the time,
 /// and can be told to misbehave.
@@ -77,9 +77,11 @@ final class RecordedApplication: Sendable {
     private let behaviours = Locked<[LifeCycleCallback: Recorder<LifeCycleUnit>.Behaviour]>([:])
 
     /// Units never suspend on their own unless `suspensionDelay` is given.
-    init(configuration: LifeCycleConfiguration = LifeCycleConfiguration(suspensionDelay: .seconds(3_600)),
-         coordinator: ReleaseCoordinator = ReleaseCoordinator(trimsHeap: false),
-         unitBehaviours: [LifeCycleCallback: Recorder<LifeCycleUnit>.Behaviour] = [:]) {
+    init(
+        configuration: LifeCycleConfiguration = LifeCycleConfiguration(suspensionDelay: .seconds(3_600)),
+        coordinator: ReleaseCoordinator = ReleaseCoordinator(trimsHeap: false),
+        unitBehaviours: [LifeCycleCallback: Recorder<LifeCycleUnit>.Behaviour] = [:]
+    ) {
         behaviours.withLock { $0 = unitBehaviours }
         var logger = Logger(label: "memwarn-lifecycle-tests")
         logger.logLevel = .critical
@@ -138,8 +140,10 @@ final class NotificationLog: Sendable {
     /// The first notification so far, or from now on, that matches; waits at most `limit`
     /// (a bound against a hang, not a measurement).
     @discardableResult
-    func wait(for what: String, within limit: Duration = .seconds(10),
-              _ matches: @escaping @Sendable (LifeCycleNotification) -> Bool) async throws -> LifeCycleNotification {
+    func wait(
+        for what: String, within limit: Duration = .seconds(10),
+        _ matches: @escaping @Sendable (LifeCycleNotification) -> Bool
+    ) async throws -> LifeCycleNotification {
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID

@@ -1,8 +1,9 @@
 import Foundation
-@testable import Memwarn
-@testable import MemwarnLifeCycle
 import MemwarnSystem
 import Testing
+
+@testable import Memwarn
+@testable import MemwarnLifeCycle
 
 /// Issue 28, items 13 and 14, as filed: a memory warning's delegates and the release that follows
 /// it, through a real coordinator — the release loop's own calls (`deliverMemoryWarning`, then
@@ -70,8 +71,9 @@ import Testing
     static let budget = Duration.seconds(1)
 
     static func application(_ timeline: Timeline, coordinator: ReleaseCoordinator) async throws -> (RecordedApplication, NotedConsumer) {
-        let recorded = RecordedApplication(configuration: LifeCycleConfiguration(suspensionDelay: .seconds(3_600), memoryWarningDeadline: budget),
-                                           coordinator: coordinator)
+        let recorded = RecordedApplication(
+            configuration: LifeCycleConfiguration(suspensionDelay: .seconds(3_600), memoryWarningDeadline: budget),
+            coordinator: coordinator)
         let consumer = NotedConsumer(timeline)  // held by the caller: a coordinator holds its consumers weakly
         coordinator.register(consumer)
         coordinator.addWarningResponder(recorded.app)
@@ -115,8 +117,9 @@ import Testing
         #expect(timeline.index("application told").map { $0 < release } == true, "\(names)")
         #expect(timeline.index("unit told").map { $0 < release } == true, "\(names)")
         #expect(timeline.index("notification").map { $0 < release } == true, "the notification before the release: \(names)")
-        #expect(timeline.index("unit overran").map { $0 < release } == true,
-                "600 + 600 ms do not fit in 1 s: the unit still running when the release starts is reported: \(names)")
+        #expect(
+            timeline.index("unit overran").map { $0 < release } == true,
+            "600 + 600 ms do not fit in 1 s: the unit still running when the release starts is reported: \(names)")
         // The unit's handler, cut off, ends on its own (600 ms in all): after the release, which did not wait for it.
         let deadline = ContinuousClock.now + .seconds(10)
         while timeline.index("unit done") == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
@@ -146,8 +149,10 @@ import Testing
     /// reported as overrun, and its delegate is told once the transition is over — late, never
     /// dropped. The transition waits on a gate this test opens, so nothing here is timed.
     @Test func aWarningBehindATransitionUnderWayReturnsWithinItsBudgetAndTellsTheUnitLater() async throws {
-        let recorded = RecordedApplication(configuration: LifeCycleConfiguration(suspensionDelay: .seconds(3_600),
-                                                                               memoryWarningDeadline: .milliseconds(100)))
+        let recorded = RecordedApplication(
+            configuration: LifeCycleConfiguration(
+                suspensionDelay: .seconds(3_600),
+                memoryWarningDeadline: .milliseconds(100)))
         let log = NotificationLog(recorded.app)
         try await recorded.app.launch()
         let unit = try await recorded.app.activateUnit("saving")
@@ -172,7 +177,10 @@ import Testing
 
         await recorded.app.didReceiveMemoryWarning(level: .warning)
         #expect(steps.withLock { $0 } == ["saving"], "the warning returned while the unit was still saving")
-        #expect(log.notifications.contains { $0.subject == .unit("saving") && $0.event == .handler(.didReceiveMemoryWarning, .overran(deadline: .milliseconds(100))) })
+        #expect(
+            log.notifications.contains {
+                $0.subject == .unit("saving") && $0.event == .handler(.didReceiveMemoryWarning, .overran(deadline: .milliseconds(100)))
+            })
 
         gate.open()
         try await moving.value
@@ -231,8 +239,10 @@ import Testing
     /// next warning, `willResignActive`, `didEnterBackground`). Now the release does not wait for
     /// it, but the delegate's next callback does.
     @Test func aCutOffCallbackDoesNotOverlapTheSameDelegatesNextOnes() async throws {
-        let recorded = RecordedApplication(configuration: LifeCycleConfiguration(suspensionDelay: .seconds(3_600),
-                                                                               memoryWarningDeadline: .milliseconds(100)))
+        let recorded = RecordedApplication(
+            configuration: LifeCycleConfiguration(
+                suspensionDelay: .seconds(3_600),
+                memoryWarningDeadline: .milliseconds(100)))
         let log = NotificationLog(recorded.app)
         try await recorded.app.launch()
         let unit = try await recorded.app.activateUnit("slow")
@@ -242,10 +252,12 @@ import Testing
         recorded.recorder("slow")?.during.withLock { during in
             during = { callback, _ in
                 steps.withLock { $0.append((callback, true)) }
-                let isFirstWarning = callback == .didReceiveMemoryWarning && first.withLock { isFirst in
-                    defer { isFirst = false }
-                    return isFirst
-                }
+                let isFirstWarning =
+                    callback == .didReceiveMemoryWarning
+                    && first.withLock { isFirst in
+                        defer { isFirst = false }
+                        return isFirst
+                    }
                 if isFirstWarning {
                     // 2 s, ignoring cancellation: cut off at 100 ms.
                     await Task.detached { try? await Task.sleep(for: .seconds(2)) }.value
@@ -263,12 +275,15 @@ import Testing
             try await Task.sleep(for: .milliseconds(10))
         }
         let seen = steps.withLock { $0 }
-        #expect(seen.filter(\.begins).map(\.callback) == [.didReceiveMemoryWarning, .didReceiveMemoryWarning, .willResignActive, .didEnterBackground],
-                "\(seen.map { "\($0.begins ? "begins" : "ends") \($0.callback)" })")
+        #expect(
+            seen.filter(\.begins).map(\.callback) == [.didReceiveMemoryWarning, .didReceiveMemoryWarning, .willResignActive, .didEnterBackground],
+            "\(seen.map { "\($0.begins ? "begins" : "ends") \($0.callback)" })")
         for (index, step) in seen.enumerated() {
             #expect(step.begins == index.isMultiple(of: 2), "one callback at a time: \(seen.map { "\($0.begins ? "begins" : "ends") \($0.callback)" })")
         }
-        let overruns = log.notifications.filter { $0.subject == .unit("slow") && $0.event == .handler(.didReceiveMemoryWarning, .overran(deadline: .milliseconds(100))) }
+        let overruns = log.notifications.filter {
+            $0.subject == .unit("slow") && $0.event == .handler(.didReceiveMemoryWarning, .overran(deadline: .milliseconds(100)))
+        }
         #expect(overruns.count == 2, "the first cut off, the second delivered after it, past its budget: \(log.notifications)")
     }
 }

@@ -1,7 +1,8 @@
 import Memwarn
-import Testing
-@testable import MemwarnLifeCycle
 import MemwarnSystem
+import Testing
+
+@testable import MemwarnLifeCycle
 
 /// The life cycle held against the seeds' own sentences (`../shared/seeds`: Apple's "Managing
 /// Your App's Life Cycle", "About the App Launch Sequence", "Handle Background Events", the
@@ -30,8 +31,11 @@ struct SeedFidelityTests {
         _ = await recorded.app.terminate()
 
         let delivered = recorded.appRecorder.callbacks
-        #expect(delivered == [.willFinishLaunching, .didFinishLaunching, .didBecomeActive, .willResignActive, .didEnterBackground,
-                              .willEnterForeground, .didBecomeActive, .willTerminate])
+        #expect(
+            delivered == [
+                .willFinishLaunching, .didFinishLaunching, .didBecomeActive, .willResignActive, .didEnterBackground,
+                .willEnterForeground, .didBecomeActive, .willTerminate,
+            ])
         #expect(postedBeforeReturn.withLock { $0 }.isEmpty, "posted while its method still ran: \(postedBeforeReturn.withLock { $0 })")
         let posted = log.notifications.compactMap { notification -> LifeCycleCallback? in
             guard case .callback(let callback) = notification.event else { return nil }
@@ -44,8 +48,10 @@ struct SeedFidelityTests {
 
     @Test("Apple's sample: the expiration handler calls endBackgroundTask for its own task, which succeeds")
     func anExpirationHandlerEndsItsOwnTask() async throws {
-        let recorded = RecordedApplication(configuration: LifeCycleConfiguration(suspensionDelay: .milliseconds(10),
-                                                                               backgroundTaskTime: .milliseconds(50)))
+        let recorded = RecordedApplication(
+            configuration: LifeCycleConfiguration(
+                suspensionDelay: .milliseconds(10),
+                backgroundTaskTime: .milliseconds(50)))
         let log = NotificationLog(recorded.app)
         let unit = try await recorded.app.activateUnit("u")
         let identifier = Locked(BackgroundTaskIdentifier.invalid)
@@ -61,18 +67,25 @@ struct SeedFidelityTests {
         #expect(endedByHandler.withLock { $0 } == true, "the task was still held while its handler ran")
         #expect(!log.notifications.contains { if case .misuse = $0.event { true } else { false } }, "no misuse reported")
         let taskEvents = log.notifications.map(\.event).filter {
-            [.backgroundTaskBegan(task, name: "Finish Network Tasks"), .backgroundTaskExpired(task, name: "Finish Network Tasks"),
-             .backgroundTaskEnded(task, name: "Finish Network Tasks")].contains($0)
+            [
+                .backgroundTaskBegan(task, name: "Finish Network Tasks"), .backgroundTaskExpired(task, name: "Finish Network Tasks"),
+                .backgroundTaskEnded(task, name: "Finish Network Tasks"),
+            ].contains($0)
         }
-        #expect(taskEvents == [.backgroundTaskBegan(task, name: "Finish Network Tasks"), .backgroundTaskExpired(task, name: "Finish Network Tasks"),
-                               .backgroundTaskEnded(task, name: "Finish Network Tasks")], "ended once, by its handler")
+        #expect(
+            taskEvents == [
+                .backgroundTaskBegan(task, name: "Finish Network Tasks"), .backgroundTaskExpired(task, name: "Finish Network Tasks"),
+                .backgroundTaskEnded(task, name: "Finish Network Tasks"),
+            ], "ended once, by its handler")
     }
 
     // MARK: 3. A refused launch makes no delegate
 
-    @Test("\"delegate: nil while not running\": an illegal launch is refused before the delegate factory runs", arguments: [
-        LifeCycleState.active, .suspended,
-    ])
+    @Test(
+        "\"delegate: nil while not running\": an illegal launch is refused before the delegate factory runs",
+        arguments: [
+            LifeCycleState.active, .suspended,
+        ])
     func aRefusedLaunchMakesNoDelegate(target: LifeCycleState) async throws {
         let recorded = RecordedApplication()
         let unit = try recorded.app.makeUnit("u")
@@ -86,7 +99,9 @@ struct SeedFidelityTests {
 
     // MARK: 4 and 6. Launch into the background; the launch callbacks' state
 
-    @Test("\"If fore, this property contains UIApplicationStateInactive; if back, UIApplicationStateBackground\": the launch callbacks see the state launched into")
+    @Test(
+        "\"If fore, this property contains UIApplicationStateInactive; if back, UIApplicationStateBackground\": the launch callbacks see the state launched into"
+    )
     func theLaunchCallbacksRunInTheStateLaunchedInto() async throws {
         let recorded = RecordedApplication()
         try await recorded.app.makeUnit("fore").transition(to: .inactive)
@@ -97,7 +112,9 @@ struct SeedFidelityTests {
         #expect(recorded.appRecorder.calls.first?.description == "willFinishLaunching@inactive")
     }
 
-    @Test("\"The system launches the app … UIKit calls the app delegate's applicationDidEnterBackground(_:) method. UIKit delivers the event that caused the launch. … The app may be suspended again.\"")
+    @Test(
+        "\"The system launches the app … UIKit calls the app delegate's applicationDidEnterBackground(_:) method. UIKit delivers the event that caused the launch. … The app may be suspended again.\""
+    )
     func aLaunchIntoTheBackgroundCallsDidEnterBackgroundThenDeliversTheEventThenSuspends() async throws {
         let recorded = RecordedApplication(configuration: LifeCycleConfiguration(suspensionDelay: .milliseconds(10)))
         let log = NotificationLog(recorded.app)
@@ -119,7 +136,9 @@ struct SeedFidelityTests {
 
     // MARK: 5. Resumed into the background
 
-    @Test("\"The system resumes the app. UIKit calls the app delegate's applicationDidEnterBackground(_:) method\", then the event, then it may be suspended again")
+    @Test(
+        "\"The system resumes the app. UIKit calls the app delegate's applicationDidEnterBackground(_:) method\", then the event, then it may be suspended again"
+    )
     func aSuspendedUnitResumedForAnEventIsToldDidEnterBackgroundFirst() async throws {
         let recorded = RecordedApplication(configuration: LifeCycleConfiguration(suspensionDelay: .milliseconds(10)))
         let unit = try recorded.app.makeUnit("u")
@@ -192,7 +211,9 @@ struct SeedFidelityTests {
         return recorded
     }
 
-    @Test("\"When low memory occurs, the system calls applicationDidReceiveMemoryWarning(_:) on the app delegate; the app notifies its view controllers\": the application first, then the running units, then the notification")
+    @Test(
+        "\"When low memory occurs, the system calls applicationDidReceiveMemoryWarning(_:) on the app delegate; the app notifies its view controllers\": the application first, then the running units, then the notification"
+    )
     func aMemoryWarningReachesTheApplicationThenTheRunningUnitsThenTheNotification() async throws {
         let recorded = try await Self.applicationWithUnitsInEveryState()
         let app = recorded.app
@@ -221,15 +242,18 @@ struct SeedFidelityTests {
         #expect(recorded.recorder("discarded")?.callbacks.contains(.didReceiveMemoryWarning) == false)
         #expect(recorded.launches("never-launched") == 0)
         #expect(recorded.recorder("active")?.warningLevels.withLock { $0 } == [.critical], "the level is passed on")
-        #expect(log.notifications.filter { if case .memoryWarning = $0.event { true } else { false } }
-            == [LifeCycleNotification(subject: .application, event: .memoryWarning(level: .critical))])
+        #expect(
+            log.notifications.filter { if case .memoryWarning = $0.event { true } else { false } }
+                == [LifeCycleNotification(subject: .application, event: .memoryWarning(level: .critical))])
     }
 
     @Test("A delegate that holds on to the memory warning is cut off at its deadline and reported; the others are still told")
     func aSlowMemoryWarningHandlerIsCutOff() async throws {
         // A deadline the quick handler meets even with the pool's threads busy with other suites.
-        let recorded = RecordedApplication(configuration: LifeCycleConfiguration(suspensionDelay: .seconds(3_600),
-                                                                               memoryWarningDeadline: .seconds(1)))
+        let recorded = RecordedApplication(
+            configuration: LifeCycleConfiguration(
+                suspensionDelay: .seconds(3_600),
+                memoryWarningDeadline: .seconds(1)))
         let log = NotificationLog(recorded.app)
         try await recorded.app.activateUnit("slow")
         try await recorded.app.activateUnit("quick")

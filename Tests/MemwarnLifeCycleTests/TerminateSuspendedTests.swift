@@ -1,7 +1,8 @@
 import Memwarn
-import Testing
-@testable import MemwarnLifeCycle
 import MemwarnSystem
+import Testing
+
+@testable import MemwarnLifeCycle
 
 /// Terminating suspended units, in process: who goes, in which order, what happens to their
 /// consumers, and how they come back.
@@ -49,7 +50,9 @@ struct TerminateSuspendedTests {
 
         init(sizes: [String: Int]) {
             self.sizes = sizes
-            let coordinator = self.coordinator, disk = self.disk, sessions = self.sessions
+            let coordinator = self.coordinator
+            let disk = self.disk
+            let sessions = self.sessions
             app = LifeCycleApplication(configuration: LifeCycleConfiguration(suspensionDelay: .seconds(3_600)), coordinator: coordinator) { unit in
                 let session = Session(bytes: sizes[unit.id] ?? 0, coordinator: coordinator, disk: disk)
                 sessions.withLock { $0[unit.id, default: []].append(WeakSession(session: session)) }
@@ -74,8 +77,10 @@ struct TerminateSuspendedTests {
     static let kibibyte = 1_024
 
     @Test func suspendedUnitsGoLargestFirstActiveOnesNeverAndItStopsAtTheTarget() async throws {
-        let fixture = Fixture(sizes: ["big": 600 * Self.kibibyte, "mid": 300 * Self.kibibyte, "small": 100 * Self.kibibyte,
-                                      "busy": 900 * Self.kibibyte])
+        let fixture = Fixture(sizes: [
+            "big": 600 * Self.kibibyte, "mid": 300 * Self.kibibyte, "small": 100 * Self.kibibyte,
+            "busy": 900 * Self.kibibyte,
+        ])
         try await fixture.start(suspending: ["small", "big", "mid"])
         let log = NotificationLog(fixture.app)
         let report = fixture.app.terminateSuspendedUnits(targetBytes: 700 * Self.kibibyte)

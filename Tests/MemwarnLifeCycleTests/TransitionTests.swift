@@ -1,4 +1,5 @@
 import Testing
+
 @testable import MemwarnLifeCycle
 
 /// Every pair of states, for a unit and for the application: each legal transition delivers
@@ -69,7 +70,8 @@ struct TransitionTests {
     /// The notifications: each callback run before the state changes, the state change, each
     /// callback run after it — each posted once its method returned.
     static func expectNotificationsInOrder(_ notifications: [LifeCycleNotification], of subject: LifeCycleSubject, _ transition: LifeCycleTransition) {
-        let expected: [LifeCycleNotification.Event] = transition.callbacks.filter(\.runsBeforeTheStateChanges).map { .callback($0) }
+        let expected: [LifeCycleNotification.Event] =
+            transition.callbacks.filter(\.runsBeforeTheStateChanges).map { .callback($0) }
             + [.stateChanged(from: transition.from, to: transition.to)]
             + transition.callbacks.filter { !$0.runsBeforeTheStateChanges }.map { .callback($0) }
         #expect(notifications.filter { $0.subject == subject }.map(\.event) == expected)

@@ -1,5 +1,6 @@
 import MemwarnSystem
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif

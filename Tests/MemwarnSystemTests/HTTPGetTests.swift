@@ -1,8 +1,10 @@
+import Testing
+
+@testable import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Testing
-@testable import MemwarnSystem
 
 /// `memwarn soak`'s HTTP GET: which URLs it takes, and how it reads replies (a real exchange
 /// runs in the soak's tests, against a real server).
@@ -16,8 +18,10 @@ import Testing
         #expect(try HTTPGet.Address.parse("http://localhost:81/").get().socketAddresses.map(\.family) == [AF_INET, AF_INET6], "localhost is both")
     }
 
-    @Test(arguments: ["https://127.0.0.1/", "ftp://x/", "127.0.0.1:8080", "http://", "http://:80/", "http://localhost:0/", "http://localhost:99999/",
-                      "http://localhost:x/", "http://[::1/", "http://localhost/a b", "http://example.com/", "http://256.1.1.1/"])
+    @Test(arguments: [
+        "https://127.0.0.1/", "ftp://x/", "127.0.0.1:8080", "http://", "http://:80/", "http://localhost:0/", "http://localhost:99999/",
+        "http://localhost:x/", "http://[::1/", "http://localhost/a b", "http://example.com/", "http://256.1.1.1/",
+    ])
     func otherTextsAreRefusedWithAReason(text: String) {
         guard case .failure(let problem) = HTTPGet.Address.parse(text) else {
             Issue.record("\(text) was taken")

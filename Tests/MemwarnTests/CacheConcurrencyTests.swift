@@ -1,6 +1,7 @@
-import Synchronization
 import MemwarnTestKit
+import Synchronization
 import Testing
+
 @testable import Memwarn
 
 /// Many tasks hammer one cache while another keeps releasing and clearing it; afterwards the
@@ -76,8 +77,10 @@ struct CacheConcurrencyTests {
     /// Checks the books over the whole key space: every present value belongs to its key,
     /// `count` is the number of keys present and `totalCost` the sum of their costs. Returns
     /// the present keys in ascending order.
-    static func checkBooks<Value>(_ cache: DiscardableCache<Int, Value>, belongs: (Value, Int) -> Bool,
-                                  sourceLocation: SourceLocation = #_sourceLocation) -> [Int] {
+    static func checkBooks<Value>(
+        _ cache: DiscardableCache<Int, Value>, belongs: (Value, Int) -> Bool,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> [Int] {
         cache.countLimit = 0
         cache.totalCostLimit = 0
         var present: [Int] = []
@@ -151,7 +154,7 @@ struct CacheConcurrencyTests {
         #expect(rounds > 0)
         #expect(delegate.wrongType == 0)
         let present = Self.checkBooks(cache) { $0.key == $1 }
-        cache.delegate = nil   // it would put evicted payloads back
+        cache.delegate = nil  // it would put evicted payloads back
         Self.checkStructure(cache, present: present)
     }
 

@@ -1,6 +1,7 @@
 import Metrics
 import MetricsTestKit
 import Testing
+
 @testable import Memwarn
 
 /// Issue 28, item 15: `memwarn_consumer_footprint_bytes` kept a series for every consumer ever

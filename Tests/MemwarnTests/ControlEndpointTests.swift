@@ -4,6 +4,7 @@ import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
 @testable import Memwarn
 
 /// The control endpoint on a real Unix socket, served while a real monitor runs: the
@@ -63,8 +64,9 @@ struct ControlEndpointTests {
             #expect(after.isMemoryExhausted == monitor.isMemoryExhausted && after.forecasts == monitor.forecastTally)
             let process = try #require(after.process, "this process's memory is read")
             #expect(process.residentBytes > 1 << 20)
-            #expect(ProcessMemory.glibcMallocIsTheAllocator ? (process.heapInUseBytes ?? 0) > 0 : process.heapInUseBytes == nil,
-                    "glibc's heap figure, or none under another allocator (the thread sanitizer's)")
+            #expect(
+                ProcessMemory.glibcMallocIsTheAllocator ? (process.heapInUseBytes ?? 0) > 0 : process.heapInUseBytes == nil,
+                "glibc's heap figure, or none under another allocator (the thread sanitizer's)")
         }
         withExtendedLifetime(caches) {}
     }
@@ -153,7 +155,7 @@ struct ControlEndpointTests {
                 #expect((reply["error"] as? String)?.hasPrefix("request too long: more than 65536 bytes") == true, "\(reply)")
             } catch let error as ControlError {
                 // The endpoint may close before the client has sent everything: a clean close.
-                #expect(error.message.contains("closed the connection"), "\(error)")
+                #expect(error.code == .connectionClosed, "\(error.debugDescription)")
             }
             let status = #"{"request":"status"}"#
             let atLimit = String(status.dropLast()) + String(repeating: " ", count: ControlRequest.maximumLineBytes - status.count) + "}"
@@ -183,7 +185,8 @@ struct ControlEndpointTests {
             }
             #expect(access(socket, F_OK) != 0, "the socket is removed when run() ends")
             #expect(control.socketPath == nil)
-            #expect(throws: ControlError.self) { try ControlClient.exchange(#"{"request":"status"}"#, with: socket) }
+            let error = #expect(throws: ControlError.self) { try ControlClient.exchange(#"{"request":"status"}"#, with: socket) }
+            #expect(error?.code == .noEndpoint && error?.errno == ENOENT, "the socket is gone: \(String(describing: error))")
         }
     }
 
@@ -203,7 +206,9 @@ struct ControlEndpointTests {
 
             let foreign = parent + "/foreign"
             #expect(mkdir(foreign, 0o700) == 0 && chown(foreign, 65534, 65534) == 0)
-            #expect(Self.endpointError(foreign) == "the control directory \(foreign) is owned by uid 65534, not by this process's uid \(geteuid()); refusing to use it")
+            #expect(
+                Self.endpointError(foreign)
+                    == "the control directory \(foreign) is owned by uid 65534, not by this process's uid \(geteuid()); refusing to use it")
 
             let open = parent + "/open"
             #expect(mkdir(open, 0o700) == 0 && chmod(open, 0o777) == 0)
@@ -248,7 +253,8 @@ struct ControlEndpointTests {
             #expect(Set(ControlClient.pruneStaleSockets(in: directory)) == [stale, own])
             #expect(ControlClient.socketPaths(in: directory).isEmpty)
             try Self.leaveSocketFile(at: own)  // our own stale one again: the endpoint replaces it
-            #expect(throws: ControlError.self) { try ControlClient.exchange(#"{"request":"status"}"#, with: own) }
+            let staleError = #expect(throws: ControlError.self) { try ControlClient.exchange(#"{"request":"status"}"#, with: own) }
+            #expect(staleError?.code == .noEndpoint, "\(String(describing: staleError))")
 
             try await Self.withServingMonitor(directory: directory) { _, socket, _ in
                 let reply = try ControlClient.send(.status, to: socket)
@@ -353,8 +359,9 @@ struct ControlEndpointTests {
                 environment: ["XDG_RUNTIME_DIR=\(parent)"])
             #expect(result.status != 0)
             let program = try String(contentsOfFile: "/proc/self/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
-            #expect(result.standardError
-                == "Error: process \(getpid()) (\(program)): refused: uid 65534 may not control process \(getpid()) (only uid \(geteuid()) and root may)\n")
+            #expect(
+                result.standardError
+                    == "Error: process \(getpid()) (\(program)): refused: uid 65534 may not control process \(getpid()) (only uid \(geteuid()) and root may)\n")
             #expect(result.standardOutput.isEmpty)
             #expect(try ControlClient.send(.status, to: socket).isSuccess, "the owner is still served")
         }
@@ -469,4 +476,3 @@ struct ControlEndpointTests {
         try socket.bind(to: try UnixSocketAddress(path: path))
     }
 }
-

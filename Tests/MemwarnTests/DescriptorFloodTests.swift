@@ -3,6 +3,7 @@ import Foundation
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
 @testable import Memwarn
 
 /// Issue 16, finding 1: a flood of idle connections under a small descriptor limit used to take

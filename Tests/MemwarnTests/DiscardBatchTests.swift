@@ -1,7 +1,8 @@
+import MemwarnSystem
 import Synchronization
 import Testing
+
 @testable import Memwarn
-import MemwarnSystem
 
 /// The seam between the cache and the allocators behind its values: content that discards into
 /// a batch, and the memory returners a release ends with.

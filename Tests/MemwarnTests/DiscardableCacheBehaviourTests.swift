@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Memwarn
 
 /// `NSCache`'s documented behaviour, as `DiscardableCache` must reproduce it — except the
@@ -339,7 +340,7 @@ struct DiscardableCacheBehaviourTests {
             cache.countLimit = 2
             cache.setObject("a", forKey: 1)
             cache.setObject("b", forKey: 2)
-            cache.setObject("c", forKey: 3)   // evicts "a"; the callback inserts 100, evicting "b"
+            cache.setObject("c", forKey: 3)  // evicts "a"; the callback inserts 100, evicting "b"
             cache.removeObject(forKey: 3)
             cache.removeAllObjects()
             _ = cache.release(ReleaseRequest(level: .warning, tier: .caches, targetBytes: .max))

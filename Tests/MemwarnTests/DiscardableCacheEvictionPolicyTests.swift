@@ -1,5 +1,6 @@
 import MemwarnTestKit
 import Testing
+
 @testable import Memwarn
 
 /// The eviction policy (S3-FIFO) and the promises it keeps from `NSCache`: an object just set
@@ -67,8 +68,9 @@ struct DiscardableCacheEvictionPolicyTests {
                     #expect(Self.stored(cache, key) == nil, "step \(step): a value costlier than the limit was kept")
                 }
                 #expect(cache.countLimit == 0 || cache.count <= cache.countLimit, "step \(step): count \(cache.count) over \(cache.countLimit)")
-                #expect(cache.totalCostLimit == 0 || cache.totalCost <= cache.totalCostLimit,
-                        "step \(step): cost \(cache.totalCost) over \(cache.totalCostLimit)")
+                #expect(
+                    cache.totalCostLimit == 0 || cache.totalCost <= cache.totalCostLimit,
+                    "step \(step): cost \(cache.totalCost) over \(cache.totalCostLimit)")
             case 50..<78:
                 if let value = cache.object(forKey: key) { #expect(value.key == key) }
             case 78..<86:
@@ -87,8 +89,9 @@ struct DiscardableCacheEvictionPolicyTests {
                 let target = Int(random.next() % UInt64(max(1, cache.totalCost)))
                 let costBefore = cache.totalCost
                 let freed = cache.release(ReleaseRequest(level: .warning, tier: .caches, targetBytes: target))
-                #expect(freed >= min(target, costBefore) && cache.totalCost == costBefore - freed,
-                        "step \(step): released \(freed) of \(costBefore) for a target of \(target)")
+                #expect(
+                    freed >= min(target, costBefore) && cache.totalCost == costBefore - freed,
+                    "step \(step): released \(freed) of \(costBefore) for a target of \(target)")
             default:
                 cache.removeAllObjects()
                 #expect(cache.count == 0 && cache.totalCost == 0)
@@ -136,8 +139,9 @@ struct DiscardableCacheEvictionPolicyTests {
                 }
             }
             for (held, data) in inUse {
-                #expect(!data.isContentDiscarded() && data.bytes?.allSatisfy { $0 == UInt8(truncatingIfNeeded: held) } == true,
-                        "step \(step): content under access was discarded or changed")
+                #expect(
+                    !data.isContentDiscarded() && data.bytes?.allSatisfy { $0 == UInt8(truncatingIfNeeded: held) } == true,
+                    "step \(step): content under access was discarded or changed")
             }
         }
         for data in inUse.values { data.endContentAccess() }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Memwarn
 
 /// What a `DiscardableCache` gives back when a coordinator asks it to release memory.
@@ -29,7 +30,7 @@ struct DiscardableCacheReleaseTests {
         let costs = [10, 50, 30, 20, 40]
         let cache = Self.cache(costs: costs)
         let freed = cache.release(Self.caches(60))
-        #expect(freed == 90)   // 50, then 40: 90 >= 60
+        #expect(freed == 90)  // 50, then 40: 90 >= 60
         #expect(Self.remainingCosts(cache, of: costs) == [10, 20, 30])
         #expect(cache.totalCost == 60)
         #expect(cache.count == 3)
@@ -102,7 +103,7 @@ struct DiscardableCacheReleaseTests {
 
     @Test func contentInUseIsNeverReleased() {
         let cache = DiscardableCache<String, PurgeableData>(coordinator: nil)
-        let inUse = PurgeableData(bytes: [1, 2, 3])          // created in use
+        let inUse = PurgeableData(bytes: [1, 2, 3])  // created in use
         let alsoInUse = CacheFixtures.idleData()
         #expect(alsoInUse.beginContentAccess())
         let idle = CacheFixtures.idleData()
@@ -121,7 +122,7 @@ struct DiscardableCacheReleaseTests {
 
     @Test func releasingEverythingKeepsOnlyContentInUseInItsOrder() {
         let cache = DiscardableCache<String, AnyObject>(coordinator: nil)
-        let busyOld = PurgeableData(bytes: [1])               // created in use
+        let busyOld = PurgeableData(bytes: [1])  // created in use
         let busyNew = PurgeableData(bytes: [2])
         let idle = CacheFixtures.idleData()
         cache.setObject(busyOld, forKey: "busy-old", cost: 5)
@@ -175,7 +176,7 @@ struct DiscardableCacheReleaseTests {
         let again = PurgeableData(bytes: [4])
         cache.setObject(again, forKey: 1, cost: 1)
         #expect(cache.object(forKey: 1) === again)
-        #expect(cache.release(Self.caches(.max)) == 0)   // in use
+        #expect(cache.release(Self.caches(.max)) == 0)  // in use
         again.endContentAccess()
         #expect(cache.release(Self.caches(.max)) == 1)
     }
@@ -235,7 +236,7 @@ struct DiscardableCacheReleaseTests {
         #expect(cache.discardedBytes == 0)
         #expect(cache.count == 3)
         #expect(cache.totalCost == 1_400)
-        #expect(!idle.isContentDiscarded())   // the discarded tier does not discard
+        #expect(!idle.isContentDiscarded())  // the discarded tier does not discard
         #expect(log.objects.count == 1 && log.values(PurgeableData.self).first === gone)
         #expect(cache.release(Self.discardedOnly) == 0)
     }

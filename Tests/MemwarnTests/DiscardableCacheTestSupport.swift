@@ -1,7 +1,8 @@
+import MemwarnSystem
 import Synchronization
 import Testing
+
 @testable import Memwarn
-import MemwarnSystem
 
 /// Helpers shared by the cache and release suites, namespaced so they cannot clash with
 /// other suites' helpers in this target.
@@ -133,7 +134,6 @@ enum CacheFixtures {
             }
         }
     }
-
 
     /// Runs `body` on a detached task and reports whether it finished within `limit`; a
     /// deadlocked body is left blocked instead of hanging the test run.

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Memwarn
 
 /// A release frees values through a fast path that reads each value's first word to prefetch
@@ -68,19 +69,21 @@ struct DiscardableCacheValueLayoutTests {
     }
 
     @Test func structsWhoseFirstWordIsNotAPointer() {
-        Self.check({ Record(label: "entry \($0) with a label too long to be stored inline", tracked: Tracked($0, $1), number: $0) },
-                   key: { $0.number == $0.tracked.key ? $0.number : nil })
+        Self.check(
+            { Record(label: "entry \($0) with a label too long to be stored inline", tracked: Tracked($0, $1), number: $0) },
+            key: { $0.number == $0.tracked.key ? $0.number : nil })
     }
 
     @Test func enumsWithPayloads() {
-        Self.check({ index, tally -> Payload in index.isMultiple(of: 2) ? .tracked(Tracked(index, tally)) : .pair("odd \(index)", Tracked(index, tally)) },
-                   key: { payload in
-                       switch payload {
-                       case .none: nil
-                       case .tracked(let tracked): tracked.key
-                       case .pair(let label, let tracked): label == "odd \(tracked.key)" ? tracked.key : nil
-                       }
-                   })
+        Self.check(
+            { index, tally -> Payload in index.isMultiple(of: 2) ? .tracked(Tracked(index, tally)) : .pair("odd \(index)", Tracked(index, tally)) },
+            key: { payload in
+                switch payload {
+                case .none: nil
+                case .tracked(let tracked): tracked.key
+                case .pair(let label, let tracked): label == "odd \(tracked.key)" ? tracked.key : nil
+                }
+            })
     }
 
     @Test func existentials() {

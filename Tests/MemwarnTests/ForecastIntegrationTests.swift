@@ -1,10 +1,11 @@
 import CgroupKit
 import Foundation
+import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
 @testable import Memwarn
-import MemwarnSystem
 
 /// The forecast on a real cgroup v1 memory cgroup with a real child process: a steady climb is
 /// warned of before the warning mark; a flat load with noise is not.
@@ -46,7 +47,9 @@ struct ForecastIntegrationTests {
                 defer { stopped.withLock { $0 = true } }
                 return try await next(&iterator)
             }
-            #expect(rise.level == .warning && rise.source == .forecast, "the first rise came from \(rise.source); forecast then: \(String(describing: rise.forecast))")
+            #expect(
+                rise.level == .warning && rise.source == .forecast,
+                "the first rise came from \(rise.source); forecast then: \(String(describing: rise.forecast))")
             #expect(rise.snapshot.ratio < 0.8, "the forecast warned at \(rise.snapshot.ratio), not before the mark")
             let forecast = try #require(rise.forecast)
             #expect(forecast.secondsToLimit > 0 && forecast.secondsToCritical <= PressurePolicy().forecastHorizon.seconds)

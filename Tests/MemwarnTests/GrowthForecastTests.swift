@@ -1,6 +1,7 @@
 import CgroupKit
 import MemwarnTestKit
 import Testing
+
 @testable import Memwarn
 
 /// The growth estimate, the forecast rule and the release target: pure logic, on readings made
@@ -10,8 +11,9 @@ struct GrowthForecastTests {
     static let policy = PressurePolicy()
 
     static func snapshot(usage: Double) -> PressureSnapshot {
-        PressureSnapshot(time: .zero, cgroup: nil, usageBytes: UInt64(usage), limit: EffectiveLimit(bytes: capacity, file: "memory.limit_in_bytes", cgroupPath: "/t"),
-                         system: nil, pressure: nil, pressureFile: nil)
+        PressureSnapshot(
+            time: .zero, cgroup: nil, usageBytes: UInt64(usage), limit: EffectiveLimit(bytes: capacity, file: "memory.limit_in_bytes", cgroupPath: "/t"),
+            system: nil, pressure: nil, pressureFile: nil)
     }
 
     @Test func readingsOnALineGiveItsSlopeWithNoDoubt() throws {
@@ -51,7 +53,8 @@ struct GrowthForecastTests {
         let capacity = Double(Self.capacity)
         var warnedAt: Double?
         // 2 MiB/s from 55 %, a reading every 5 % crossing plus one a second (as the monitor reads).
-        var usage = 0.55 * capacity, seconds = 0.0
+        var usage = 0.55 * capacity
+        var seconds = 0.0
         while usage < 0.8 * capacity, warnedAt == nil {
             estimator.add(seconds: seconds, bytes: usage, capacityBytes: capacity)
             let snapshot = Self.snapshot(usage: usage)
@@ -98,7 +101,8 @@ struct GrowthForecastTests {
         let growing = ReleaseTarget.make(for: snapshot, policy: Self.policy, growthBytesPerSecond: 100 * mebibyte, leadTime: .milliseconds(20))
         #expect(growing.headroomBytes == Int((2 * mebibyte).rounded(.up)))
         #expect(growing.bytes == plain.bytes + growing.headroomBytes)
-        let low = ReleaseTarget.make(for: Self.snapshot(usage: 40 * mebibyte), policy: Self.policy, growthBytesPerSecond: 100 * mebibyte, leadTime: .milliseconds(20))
+        let low = ReleaseTarget.make(
+            for: Self.snapshot(usage: 40 * mebibyte), policy: Self.policy, growthBytesPerSecond: 100 * mebibyte, leadTime: .milliseconds(20))
         #expect(low.bytes == 0, "far below the recovery mark, headroom alone asks for nothing")
         let huge = ReleaseTarget.make(for: snapshot, policy: Self.policy, growthBytesPerSecond: 1e12, leadTime: .seconds(1))
         #expect(huge.bytes == Int(100 * mebibyte), "headroom is capped at the recovery mark: at most everything")
@@ -110,7 +114,9 @@ struct GrowthForecastTests {
         let forecast = try #require(ForecastRule.forecast(estimate, snapshot: Self.snapshot(usage: 64 * 1_048_576), policy: Self.policy))
         #expect(abs(forecast.secondsToLimit - 64) < 1e-6)
         #expect(abs(forecast.secondsToCritical - (0.9 * 128 - 64)) < 1e-6)
-        #expect(ForecastRule.forecast(GrowthEstimate(bytesPerSecond: -5, samples: 6, spanSeconds: 5, confidence: -50),
-                                      snapshot: Self.snapshot(usage: 64 * 1_048_576), policy: Self.policy) == nil)
+        #expect(
+            ForecastRule.forecast(
+                GrowthEstimate(bytesPerSecond: -5, samples: 6, spanSeconds: 5, confidence: -50),
+                snapshot: Self.snapshot(usage: 64 * 1_048_576), policy: Self.policy) == nil)
     }
 }

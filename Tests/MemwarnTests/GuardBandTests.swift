@@ -1,12 +1,14 @@
 import CgroupKit
-#if canImport(Glibc)
-import Glibc
-#endif
 import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
 @testable import Memwarn
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// cgroup v1 as root: the kernel checks usage thresholds only every 128 page events per CPU, so
 /// a crossing by a small step followed by silence can go unreported. The guard threshold below
@@ -98,4 +100,3 @@ struct GuardBandTests {
         }
     }
 }
-

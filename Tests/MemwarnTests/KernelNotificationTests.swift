@@ -3,10 +3,12 @@ import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
+@testable import Memwarn
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import Memwarn
 
 /// The inotify and systemd sources on real files.
 @Suite(.serialized, .tags(.root, .cgroupV1, .cgroupV2), .needsRealCgroups, .needsUnifiedCgroups)
@@ -116,9 +118,10 @@ struct KernelNotificationTests {
         try await withUnifiedTestCgroup { cgroup in
             let path = cgroup.location.file("memory.pressure")
             // "some 200000 2000000" in base64, as systemd passes MEMORY_PRESSURE_WRITE.
-            let watch = try #require(try SystemdPressureWatch.fromEnvironment([
-                "MEMORY_PRESSURE_WATCH": path, "MEMORY_PRESSURE_WRITE": "c29tZSAyMDAwMDAgMjAwMDAwMA==",
-            ]))
+            let watch = try #require(
+                try SystemdPressureWatch.fromEnvironment([
+                    "MEMORY_PRESSURE_WATCH": path, "MEMORY_PRESSURE_WRITE": "c29tZSAyMDAwMDAgMjAwMDAwMA==",
+                ]))
             #expect(watch.events == .priority)
             #expect(try SystemdPressureWatch.fromEnvironment(["MEMORY_PRESSURE_WATCH": "/dev/null"]) == nil)
             #expect(throws: CgroupError.self) {

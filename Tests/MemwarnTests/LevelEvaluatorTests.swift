@@ -1,5 +1,6 @@
 import CgroupKit
 import Testing
+
 @testable import Memwarn
 
 struct LevelEvaluatorTests {
@@ -8,7 +9,8 @@ struct LevelEvaluatorTests {
     static func snapshot(usage: UInt64, someAvg10: Double = 0, fullAvg10: Double = 0) -> PressureSnapshot {
         PressureSnapshot(
             time: .zero, cgroup: nil, usageBytes: usage, limit: EffectiveLimit(bytes: limit, file: "memory.max", cgroupPath: "/"),
-            system: nil, pressure: PressureStall(some: .init(avg10: someAvg10, avg60: 0, avg300: 0, total: 0), full: .init(avg10: fullAvg10, avg60: 0, avg300: 0, total: 0)),
+            system: nil,
+            pressure: PressureStall(some: .init(avg10: someAvg10, avg60: 0, avg300: 0, total: 0), full: .init(avg10: fullAvg10, avg60: 0, avg300: 0, total: 0)),
             pressureFile: nil)
     }
 
@@ -52,10 +54,17 @@ struct LevelEvaluatorTests {
 
     @Test func pressureStallsAndHintsRaiseTheLevelWhateverTheUsage() {
         let policy = PressurePolicy()
-        #expect(LevelEvaluator.candidate(for: Self.snapshot(usage: 0, someAvg10: 10), current: .normal, hint: .normal, policy: policy, countsPressureStall: true) == .warning)
-        #expect(LevelEvaluator.candidate(for: Self.snapshot(usage: 0, fullAvg10: 5), current: .normal, hint: .normal, policy: policy, countsPressureStall: true) == .critical)
-        #expect(LevelEvaluator.candidate(for: Self.snapshot(usage: 0), current: .normal, hint: .critical, policy: policy, countsPressureStall: true) == .critical)
-        #expect(LevelEvaluator.candidate(for: Self.snapshot(usage: 0, someAvg10: 9.99), current: .normal, hint: .normal, policy: policy, countsPressureStall: true) == .normal)
+        #expect(
+            LevelEvaluator.candidate(for: Self.snapshot(usage: 0, someAvg10: 10), current: .normal, hint: .normal, policy: policy, countsPressureStall: true)
+                == .warning)
+        #expect(
+            LevelEvaluator.candidate(for: Self.snapshot(usage: 0, fullAvg10: 5), current: .normal, hint: .normal, policy: policy, countsPressureStall: true)
+                == .critical)
+        #expect(
+            LevelEvaluator.candidate(for: Self.snapshot(usage: 0), current: .normal, hint: .critical, policy: policy, countsPressureStall: true) == .critical)
+        #expect(
+            LevelEvaluator.candidate(for: Self.snapshot(usage: 0, someAvg10: 9.99), current: .normal, hint: .normal, policy: policy, countsPressureStall: true)
+                == .normal)
     }
 
     /// `watchesPressureStall = false`: the same stalls leave the level to usage and hints.
@@ -64,17 +73,21 @@ struct LevelEvaluatorTests {
         var evaluator = LevelEvaluator(policy: policy, countsPressureStall: false)
         #expect(evaluator.evaluate(Self.snapshot(usage: 100, someAvg10: 60, fullAvg10: 40), hint: .normal, now: .now).change == nil)
         #expect(evaluator.level == .normal)
-        #expect(evaluator.evaluate(Self.snapshot(usage: 850, someAvg10: 60, fullAvg10: 40), hint: .normal, now: .now).change == .warning,
-                "usage still counts")
-        #expect(LevelEvaluator.candidate(for: Self.snapshot(usage: 0, fullAvg10: 40), current: .normal, hint: .critical, policy: policy, countsPressureStall: false) == .critical,
-                "hints still count")
+        #expect(
+            evaluator.evaluate(Self.snapshot(usage: 850, someAvg10: 60, fullAvg10: 40), hint: .normal, now: .now).change == .warning,
+            "usage still counts")
+        #expect(
+            LevelEvaluator.candidate(for: Self.snapshot(usage: 0, fullAvg10: 40), current: .normal, hint: .critical, policy: policy, countsPressureStall: false)
+                == .critical,
+            "hints still count")
         let stalled = Self.snapshot(usage: 100, someAvg10: 60, fullAvg10: 40)
         #expect(PressureMonitor.level(of: stalled, policy: policy) == .critical)
         #expect(PressureMonitor.level(of: stalled, policy: policy, countingPressureStall: false) == .normal)
     }
 
     @Test func withoutALimitTheSystemsMemoryIsTheMeasure() {
-        let snapshot = PressureSnapshot(time: .zero, cgroup: nil, usageBytes: 85, limit: nil, system: SystemMemory(totalBytes: 100, availableBytes: 15), pressure: nil, pressureFile: nil)
+        let snapshot = PressureSnapshot(
+            time: .zero, cgroup: nil, usageBytes: 85, limit: nil, system: SystemMemory(totalBytes: 100, availableBytes: 15), pressure: nil, pressureFile: nil)
         #expect(snapshot.capacityBytes == 100)
         #expect(LevelEvaluator.candidate(for: snapshot, current: .normal, hint: .normal, policy: PressurePolicy(), countsPressureStall: true) == .warning)
     }

@@ -3,6 +3,7 @@ import CgroupKit
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif

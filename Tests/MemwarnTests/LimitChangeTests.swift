@@ -1,12 +1,14 @@
 import CgroupKit
-#if canImport(Glibc)
-import Glibc
-#endif
 import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
 @testable import Memwarn
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Issue 28, item 3: a limit changed at run time (`systemctl set-property`, an in-place pod
 /// resize). The v1 usage thresholds were fixed in bytes of the starting limit and never planned
@@ -25,8 +27,9 @@ struct LimitChangeTests {
             let monitor = PressureMonitor(configuration: Self.configuration(cgroup), logger: testLogger)
             try await withRunningMonitor(monitor) { iterator in
                 #expect(try await next(&iterator).level == .normal)
-                #expect(monitor.watchedSources.contains { $0.hasPrefix("inotify limits: ") && $0.contains(cgroup.location.file("memory.limit_in_bytes")) },
-                        "\(monitor.watchedSources)")
+                #expect(
+                    monitor.watchedSources.contains { $0.hasPrefix("inotify limits: ") && $0.contains(cgroup.location.file("memory.limit_in_bytes")) },
+                    "\(monitor.watchedSources)")
                 try await waitForUsageThresholds(monitor)
                 // 85 % of the new limit: far below every mark of the old one.
                 try await hog.hold(0.85, of: Int(Self.lowered))

@@ -1,9 +1,11 @@
+import Synchronization
 import Testing
+
+@testable import Memwarn
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
-@testable import Memwarn
 
 struct MediaStoreTests {
     static let everything = ReleaseRequest(level: .warning, tier: .media, targetBytes: .max)
@@ -11,9 +13,11 @@ struct MediaStoreTests {
     /// Writes a square PPM whose pixels depend on `seed`.
     static func square(_ directory: ScratchDirectory, _ name: String, side: Int, seed: UInt8 = 0) throws -> String {
         let path = directory.file(name)
-        try PortablePixmap.write(width: side, height: side, pixel: { x, y in
-            (UInt8(truncatingIfNeeded: x &+ Int(seed)), UInt8(truncatingIfNeeded: y), seed)
-        }, to: path)
+        try PortablePixmap.write(
+            width: side, height: side,
+            pixel: { x, y in
+                (UInt8(truncatingIfNeeded: x &+ Int(seed)), UInt8(truncatingIfNeeded: y), seed)
+            }, to: path)
         return path
     }
 
@@ -111,9 +115,9 @@ struct MediaStoreTests {
         let directory = ScratchDirectory()
         defer { directory.remove() }
         let store = MediaStore(coordinator: nil)
-        let small = try store.add("small", path: Self.square(directory, "small.ppm", side: 4))     // 64 B
-        let medium = try store.add("medium", path: Self.square(directory, "medium.pgm", side: 8)) // 256 B
-        let large = try store.add("large", path: Self.square(directory, "large.ppm", side: 16))   // 1024 B
+        let small = try store.add("small", path: Self.square(directory, "small.ppm", side: 4))  // 64 B
+        let medium = try store.add("medium", path: Self.square(directory, "medium.pgm", side: 8))  // 256 B
+        let large = try store.add("large", path: Self.square(directory, "large.ppm", side: 16))  // 1024 B
         #expect(store.footprintBytes == 64 + 256 + 1024)
 
         #expect(store.release(ReleaseRequest(level: .warning, tier: .media, targetBytes: 1000)) == 1024)

@@ -2,6 +2,7 @@ import CgroupKit
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
 @testable import Memwarn
 
 /// Issue 28, item 17: work admitted by the memory it declares, against what is left below the

@@ -1,8 +1,9 @@
-@testable import CgroupKit
-import Metrics
 import MemwarnTestKit
 import MemwarnTestTraits
+import Metrics
 import Testing
+
+@testable import CgroupKit
 @testable import Memwarn
 
 /// A monitor is armed by its initializer: sources registered, first reading taken, release thread
@@ -87,9 +88,11 @@ struct MonitorArmingTests {
                 func engineWatchesUsage(by watch: MonitorArming.UsageWatch, after: Duration) {}
                 func engineNoted(transientError: CgroupError?) {}
             }
-            let session = try MonitorSession.arm(.init(configuration: Self.configuration(cgroup), logger: testLogger, metrics: metrics,
-                                                       samples: UsageSampleCount(metrics: metrics),
-                                                       output: { Output() }, coordinators: { [] }, exhaustionChanged: { _ in }, leases: AgentLeases()))
+            let session = try MonitorSession.arm(
+                .init(
+                    configuration: Self.configuration(cgroup), logger: testLogger, metrics: metrics,
+                    samples: UsageSampleCount(metrics: metrics),
+                    output: { Output() }, coordinators: { [] }, exhaustionChanged: { _ in }, leases: AgentLeases()))
             session.stop()
             // Returns once the engine's thread and the release thread have both ended (a release
             // thread left running would keep it waiting: bounded, so that shows as a failure).

@@ -2,6 +2,7 @@ import CgroupKit
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
 @testable import Memwarn
 
 /// The monitor on real cgroup v1 memory cgroups, with a real child process holding memory.
@@ -146,7 +147,8 @@ struct MonitorIntegrationTests {
             let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
             try await withRunningMonitor(monitor) { iterator in
                 _ = try await next(&iterator)
-                await #expect(throws: MonitorError.self) { try await monitor.run() }
+                let error = await #expect(throws: MonitorError.self) { try await monitor.run() }
+                #expect(error?.code == .alreadyRunning, "\(String(describing: error))")
             }
         }
     }

@@ -1,10 +1,12 @@
 import Foundation
+import MemwarnSystem
 import Testing
+
+@testable import Memwarn
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import Memwarn
-import MemwarnSystem
 
 struct PolicyTests {
     static var configFile: String {
@@ -32,7 +34,7 @@ struct PolicyTests {
         try policy.apply(fileText: "# memwarn policy\r\nwarning_ratio = 0.75\r\nhold_time = 3s\r\n", path: "crlf.conf")
         #expect(policy.warningRatio == 0.75 && policy.holdTime == .seconds(3))
         let error = #expect(throws: PolicyError.self) { try policy.apply(fileText: "# a\r\n# b\r\nwarnin_ratio = 0.7\r\n", path: "crlf.conf") }
-        #expect(error?.message.hasPrefix("crlf.conf:3: unknown key") == true, "\(String(describing: error))")
+        #expect(error?.code == .unknownKey && error?.message.hasPrefix("crlf.conf:3: unknown key") == true, "\(String(describing: error))")
         // The shipped file, as a Windows editor would save it, holds the defaults.
         let shipped = try String(contentsOfFile: Self.configFile, encoding: .utf8).replacingOccurrences(of: "\n", with: "\r\n")
         var windows = PressurePolicy()
@@ -44,27 +46,30 @@ struct PolicyTests {
     @Test func anUnknownKeyNamesTheFileAndLine() {
         var policy = PressurePolicy()
         let error = #expect(throws: PolicyError.self) { try policy.apply(fileText: "# ok\nwarning_ratio = 0.8\nwarnin_ratio = 0.7\n", path: "p.conf") }
-        #expect(error?.message.hasPrefix("p.conf:3: unknown key \"warnin_ratio\"") == true)
+        #expect(error?.code == .unknownKey && error?.message.hasPrefix("p.conf:3: unknown key \"warnin_ratio\"") == true)
+        #expect(error?.file.hasSuffix("PressurePolicy+File.swift") == true, "where it was thrown: \(String(describing: error?.debugDescription))")
     }
 
     @Test func badValuesAreRejectedWithTheirOrigin() {
         var policy = PressurePolicy()
-        #expect(throws: PolicyError.self) { try policy.apply(fileText: "hold_time = 2 seconds", path: "p.conf") }
-        #expect(throws: PolicyError.self) { try policy.apply(fileText: "warning_ratio = high", path: "p.conf") }
-        #expect(throws: PolicyError.self) { try policy.apply(fileText: "just words", path: "p.conf") }
+        for (text, code) in [("hold_time = 2 seconds", PolicyError.Code.badValue), ("warning_ratio = high", .badValue), ("just words", .notASetting)] {
+            let error = #expect(throws: PolicyError.self) { try policy.apply(fileText: text, path: "p.conf") }
+            #expect(error?.code == code, "\(text): \(String(describing: error))")
+        }
         let error = #expect(throws: PolicyError.self) { try PressurePolicy.load(environment: ["MEMWARN_CRITICAL_RATIO": "nan"]) }
-        #expect(error?.message.contains("MEMWARN_CRITICAL_RATIO") == true)
+        #expect(error?.code == .badValue && error?.message.contains("MEMWARN_CRITICAL_RATIO") == true)
     }
 
     @Test func inconsistentMarksAreRejected() {
-        #expect(throws: PolicyError.self) { try PressurePolicy.load(environment: ["MEMWARN_RECOVERY_RATIO": "0.85"]) }
-        #expect(throws: PolicyError.self) { try PressurePolicy.load(environment: ["MEMWARN_CRITICAL_RATIO": "2.5"]) }
-        #expect(throws: PolicyError.self) { try PressurePolicy.load(environment: ["MEMWARN_PSI_WINDOW": "20s"]) }
+        for (key, value) in [("MEMWARN_RECOVERY_RATIO", "0.85"), ("MEMWARN_CRITICAL_RATIO", "2.5"), ("MEMWARN_PSI_WINDOW", "20s")] {
+            let error = #expect(throws: PolicyError.self) { try PressurePolicy.load(environment: [key: value]) }
+            #expect(error?.code == .inconsistent, "\(key)=\(value): \(String(describing: error))")
+        }
     }
 
     @Test func aMissingPolicyFileIsAnErrorNotTheDefaults() {
         let error = #expect(throws: PolicyError.self) { try PressurePolicy.load(file: "/nonexistent/memwarn.conf", environment: [:]) }
-        #expect(error?.message.contains("/nonexistent/memwarn.conf") == true)
+        #expect(error?.code == .unreadableFile && error?.message.contains("/nonexistent/memwarn.conf") == true)
     }
 
     @Test func durationsTakeUnits() {
@@ -108,7 +113,10 @@ struct PolicyTests {
     @Test func aTemporaryFolderIsFreshUniqueAndOnlyOurs() throws {
         let first = try PrivateDirectory.makeTemporary(prefix: "memwarn-private-test")
         let second = try PrivateDirectory.makeTemporary(prefix: "memwarn-private-test")
-        defer { rmdir(first); rmdir(second) }
+        defer {
+            rmdir(first)
+            rmdir(second)
+        }
         #expect(first != second)
         var status = stat()
         #expect(lstat(first, &status) == 0)

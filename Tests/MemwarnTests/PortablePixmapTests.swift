@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Memwarn
 
 struct PortablePixmapTests {
@@ -13,10 +14,11 @@ struct PortablePixmapTests {
         try PortablePixmap.write(width: 3, height: 2, pixel: { x, y in colors[y][x] }, to: path)
         let image = try PortablePixmap.decode(file: path)
         #expect(image.width == 3 && image.height == 2)
-        #expect(image.rgba == [
-            255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255,
-            1, 2, 3, 255, 250, 128, 7, 255, 0, 0, 0, 255,
-        ])
+        #expect(
+            image.rgba == [
+                255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255,
+                1, 2, 3, 255, 250, 128, 7, 255, 0, 0, 0, 255,
+            ])
     }
 
     @Test func aPGMDecodesGrayIntoEqualRedGreenAndBlue() throws {
@@ -32,8 +34,9 @@ struct PortablePixmapTests {
     @Test func commentsAndAnyWhitespaceBetweenHeaderFieldsAreSkipped() throws {
         let directory = ScratchDirectory()
         defer { directory.remove() }
-        let path = directory.write("comments.ppm", header: "P6 # made by hand\n# a whole-line comment\r\n2\t# width\n  1 #height 9 9\n255\n",
-                                   raster: [10, 20, 30, 40, 50, 60])
+        let path = directory.write(
+            "comments.ppm", header: "P6 # made by hand\n# a whole-line comment\r\n2\t# width\n  1 #height 9 9\n255\n",
+            raster: [10, 20, 30, 40, 50, 60])
         #expect(try PortablePixmap.decode(file: path).rgba == [10, 20, 30, 255, 40, 50, 60, 255])
         let written = directory.file("written.pgm")
         try PortablePixmap.write(width: 1, height: 1, comment: "two\nlines", gray: { _, _ in 77 }, to: written)
@@ -43,7 +46,8 @@ struct PortablePixmapTests {
     @Test func aRasterByteThatLooksLikeACommentIsPixelData() throws {
         let directory = ScratchDirectory()
         defer { directory.remove() }
-        let hash = UInt8(ascii: "#"), newline = UInt8(ascii: "\n")
+        let hash = UInt8(ascii: "#")
+        let newline = UInt8(ascii: "\n")
         let path = directory.write("hash.pgm", header: "P5\n3 1\n255\n", raster: [hash, newline, 32])
         #expect(try PortablePixmap.decode(file: path).rgba == [hash, hash, hash, 255, newline, newline, newline, 255, 32, 32, 32, 255])
     }

@@ -1,13 +1,15 @@
-import Foundation
 import CgroupKit
+import Foundation
 import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
+@testable import Memwarn
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import Memwarn
 
 /// PSI triggers and their fallback, on a real cgroup2 group's `memory.pressure`.
 struct PressureStallSourceTests {
@@ -43,14 +45,16 @@ struct PressureStallSourceTests {
             let path = cgroup.location.file("memory.pressure")
             func register(_ trigger: String) throws(ChildProcessError) -> String {
                 let result = try ChildProcess.run([
-                    "/usr/bin/setpriv", "--bounding-set", "-sys_resource", "--inh-caps", "-sys_resource", "/usr/bin/python3", "-c", """
+                    "/usr/bin/setpriv", "--bounding-set", "-sys_resource", "--inh-caps", "-sys_resource", "/usr/bin/python3", "-c",
+                    """
                     import os, sys
                     fd = os.open(sys.argv[1], os.O_RDWR | os.O_NONBLOCK)
                     try:
                         os.write(fd, (sys.argv[2] + "\\0").encode()); print("accepted")
                     except OSError as error:
                         print("errno", error.errno)
-                    """, path, trigger])
+                    """, path, trigger,
+                ])
                 return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) + result.standardError
             }
             let unrounded = try register("some 100000 1000000")
@@ -85,7 +89,8 @@ struct PressureStallSourceTests {
     }
 
     @Test func aMissingPressureFileFallsBackInsteadOfFailing() throws {
-        let watch = try PressureWatch.make(path: "/sys/fs/cgroup/unified/memwarn-no-such-group/memory.pressure", kind: .full, percent: 5, window: .seconds(2), privileged: false)
+        let watch = try PressureWatch.make(
+            path: "/sys/fs/cgroup/unified/memwarn-no-such-group/memory.pressure", kind: .full, percent: 5, window: .seconds(2), privileged: false)
         guard case .sampling(let sampler) = watch else {
             Issue.record("expected the sampling fallback")
             return

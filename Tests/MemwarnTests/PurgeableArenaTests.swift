@@ -1,7 +1,8 @@
 import Glibc
-import Testing
-@testable import Memwarn
 import MemwarnSystem
+import Testing
+
+@testable import Memwarn
 
 /// The purgeable arena on real memory: blocks packed into regions, regions unmapped with their
 /// last block, free pages given back to the kernel (checked with `mincore`, the kernel's own
@@ -91,8 +92,10 @@ struct PurgeableArenaTests {
         #expect(try Self.residentPages(base, used).allSatisfy { $0 })
 
         for block in blocks[10..<30] { arena.deallocate(block, byteCount: size) }
-        let freedStart = blocks[10] - base, freedEnd = blocks[30] - base
-        let firstFreePage = (freedStart + Self.page - 1) / Self.page, endFreePage = freedEnd / Self.page
+        let freedStart = blocks[10] - base
+        let freedEnd = blocks[30] - base
+        let firstFreePage = (freedStart + Self.page - 1) / Self.page
+        let endFreePage = freedEnd / Self.page
         let returned = arena.returnFreePages()
 
         #expect(returned == (endFreePage - firstFreePage) * Self.page)
@@ -185,7 +188,8 @@ struct PurgeableArenaTests {
     /// giving free pages back; a page given back under a live block would zero its bytes.
     @Test func concurrentAllocationsFreesAndReturnsKeepEveryLiveBlockIntact() async {
         let arena = PurgeableArena(regionSize: 256 << 10)  // small regions: many retire and unmap
-        let workers = 8, rounds = 2_000
+        let workers = 8
+        let rounds = 2_000
         let corrupt = await withTaskGroup(of: Int.self) { group in
             for worker in 0..<workers {
                 group.addTask {
@@ -211,7 +215,10 @@ struct PurgeableArenaTests {
                 }
             }
             group.addTask {
-                for _ in 0..<200 { arena.returnFreePages(); await Task.yield() }
+                for _ in 0..<200 {
+                    arena.returnFreePages()
+                    await Task.yield()
+                }
                 return 0
             }
             return await group.reduce(0, +)

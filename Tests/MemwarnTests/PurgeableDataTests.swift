@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Memwarn
 
 /// `PurgeableData` follows `NSPurgeableData`: created in use, discardable only when no
@@ -30,7 +31,7 @@ struct PurgeableDataTests {
         data.endContentAccess()
         data.endContentAccess()
         data.discardContentIfPossible()
-        #expect(!data.isContentDiscarded())   // the access from init is still open
+        #expect(!data.isContentDiscarded())  // the access from init is still open
         data.endContentAccess()
         data.discardContentIfPossible()
         #expect(data.isContentDiscarded())
@@ -66,7 +67,7 @@ struct PurgeableDataTests {
     }
 
     @Test func repeatingAByteFillsEveryByteAndTheDataIsInUse() {
-        let data = PurgeableData(repeating: 7, count: 100_000)   // a mapping of its own (over 64 KiB)
+        let data = PurgeableData(repeating: 7, count: 100_000)  // a mapping of its own (over 64 KiB)
         #expect(data.bytes == [UInt8](repeating: 7, count: 100_000))
         data.discardContentIfPossible()
         #expect(!data.isContentDiscarded())

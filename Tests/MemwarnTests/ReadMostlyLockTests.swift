@@ -1,10 +1,12 @@
 import MemwarnSystem
+import Synchronization
+import Testing
+
+@testable import Memwarn
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
-import Testing
-@testable import Memwarn
 
 /// The cache's lock: readers share it, a writer holds it alone. Real threads (not the task
 /// pool, whose two threads a blocked test would starve). Run under the thread sanitizer too:
@@ -142,4 +144,3 @@ struct ReadMostlyLockTests {
         #expect((0..<lock.slotCount).allSatisfy { lock.readers[$0].count.load(ordering: .relaxed) == 0 })
     }
 }
-

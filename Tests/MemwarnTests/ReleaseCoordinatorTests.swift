@@ -1,6 +1,7 @@
-import Foundation
 import CgroupKit
+import Foundation
 import Testing
+
 @testable import Memwarn
 
 /// The coordinator's documented release order: tier by tier (discarded, caches, media, then
@@ -44,14 +45,15 @@ struct ReleaseCoordinatorTests {
     @Test func aWarningWalksDiscardedThenCachesLargestFirstThenMediaAndNeverSharedResources() {
         let registry = Registry()
         let report = registry.coordinator.release(level: .warning, targetBytes: .max)
-        #expect(Self.steps(report) == [
-            Step(consumer: "cache-with-discarded", tier: .discarded),
-            Step(consumer: "large-cache", tier: .caches),
-            Step(consumer: "cache-with-discarded", tier: .caches),   // 70 left after its discarded 30
-            Step(consumer: "small-cache", tier: .caches),
-            Step(consumer: "media", tier: .media),
-            Step(consumer: "small-media", tier: .media),
-        ])
+        #expect(
+            Self.steps(report) == [
+                Step(consumer: "cache-with-discarded", tier: .discarded),
+                Step(consumer: "large-cache", tier: .caches),
+                Step(consumer: "cache-with-discarded", tier: .caches),  // 70 left after its discarded 30
+                Step(consumer: "small-cache", tier: .caches),
+                Step(consumer: "media", tier: .media),
+                Step(consumer: "small-media", tier: .media),
+            ])
         #expect(registry.shared.requests.isEmpty)
         #expect(registry.suspended.requests.isEmpty)
         #expect(registry.shared.footprintBytes == 400)
@@ -90,10 +92,11 @@ struct ReleaseCoordinatorTests {
     @Test func releaseStopsOnceTheTargetIsMet() {
         let registry = Registry()
         let report = registry.coordinator.release(level: .warning, targetBytes: 150)
-        #expect(Self.steps(report) == [
-            Step(consumer: "cache-with-discarded", tier: .discarded),
-            Step(consumer: "large-cache", tier: .caches),
-        ])
+        #expect(
+            Self.steps(report) == [
+                Step(consumer: "cache-with-discarded", tier: .discarded),
+                Step(consumer: "large-cache", tier: .caches),
+            ])
         #expect(report.freedBytes == 230)
         #expect(report.metTarget)
         #expect(registry.media.requests.isEmpty)
@@ -134,7 +137,7 @@ struct ReleaseCoordinatorTests {
         for consumer in [stingy, next, media] { coordinator.register(consumer) }
         let report = coordinator.release(level: .warning, targetBytes: 200)
         #expect(stingy.requests.map(\.tier) == [.discarded, .caches])
-        #expect(stingy.requests.map(\.targetBytes) == [.max, 190])   // the discarded tier is asked for everything
+        #expect(stingy.requests.map(\.targetBytes) == [.max, 190])  // the discarded tier is asked for everything
         #expect(next.requests.map(\.targetBytes) == [90])
         #expect(media.requests.isEmpty)
         #expect(report.entries.map(\.bytesFreed) == [10, 100, 150])

@@ -1,10 +1,12 @@
+import MemwarnSystem
+import Synchronization
 import Testing
+
+@testable import Memwarn
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
-@testable import Memwarn
-import MemwarnSystem
 
 /// A failed system call, as the tests' `close` closures report it.
 struct SystemCallError: Error, Equatable {
@@ -46,9 +48,10 @@ final class DescriptorPoolFixture: Sendable {
 
     func pool(maximumCount: Int = 4, coordinator: ReleaseCoordinator? = nil, reportsErrors: Bool = true) -> ResourcePool<Int32> {
         let report: @Sendable (ResourceCloseError) -> Void = { error in self.reported.withLock { $0.append(error) } }
-        return ResourcePool(name: "devnull", bytesPerHandle: Self.bytesPerHandle, maximumCount: maximumCount, coordinator: coordinator,
-                            onCloseError: reportsErrors ? report : nil,
-                            open: { try self.open() }, close: { try self.close($0) })
+        return ResourcePool(
+            name: "devnull", bytesPerHandle: Self.bytesPerHandle, maximumCount: maximumCount, coordinator: coordinator,
+            onCloseError: reportsErrors ? report : nil,
+            open: { try self.open() }, close: { try self.close($0) })
     }
 
     var openCount: Int { opens.load(ordering: .relaxed) }
@@ -160,9 +163,10 @@ struct ResourcePoolTests {
     @Test func aThrowingCloseClosureIsReportedNotSwallowed() async throws {
         struct DeviceBusy: Error {}
         let reported = Locked<[ResourceCloseError]>([])
-        let pool = ResourcePool<Int>(name: "camera", bytesPerHandle: 1 << 20, maximumCount: 2, coordinator: nil,
-                                     onCloseError: { error in reported.withLock { $0.append(error) } },
-                                     open: { 7 }, close: { _ in throw DeviceBusy() })
+        let pool = ResourcePool<Int>(
+            name: "camera", bytesPerHandle: 1 << 20, maximumCount: 2, coordinator: nil,
+            onCloseError: { error in reported.withLock { $0.append(error) } },
+            open: { 7 }, close: { _ in throw DeviceBusy() })
         try await pool.withResource { #expect($0 == 7) }
         #expect(pool.release(Self.request(1)) == 1 << 20)
         let errors = reported.withLock { $0 }
@@ -218,9 +222,13 @@ struct ResourcePoolTests {
     @Test func aFailedOpenReachesTheBorrowerAndFreesItsPlace() async throws {
         struct Refused: Error {}
         let attempts = Atomic(0)
-        let pool = ResourcePool<Int>(name: "db", bytesPerHandle: 100, maximumCount: 1, coordinator: nil,
-                                     open: { if attempts.add(1, ordering: .relaxed).newValue == 1 { throw Refused() }; return 1 },
-                                     close: { _ in })
+        let pool = ResourcePool<Int>(
+            name: "db", bytesPerHandle: 100, maximumCount: 1, coordinator: nil,
+            open: {
+                if attempts.add(1, ordering: .relaxed).newValue == 1 { throw Refused() }
+                return 1
+            },
+            close: { _ in })
         await #expect(throws: Refused.self) { try await pool.withResource { _ in } }
         #expect(pool.openCount == 0)
         #expect(try await pool.withResource { $0 } == 1)

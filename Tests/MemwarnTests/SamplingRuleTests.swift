@@ -1,5 +1,6 @@
 import MemwarnSystem
 import Testing
+
 @testable import Memwarn
 
 /// The adaptive sampling rule, on its own (no kernel): the wait until usage could reach the next
@@ -80,8 +81,9 @@ struct SamplingRuleTests {
         let policy = try PressurePolicy.load(environment: ["MEMWARN_WORST_CASE_GROWTH": "256M/s"])
         #expect(policy.worstCaseGrowthBytesPerSecond == 256 << 20)
         let error = #expect(throws: PolicyError.self) { try PressurePolicy.load(environment: ["MEMWARN_WORST_CASE_GROWTH": "1K/s"]) }
-        #expect(error?.message.contains("worst_case_growth") == true)
-        #expect(throws: PolicyError.self) { try PressurePolicy.load(environment: ["MEMWARN_WORST_CASE_GROWTH": "fast"]) }
+        #expect(error?.code == .inconsistent && error?.message.contains("worst_case_growth") == true)
+        let notARate = #expect(throws: PolicyError.self) { try PressurePolicy.load(environment: ["MEMWARN_WORST_CASE_GROWTH": "fast"]) }
+        #expect(notARate?.code == .badValue)
     }
 
     @Test func policyDurationsPrintAsPolicyFilesWriteThem() {

@@ -4,6 +4,7 @@ import MemwarnSystem
 import MemwarnTestKit
 import MetricsTestKit
 import Testing
+
 @testable import Memwarn
 
 /// A monitor under a limited parent, on a synthetic cgroup v2 host (plain files in the shape of a

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MemwarnSystem
 import Testing
+
 @testable import Memwarn
 
 /// The figures `memwarn soak` reads from a service — its coordinator's totals, the process's
@@ -13,8 +14,10 @@ import Testing
     @Test func theCoordinatorCountsReleasesAboveNormalByTierAndConsumerWithABoundedSetOfNames() {
         var totals = ReleaseTotals()
         func report(_ level: MemoryPressureLevel, _ entries: [(String, ReleaseTier, Int)]) -> ReleaseReport {
-            ReleaseReport(level: level, targetBytes: 1, entries: entries.map { .init(consumer: $0.0, tier: $0.1, bytesBefore: $0.2, bytesAfter: 0, bytesFreed: $0.2, duration: .zero) },
-                          trimmedHeap: false, duration: .zero)
+            ReleaseReport(
+                level: level, targetBytes: 1,
+                entries: entries.map { .init(consumer: $0.0, tier: $0.1, bytesBefore: $0.2, bytesAfter: 0, bytesFreed: $0.2, duration: .zero) },
+                trimmedHeap: false, duration: .zero)
         }
         totals.add(report(.normal, [("cache", .caches, 5)]))
         #expect(totals.releases == 0 && totals.freedBytesByTier.isEmpty, "a release at normal frees nothing and is not counted")
@@ -30,8 +33,9 @@ import Testing
     }
 
     @Test func aStatusReplyCarriesTheFiguresAndAnOlderReplyWithoutThemStillReads() throws {
-        var status = ControlStatus(pid: 7, level: .warning, usageBytes: 10, limitBytes: 20, cgroupPath: "/x",
-                                   consumers: [.init(name: "cache", tier: "caches", footprintBytes: 3)])
+        var status = ControlStatus(
+            pid: 7, level: .warning, usageBytes: 10, limitBytes: 20, cgroupPath: "/x",
+            consumers: [.init(name: "cache", tier: "caches", footprintBytes: 3)])
         status.released.releases = 2
         status.released.freedBytesByTier = ["caches": 4]
         status.released.freedBytesByConsumer = ["cache": 4]
@@ -75,8 +79,9 @@ import Testing
     }
 
     @Test func aMonitorTurnedOffReadsNothingReportsNothingAndRunsUntilCancelled() async throws {
-        let monitor = PressureMonitor(configuration: .init(cgroupPath: "/no/such/cgroup", environment: [MonitorConfiguration.disableVariable: "1"]),
-                                      logger: .init(label: "test"))
+        let monitor = PressureMonitor(
+            configuration: .init(cgroupPath: "/no/such/cgroup", environment: [MonitorConfiguration.disableVariable: "1"]),
+            logger: .init(label: "test"))
         #expect(monitor.arming == nil && monitor.latestEvent == nil && monitor.level == .normal, "never armed: the cgroup, which does not exist, is never read")
         let events = monitor.events()
         let running = Task { try await monitor.run() }
@@ -92,7 +97,7 @@ import Testing
             try await monitor.run()
             Issue.record("a monitor with MEMWARN_DISABLE=maybe ran")
         } catch let error as MonitorError {
-            #expect("\(error)".contains("MEMWARN_DISABLE=maybe"), "\(error)")
+            #expect(error.code == .badSetting && "\(error)".contains("MEMWARN_DISABLE=maybe"), "\(error)")
         }
         #expect(monitor.arming == nil, "it was never armed")
     }

@@ -1,5 +1,6 @@
 import CgroupKit
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,7 @@ import CgroupKit
 import MemwarnSystem
 import MemwarnTestKit
 import Testing
+
 @testable import Memwarn
 
 /// A monitor on a synthetic cgroup v2 host (plain files, no kernel, no root): usage written in
@@ -51,6 +52,32 @@ struct SyntheticHostMonitorTests {
             // One read per poll interval (the adaptive rule would read every 5 ms this close to a mark).
             let intervals = Int(((ContinuousClock.now - began) / .milliseconds(200)).rounded(.up))
             #expect(monitor.usageSampleCount - samplesBefore <= intervals + 1, "\(monitor.usageSampleCount - samplesBefore) reads in \(intervals) intervals")
+        }
+    }
+
+    /// The level logic on plain files, as an ordinary user: between the recovery and the
+    /// warning marks the level holds (hysteresis); below the recovery mark it steps down only once
+    /// the lower level has held for `hold_time`, and then straight to what the reading says.
+    @Test func aFallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime() async throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        var policy = PressurePolicy()
+        policy.holdTime = .milliseconds(400)
+        let monitor = Self.monitor(host, policy: policy)
+        try await withRunningMonitor(monitor) { iterator in
+            #expect(try await next(&iterator).level == .normal)
+            try host.setUsage(0.95)
+            let critical = try await next(&iterator, within: .seconds(5))
+            #expect(critical.level == .critical, "\(critical.level) from \(critical.source)")
+            // 0.75: under the warning mark (0.80) but above the recovery mark (0.70): it holds.
+            try host.setUsage(0.75)
+            let held = try await next(&iterator, within: .seconds(5))
+            #expect(held.level == .warning, "from critical, a reading under the critical mark steps to warning, not lower: \(held.level)")
+            #expect(held.snapshot.time - critical.snapshot.time >= policy.holdTime, "stepped down before the hold time")
+            // 0.5: below the recovery mark: normal, once it has held.
+            try host.setUsage(0.5)
+            let normal = try await next(&iterator, within: .seconds(5))
+            #expect(normal.level == .normal && normal.previous == .warning, "\(normal.level) after \(String(describing: normal.previous))")
+            #expect(normal.snapshot.time - held.snapshot.time >= policy.holdTime, "stepped down before the hold time")
         }
     }
 

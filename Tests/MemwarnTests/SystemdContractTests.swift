@@ -4,10 +4,12 @@ import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
+@testable import Memwarn
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import Memwarn
 
 /// systemd's `MemoryPressureWatch=` contract, as a service sees it: systemd starts the service
 /// with `MEMORY_PRESSURE_WATCH` (and, for a PSI file, `MEMORY_PRESSURE_WRITE`) in its
@@ -40,8 +42,9 @@ struct SystemdContractTests {
             _ = try probe.send("load")
             let watching = try probe.send("watch")
             #expect(watching["watching"] as? String == "normal")
-            #expect((watching["sources"] as? [String])?.contains("systemd \(fifo)") == true,
-                    "the monitor made without an environment reads MEMORY_PRESSURE_WATCH: \(watching)")
+            #expect(
+                (watching["sources"] as? [String])?.contains("systemd \(fifo)") == true,
+                "the monitor made without an environment reads MEMORY_PRESSURE_WATCH: \(watching)")
             // systemd (or anything the unit trusts) signals pressure by writing to the FIFO.
             try FileDescriptor.open(fifo, O_WRONLY | O_NONBLOCK).writeWhole([1])
             let report = try probe.receive()

@@ -1,9 +1,11 @@
 import Logging
+import MemwarnTestKit
+
+@testable import Memwarn
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import MemwarnTestKit
-@testable import Memwarn
 
 let testLogger = Logger(label: "memwarn.tests")
 

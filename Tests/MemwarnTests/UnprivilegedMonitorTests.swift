@@ -1,11 +1,12 @@
 import CgroupKit
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Issue 16, finding 7: on cgroup v1, `cgroup.event_control` is root's, and a normal user's
 /// monitor did not start at all. Now it polls usage instead (the documented fallback) and still
@@ -16,10 +17,13 @@ struct UnprivilegedMonitorTests {
 
     @Test func aNormalUsersMonitorPollsUsageAndStillReleases() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
-            let environment = ProcessInfo.processInfo.environment.filter { $0.key != "MEMWARN_CONTROL" }.map { "\($0.key)=\($0.value)" }
+            let environment =
+                ProcessInfo.processInfo.environment.filter { $0.key != "MEMWARN_CONTROL" }.map { "\($0.key)=\($0.value)" }
                 + ["MEMWARN_CONTROL=off", "TMPDIR=/tmp"]
-            let probe = try JSONLineChild(ChildProcess.asNobody + [
-                                           ChildProcess.productsDirectory + "/memwarn-release-probe"], in: cgroup, environment: environment)
+            let probe = try JSONLineChild(
+                ChildProcess.asNobody + [
+                    ChildProcess.productsDirectory + "/memwarn-release-probe"
+                ], in: cgroup, environment: environment)
             defer { probe.stop() }
             _ = try probe.send("load")
             #expect(try probe.send("watch")["watching"] as? String == "normal", "the monitor started without root")
@@ -58,8 +62,10 @@ struct UnprivilegedMonitorTests {
     }
 
     @Test func statusSaysANormalUsersMonitorWouldPoll() throws {
-        let status = try ChildProcess.run(ChildProcess.asNobody + [
-                                           ChildProcess.productsDirectory + "/memwarn", "status", "--json"])
+        let status = try ChildProcess.run(
+            ChildProcess.asNobody + [
+                ChildProcess.productsDirectory + "/memwarn", "status", "--json",
+            ])
         #expect(status.status == 0, "\(status.standardError)")
         #expect(status.standardOutput.contains("cgroup.event_control is root's: a monitor run by this user samples usage"), "\(status.standardOutput)")
         let root = try ChildProcess.run([ChildProcess.productsDirectory + "/memwarn", "status", "--json"])

@@ -1,5 +1,6 @@
 import CgroupKit
 import Testing
+
 @testable import Memwarn
 
 /// The usage sampler's own logic, driven by hand on a synthetic host's files (no kernel, no
@@ -12,8 +13,9 @@ struct UsageSamplingTests {
     }
 
     static func snapshot(_ host: SyntheticHost, _ fraction: Double) -> PressureSnapshot {
-        PressureSnapshot(time: .zero, cgroup: host.cgroup, usageBytes: UInt64(Double(host.limit) * fraction),
-                         limit: EffectiveLimit(bytes: host.limit, file: "memory.max", cgroupPath: "/app"), system: nil, pressure: nil, pressureFile: nil)
+        PressureSnapshot(
+            time: .zero, cgroup: host.cgroup, usageBytes: UInt64(Double(host.limit) * fraction),
+            limit: EffectiveLimit(bytes: host.limit, file: "memory.max", cgroupPath: "/app"), system: nil, pressure: nil, pressureFile: nil)
     }
 
     static func isWake(_ report: PressureSourceReport, _ signal: PressureSignal) -> Bool {

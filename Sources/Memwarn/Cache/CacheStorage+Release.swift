@@ -77,13 +77,18 @@ extension CacheStorage {
     func releaseCandidates() -> ReleaseCandidates {
         switch releaseOrder.base {
         case .largestFirst:
-            return ReleaseCandidates(byPriority: Heap(nodes.indices.compactMap { slot in
-                nodes[slot].key == nil ? nil : ReleaseCandidate(priority: Double(nodes[slot].cost), slot: Int32(slot))
-            }))
+            return ReleaseCandidates(
+                byPriority: Heap(
+                    nodes.indices.compactMap { slot in
+                        nodes[slot].key == nil ? nil : ReleaseCandidate(priority: Double(nodes[slot].cost), slot: Int32(slot))
+                    }))
         case .balanced:
-            return ReleaseCandidates(byPriority: Heap(nodes.indices.compactMap { slot in
-                nodes[slot].key == nil ? nil : ReleaseCandidate(priority: Double(nodes[slot].cost) / Double(coldness(of: Int32(slot)) + 1), slot: Int32(slot))
-            }))
+            return ReleaseCandidates(
+                byPriority: Heap(
+                    nodes.indices.compactMap { slot in
+                        nodes[slot].key == nil
+                            ? nil : ReleaseCandidate(priority: Double(nodes[slot].cost) / Double(coldness(of: Int32(slot)) + 1), slot: Int32(slot))
+                    }))
         case .coldestFirst:
             return ReleaseCandidates(order: coldestFirst())
         }

@@ -1,4 +1,5 @@
 package import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -70,10 +71,11 @@ package enum ControlClient {
             guard folder >= 0 else { continue }
             defer { close(folder) }
             let name = "\(pid).sock"
-            var socket = stat(), owner = stat()
+            var socket = stat()
+            var owner = stat()
             guard fstat(folder, &owner) == 0, fstatat(folder, name, &socket, AT_SYMLINK_NOFOLLOW) == 0,
-                  socket.st_mode & S_IFMT == S_IFSOCK, socket.st_uid == owner.st_uid, socket.st_uid == geteuid() || geteuid() == 0,
-                  nothingListens(on: ControlDirectory.socketPath(for: pid, in: directory))  // another PID namespace's live one
+                socket.st_mode & S_IFMT == S_IFSOCK, socket.st_uid == owner.st_uid, socket.st_uid == geteuid() || geteuid() == 0,
+                nothingListens(on: ControlDirectory.socketPath(for: pid, in: directory))  // another PID namespace's live one
             else { continue }
             if unlinkat(folder, name, 0) == 0 { removed = true }
         }
@@ -109,7 +111,8 @@ package enum ControlClient {
         try exchange(line, with: socketPath, timeout: timeout) { (peer) throws(ControlError) in
             // Only an endpoint of this user's, or root's, is believed.
             guard peer.uid == geteuid() || peer.uid == 0 else {
-                throw ControlError("the endpoint on \(socketPath) runs as uid \(peer.uid), neither this user (uid \(geteuid())) nor root; not trusted")
+                throw ControlError(
+                    .untrusted, "the endpoint on \(socketPath) runs as uid \(peer.uid), neither this user (uid \(geteuid())) nor root; not trusted")
             }
         }.reply
     }
@@ -119,14 +122,16 @@ package enum ControlClient {
     /// those credentials.
     ///
     /// - Throws: ``ControlError`` when the exchange fails, or what `admit` throws.
-    package static func exchange(_ line: String, with socketPath: String, timeout: Duration,
-                                 admit: (PeerCredentials) throws(ControlError) -> Void) throws(ControlError) -> (reply: String, peer: PeerCredentials) {
+    package static func exchange(
+        _ line: String, with socketPath: String, timeout: Duration,
+        admit: (PeerCredentials) throws(ControlError) -> Void
+    ) throws(ControlError) -> (reply: String, peer: PeerCredentials) {
         let socket = try connect(to: socketPath, timeout: timeout)
         let peer: PeerCredentials
         do {
             peer = try socket.peerCredentials()
         } catch {
-            throw ControlError("the credentials of the endpoint on \(socketPath) could not be read: \(error.reason)")
+            throw ControlError(.untrusted, "the credentials of the endpoint on \(socketPath) could not be read: \(error.reason)")
         }
         try admit(peer)
         try sendAll(Array((line + "\n").utf8), on: socket, socketPath: socketPath)
@@ -141,10 +146,12 @@ package enum ControlClient {
             try socket.setTimeouts(timeout)
             try socket.connect(to: address)
             return socket
-        } catch where error.errno == ECONNREFUSED {
-            throw ControlError("nothing listens on \(socketPath) (a stale socket)")
-        } catch where error.errno == ENAMETOOLONG {
-            throw ControlError("the socket path \(socketPath) is longer than \(UnixSocketAddress.maximumPathBytes) bytes")
+        } catch  where error.errno == ECONNREFUSED {
+            throw ControlError(.noEndpoint, "nothing listens on \(socketPath) (a stale socket)")
+        } catch  where error.errno == ENAMETOOLONG {
+            throw ControlError(.pathTooLong, "the socket path \(socketPath) is longer than \(UnixSocketAddress.maximumPathBytes) bytes")
+        } catch  where error.errno == ENOENT {
+            throw ControlError(.noEndpoint, error.description, errno: ENOENT)  // the socket is gone: the service ended
         } catch {
             throw ControlError(error)
         }
@@ -157,12 +164,12 @@ package enum ControlClient {
             let sent: Int?
             do {
                 sent = try socket.send(bytes[offset...])
-            } catch where error.errno == EPIPE || error.errno == ECONNRESET {
+            } catch  where error.errno == EPIPE || error.errno == ECONNRESET {
                 return
             } catch {
                 throw ControlError(error)
             }
-            guard let sent else { throw ControlError("timed out sending to \(socketPath)") }
+            guard let sent else { throw ControlError(.timedOut, "timed out sending to \(socketPath)") }
             offset += sent
         }
     }
@@ -174,19 +181,19 @@ package enum ControlClient {
         var chunk = [UInt8](repeating: 0, count: 4096)
         let deadline = ContinuousClock.now + timeout
         while received.count <= maximumReplyBytes {
-            guard ContinuousClock.now < deadline else { throw ControlError("no complete reply from \(socketPath) within \(timeout)") }
+            guard ContinuousClock.now < deadline else { throw ControlError(.timedOut, "no complete reply from \(socketPath) within \(timeout)") }
             let count: Int?
             do {
                 count = try socket.receive(into: &chunk)
-            } catch where error.errno == ECONNRESET {
+            } catch  where error.errno == ECONNRESET {
                 count = 0
             } catch {
                 throw ControlError(error)
             }
-            guard let count else { throw ControlError("no reply from \(socketPath) within \(timeout)") }
+            guard let count else { throw ControlError(.timedOut, "no reply from \(socketPath) within \(timeout)") }
             if count == 0 {
                 guard received.isEmpty else { return String(decoding: received, as: UTF8.self) }
-                throw ControlError("the endpoint on \(socketPath) closed the connection without a reply")
+                throw ControlError(.connectionClosed, "the endpoint on \(socketPath) closed the connection without a reply")
             }
             if let newline = chunk[0..<count].firstIndex(of: UInt8(ascii: "\n")) {
                 received += chunk[0..<newline]
@@ -194,6 +201,6 @@ package enum ControlClient {
             }
             received += chunk[0..<count]
         }
-        throw ControlError("the reply from \(socketPath) is longer than \(maximumReplyBytes) bytes")
+        throw ControlError(.malformedReply, "the reply from \(socketPath) is longer than \(maximumReplyBytes) bytes")
     }
 }

@@ -1,4 +1,5 @@
 import CgroupKit
+
 #if canImport(Glibc)
 import Glibc
 import MemwarnSystem
@@ -87,7 +88,7 @@ public enum ControlDirectory {
         if let existing = ownAlternates(uid: uid).first { return (existing, note) }
         var template = Array("\(path).XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw ControlError("\(note), and mkdtemp \(path).XXXXXX failed: \(String(cString: strerror(errno)))")
+            throw ControlError(.systemCallFailed, "\(note), and mkdtemp \(path).XXXXXX failed: \(String(cString: strerror(errno)))")
         }
         return (String(cString: template.map { UInt8(bitPattern: $0) }), note)
     }
@@ -102,7 +103,8 @@ public enum ControlDirectory {
         func add(_ path: String, owner: uid_t, privateOnly: Bool = false) {
             var status = stat()
             guard !paths.contains(path), lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == owner,
-                  !privateOnly || status.st_mode & 0o077 == 0 else { return }
+                !privateOnly || status.st_mode & 0o077 == 0
+            else { return }
             paths.append(path)
         }
         add("/run/memwarn", owner: 0)
@@ -154,7 +156,7 @@ public enum ControlDirectory {
         do {
             try PrivateDirectory.check(directory, purpose: "the control directory")
         } catch {
-            throw ControlError(error.message)
+            throw ControlError(.untrusted, error.message)
         }
     }
 
@@ -166,7 +168,7 @@ public enum ControlDirectory {
         do {
             try PrivateDirectory.prepare(directory, purpose: "the control directory")
         } catch {
-            throw ControlError(error.message)
+            throw ControlError(.untrusted, error.message)
         }
     }
 }

@@ -1,4 +1,5 @@
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -64,8 +65,8 @@ final class ControlEndpoint: @unchecked Sendable {
                 throw error
             }
             self.listener = listener
-        } catch where error.errno == ENAMETOOLONG {
-            throw ControlError("the socket path \(socketPath) is longer than \(UnixSocketAddress.maximumPathBytes) bytes")
+        } catch  where error.errno == ENAMETOOLONG {
+            throw ControlError(.pathTooLong, "the socket path \(socketPath) is longer than \(UnixSocketAddress.maximumPathBytes) bytes")
         } catch {
             throw ControlError(error)
         }
@@ -75,7 +76,7 @@ final class ControlEndpoint: @unchecked Sendable {
     private static func bind(_ listener: borrowing FileDescriptor, to address: UnixSocketAddress) throws(SystemError) -> (device: UInt64, inode: UInt64) {
         do {
             try listener.bind(to: address)
-        } catch where error.errno == EADDRINUSE {
+        } catch  where error.errno == EADDRINUSE {
             var status = stat()
             guard lstat(address.path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { throw error }
             unlink(address.path)  // our pid's socket: a process before us had this pid

@@ -1,7 +1,8 @@
+import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import MemwarnSystem
 
 /// This process's control endpoints, one per directory: services that run with the same
 /// directory share one socket (one `<pid>.sock` a process), and it closes when the last of

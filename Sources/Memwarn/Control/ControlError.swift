@@ -1,24 +1,98 @@
 import MemwarnSystem
 
 /// A failure of a control endpoint, or of a request sent to one.
-public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible {
+///
+/// Match on ``code`` to handle a kind of failure (new codes may be added); ``message`` says what
+/// went wrong in one line, and ``file`` and ``line`` where it was thrown. Two errors are equal
+/// when their code, message and `errno` are, wherever they were thrown.
+public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The kind of failure.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case malformedRequest, malformedReply, unexpectedReply, untrusted, endpointReplaced, noEndpoint, timedOut
+            case connectionClosed, pathTooLong, refused, serviceOutOfScope, serviceUnreadable, systemCallFailed
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// A request line that is not one the endpoint knows, or has a member missing, of the
+        /// wrong type or out of range.
+        public static let malformedRequest = Code(.malformedRequest)
+        /// A reply that is not JSON the client can read, or longer than a reply may be.
+        public static let malformedReply = Code(.malformedReply)
+        /// A reply that does not answer the request (a status where a release report was due).
+        public static let unexpectedReply = Code(.unexpectedReply)
+        /// The endpoint, its socket or its directory belongs to someone this process does not
+        /// trust (another user), or its credentials cannot be read.
+        public static let untrusted = Code(.untrusted)
+        /// Another process than the one asked listens on the socket now (the service ended and
+        /// its pid's socket was taken over).
+        public static let endpointReplaced = Code(.endpointReplaced)
+        /// No endpoint answers: no process, no socket, or nothing listens on it.
+        public static let noEndpoint = Code(.noEndpoint)
+        /// The request or its reply did not complete in time.
+        public static let timedOut = Code(.timedOut)
+        /// The endpoint closed the connection without a reply.
+        public static let connectionClosed = Code(.connectionClosed)
+        /// The socket's path is longer than a Unix socket address holds.
+        public static let pathTooLong = Code(.pathTooLong)
+        /// The endpoint refused the request, saying why.
+        public static let refused = Code(.refused)
+        /// The service is not one the asker serves (a node agent: its cgroup is not under the
+        /// agent's parent).
+        public static let serviceOutOfScope = Code(.serviceOutOfScope)
+        /// The memory cgroup of the process behind an endpoint cannot be read, or it has none.
+        public static let serviceUnreadable = Code(.serviceUnreadable)
+        /// A system call failed (``ControlError/errno`` says how).
+        public static let systemCallFailed = Code(.systemCallFailed)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of failure.
+    public var code: Code
     /// What went wrong, in one line.
     public var message: String
     /// The `errno` behind it, when a system call failed.
     public var errno: Int32?
+    /// The source file that threw it (`#fileID`).
+    public var file: String
+    /// The line that threw it.
+    public var line: Int
 
-    /// Creates an error with its message.
+    /// Creates an error.
     ///
-    /// - Parameter message: what went wrong, in one line.
-    public init(_ message: String) {
+    /// - Parameters:
+    ///   - code: the kind of failure.
+    ///   - message: what went wrong, in one line.
+    ///   - errno: the `errno` behind it, when a system call failed.
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
+    public init(_ code: Code, _ message: String, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
+        self.code = code
         self.message = message
+        self.errno = errno
+        self.file = file
+        self.line = line
     }
 
     /// A system call that failed, such as `bind /run/user/0/memwarn/7.sock failed: Permission denied`.
-    init(_ error: SystemError) {
-        message = error.description
-        errno = error.errno
+    init(_ error: SystemError, file: String = #fileID, line: Int = #line) {
+        self.init(.systemCallFailed, error.description, errno: error.errno, file: file, line: line)
     }
 
     public var description: String { message }
+
+    /// The message, the code and where it was thrown.
+    public var debugDescription: String { "\(message) [\(code), thrown at \(file):\(line)]" }
+
+    public static func == (lhs: ControlError, rhs: ControlError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.errno == rhs.errno
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(errno)
+    }
 }

@@ -1,7 +1,7 @@
-public import Logging
-public import ServiceLifecycle
 import Foundation
+public import Logging
 import MemwarnSystem
+public import ServiceLifecycle
 
 /// The control endpoint that `memwarn trigger` talks to, as a service: add it to the
 /// `ServiceGroup` beside the monitor to let local tools ask the process to release memory.
@@ -43,10 +43,13 @@ public final class ControlService: Service, Sendable {
     ///   - directory: the directory for the socket; `nil` uses ``ControlDirectory/defaultPath``.
     ///   - environment: the environment read for `MEMWARN_CONTROL`; `nil` reads this process's.
     ///   - logger: the caller's logger.
-    public init(monitor: PressureMonitor, coordinator: ReleaseCoordinator = .shared, directory: String? = nil,
-                environment: [String: String]? = nil, logger: Logger) {
-        subject = ControlSubject(latestEvent: { [weak monitor] in monitor?.latestEvent }, coordinator: coordinator,
-                                 monitor: { [weak monitor] in monitor })
+    public init(
+        monitor: PressureMonitor, coordinator: ReleaseCoordinator = .shared, directory: String? = nil,
+        environment: [String: String]? = nil, logger: Logger
+    ) {
+        subject = ControlSubject(
+            latestEvent: { [weak monitor] in monitor?.latestEvent }, coordinator: coordinator,
+            monitor: { [weak monitor] in monitor })
         self.directory = directory
         self.logger = logger
         isWithheld = Self.withholds(environment: environment ?? ProcessInfo.processInfo.environment)
@@ -105,15 +108,18 @@ public final class ControlService: Service, Sendable {
                 let (path, note) = try ControlDirectory.endpointPath()
                 directory = path
                 if let note {
-                    logger.warning("control endpoint: the default directory was taken by another user; serving in one of this user's own",
-                                   metadata: ["taken": "\(note)", "directory": "\(path)"])
+                    logger.warning(
+                        "control endpoint: the default directory was taken by another user; serving in one of this user's own",
+                        metadata: ["taken": "\(note)", "directory": "\(path)"])
                 }
             }
             membership = try ControlEndpoints.join(directory: directory, subject: subject)
         } catch {
-            logger.error("control endpoint not started; the process runs without it", metadata: [
-                "directory": "\(directory)", "reason": "\(error)",
-            ])
+            logger.error(
+                "control endpoint not started; the process runs without it",
+                metadata: [
+                    "directory": "\(directory)", "reason": "\(error)",
+                ])
             decide(nil)
             await Self.untilShutdown()
             return

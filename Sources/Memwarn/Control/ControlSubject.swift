@@ -1,7 +1,8 @@
+import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import MemwarnSystem
 
 /// What a control endpoint answers for: a running monitor's latest reading, and the
 /// coordinator that releases on request.
@@ -22,8 +23,9 @@ struct ControlSubject: Sendable {
             // A warning on request is a warning: the coordinator's responders hear it first.
             .released(request: request.name, pid: getpid(), report: warn(level: level, targetBytes: targetBytes))
         case .terminateSuspended(let targetBytes):
-            .released(request: request.name, pid: getpid(),
-                      report: coordinator.release(level: .critical, targetBytes: targetBytes, tiers: [.suspendedUnits]))
+            .released(
+                request: request.name, pid: getpid(),
+                report: coordinator.release(level: .critical, targetBytes: targetBytes, tiers: [.suspendedUnits]))
         case .coordinate(let cgroupPath, let lease):
             coordinate(cgroupPath, lease: lease, agentPid: peerPid)
         }
@@ -35,7 +37,8 @@ struct ControlSubject: Sendable {
         guard let own = latestEvent()?.snapshot.cgroup?.path else { return .failure("the monitor watches no memory cgroup") }
         let normalized = cgroupPath.count > 1 && cgroupPath.hasSuffix("/") ? String(cgroupPath.dropLast()) : cgroupPath
         guard normalized != own, normalized == "/" || own.hasPrefix(normalized + "/") else {
-            return .failure(ControlRequest.refusedForGood + "\(cgroupPath) is not an ancestor of this service's memory cgroup \(own): its own limit stays its own")
+            return .failure(
+                ControlRequest.refusedForGood + "\(cgroupPath) is not an ancestor of this service's memory cgroup \(own): its own limit stays its own")
         }
         if lease == .zero {
             monitor.endCoordination(cgroupPath: normalized)
@@ -56,9 +59,10 @@ struct ControlSubject: Sendable {
         let consumers = coordinator.consumers
             .map { (tier: $0.tier, entry: ControlStatus.Consumer(name: $0.name, tier: $0.tier.name, footprintBytes: $0.footprintBytes)) }
             .sorted { $0.tier != $1.tier ? $0.tier < $1.tier : ($0.entry.footprintBytes, $1.entry.name) > ($1.entry.footprintBytes, $0.entry.name) }
-        var status = ControlStatus(pid: getpid(), level: latest?.level ?? .normal, usageBytes: latest?.snapshot.usageBytes,
-                                   limitBytes: latest?.snapshot.limit?.bytes, cgroupPath: latest?.snapshot.cgroup?.path,
-                                   consumers: consumers.map(\.entry))
+        var status = ControlStatus(
+            pid: getpid(), level: latest?.level ?? .normal, usageBytes: latest?.snapshot.usageBytes,
+            limitBytes: latest?.snapshot.limit?.bytes, cgroupPath: latest?.snapshot.cgroup?.path,
+            consumers: consumers.map(\.entry))
         status.released = coordinator.totals
         if let monitor = monitor() {
             status.isMemoryExhausted = monitor.isMemoryExhausted

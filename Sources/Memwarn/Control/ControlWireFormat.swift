@@ -1,3 +1,5 @@
+import MemwarnSystem
+
 // The control protocol's wire format, in one place: a request is one JSON object on one line, a
 // reply one JSON object on one line (keys sorted), a release report the JSON `memwarn trigger
 // --json` prints. Encoding and decoding sit side by side, so the two ends cannot drift apart.
@@ -6,7 +8,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import MemwarnSystem
 
 // MARK: Requests
 
@@ -37,26 +38,28 @@ extension ControlRequest {
     public init(line: some Collection<UInt8>) throws(ControlError) {
         let fields = try Self.fields(Data(line))
         let targetBytes = fields.targetBytes ?? .max
-        guard targetBytes >= 0 else { throw ControlError("bad targetBytes \(targetBytes): it must be 0 or more") }
+        guard targetBytes >= 0 else { throw ControlError(.malformedRequest, "bad targetBytes \(targetBytes): it must be 0 or more") }
         switch fields.request {
         case "status":
             self = .status
         case "warn":
             let name = fields.level ?? MemoryPressureLevel.warning.rawValue
             guard let level = MemoryPressureLevel(rawValue: name), level != .normal else {
-                throw ControlError(#"bad level "\#(name)" (expected warning or critical)"#)
+                throw ControlError(.malformedRequest, #"bad level "\#(name)" (expected warning or critical)"#)
             }
             self = .warn(level: level, targetBytes: targetBytes)
         case "terminate-suspended":
             self = .terminateSuspended(targetBytes: targetBytes)
         case "coordinate":
-            guard let cgroup = fields.cgroup, cgroup.hasPrefix("/") else { throw ControlError(#"coordinate needs "cgroup", a path inside the memory mount starting with /"#) }
+            guard let cgroup = fields.cgroup, cgroup.hasPrefix("/") else {
+                throw ControlError(.malformedRequest, #"coordinate needs "cgroup", a path inside the memory mount starting with /"#)
+            }
             guard let milliseconds = fields.leaseMilliseconds, (0...60_000).contains(milliseconds) else {
-                throw ControlError(#"coordinate needs "leaseMilliseconds" within 0...60000"#)
+                throw ControlError(.malformedRequest, #"coordinate needs "leaseMilliseconds" within 0...60000"#)
             }
             self = .coordinate(cgroupPath: cgroup, lease: .milliseconds(milliseconds))
         default:
-            throw ControlError(#"unknown request "\#(fields.request)" (expected status, warn, terminate-suspended or coordinate)"#)
+            throw ControlError(.malformedRequest, #"unknown request "\#(fields.request)" (expected status, warn, terminate-suspended or coordinate)"#)
         }
     }
 
@@ -77,12 +80,12 @@ extension ControlRequest {
         do {
             return try JSONDecoder().decode(Fields.self, from: data)
         } catch DecodingError.keyNotFound(let key, _) {
-            throw ControlError(#"malformed request: no "\#(key.stringValue)" member"#)
+            throw ControlError(.malformedRequest, #"malformed request: no "\#(key.stringValue)" member"#)
         } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
             let member = context.codingPath.last?.stringValue
-            throw ControlError(member.map { #"malformed request: "\#($0)" has the wrong type"# } ?? Self.malformed)
+            throw ControlError(.malformedRequest, member.map { #"malformed request: "\#($0)" has the wrong type"# } ?? Self.malformed)
         } catch {
-            throw ControlError(Self.malformed)
+            throw ControlError(.malformedRequest, Self.malformed)
         }
     }
 
@@ -109,7 +112,7 @@ extension ControlReply {
         do {
             self = try JSONDecoder().decode(Self.self, from: Data(line))
         } catch {
-            throw ControlError("unreadable reply from the endpoint: \(String(decoding: line.prefix(200), as: UTF8.self))")
+            throw ControlError(.malformedReply, "unreadable reply from the endpoint: \(String(decoding: line.prefix(200), as: UTF8.self))")
         }
     }
 }
@@ -150,11 +153,13 @@ extension ControlReply: Codable {
         if request == ControlRequest.status.name {
             self = .status(try ControlStatus(from: decoder))
         } else if request == "coordinate" {
-            self = .coordinated(pid: try container.decode(Int32.self, forKey: .pid), cgroupPath: try container.decode(String.self, forKey: .cgroup),
-                                leaseMilliseconds: try container.decode(Int.self, forKey: .leaseMilliseconds))
+            self = .coordinated(
+                pid: try container.decode(Int32.self, forKey: .pid), cgroupPath: try container.decode(String.self, forKey: .cgroup),
+                leaseMilliseconds: try container.decode(Int.self, forKey: .leaseMilliseconds))
         } else {
-            self = .released(request: request, pid: try container.decode(Int32.self, forKey: .pid),
-                             report: try container.decode(ReleaseReport.self, forKey: .report))
+            self = .released(
+                request: request, pid: try container.decode(Int32.self, forKey: .pid),
+                report: try container.decode(ReleaseReport.self, forKey: .report))
         }
     }
 }
@@ -175,11 +180,12 @@ extension ControlStatus: Codable {
     /// - Throws: `DecodingError` for a missing or mistyped field of the first release.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(pid: try container.decode(Int32.self, forKey: .pid), level: try container.decode(MemoryPressureLevel.self, forKey: .level),
-                  usageBytes: try container.decodeIfPresent(UInt64.self, forKey: .usageBytes),
-                  limitBytes: try container.decodeIfPresent(UInt64.self, forKey: .limitBytes),
-                  cgroupPath: try container.decodeIfPresent(String.self, forKey: .cgroupPath),
-                  consumers: try container.decode([Consumer].self, forKey: .consumers))
+        self.init(
+            pid: try container.decode(Int32.self, forKey: .pid), level: try container.decode(MemoryPressureLevel.self, forKey: .level),
+            usageBytes: try container.decodeIfPresent(UInt64.self, forKey: .usageBytes),
+            limitBytes: try container.decodeIfPresent(UInt64.self, forKey: .limitBytes),
+            cgroupPath: try container.decodeIfPresent(String.self, forKey: .cgroupPath),
+            consumers: try container.decode([Consumer].self, forKey: .consumers))
         released.releases = try container.decodeIfPresent(Int.self, forKey: .releases) ?? 0
         released.freedBytesByTier = try container.decodeIfPresent([String: Int].self, forKey: .releasedBytesByTier) ?? [:]
         released.freedBytesByConsumer = try container.decodeIfPresent([String: Int].self, forKey: .releasedBytesByConsumer) ?? [:]
@@ -221,8 +227,9 @@ extension ControlStatus.Consumer: Codable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(name: try container.decode(String.self, forKey: .name), tier: try container.decode(String.self, forKey: .tier),
-                  footprintBytes: try container.decode(Int.self, forKey: .footprintBytes))
+        self.init(
+            name: try container.decode(String.self, forKey: .name), tier: try container.decode(String.self, forKey: .tier),
+            footprintBytes: try container.decode(Int.self, forKey: .footprintBytes))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -283,11 +290,12 @@ extension ReleaseReport: Decodable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: ReportKeys.self)
-        self.init(level: try container.decode(MemoryPressureLevel.self, forKey: .level),
-                  targetBytes: try container.decode(Int.self, forKey: .targetBytes),
-                  entries: try container.decode([Entry].self, forKey: .entries),
-                  trimmedHeap: try container.decode(Bool.self, forKey: .trimmedHeap),
-                  duration: .microseconds(try container.decode(Int64.self, forKey: .durationMicroseconds)))
+        self.init(
+            level: try container.decode(MemoryPressureLevel.self, forKey: .level),
+            targetBytes: try container.decode(Int.self, forKey: .targetBytes),
+            entries: try container.decode([Entry].self, forKey: .entries),
+            trimmedHeap: try container.decode(Bool.self, forKey: .trimmedHeap),
+            duration: .microseconds(try container.decode(Int64.self, forKey: .durationMicroseconds)))
         // Absent from endpoints of earlier versions.
         headroomBytes = try container.decodeIfPresent(Int.self, forKey: .headroomBytes) ?? 0
         growthBytesPerSecond = try container.decodeIfPresent(Double.self, forKey: .growthBytesPerSecond) ?? 0
@@ -305,11 +313,12 @@ extension ReleaseReport.Entry: Decodable {
         guard let tier = ReleaseTier.all.first(where: { $0.name == tierName }) else {
             throw DecodingError.dataCorruptedError(forKey: .tier, in: container, debugDescription: "unknown tier \(tierName)")
         }
-        self.init(consumer: try container.decode(String.self, forKey: .consumer), tier: tier,
-                  bytesBefore: try container.decode(Int.self, forKey: .bytesBefore),
-                  bytesAfter: try container.decode(Int.self, forKey: .bytesAfter),
-                  bytesFreed: try container.decode(Int.self, forKey: .bytesFreed),
-                  duration: .microseconds(try container.decode(Int64.self, forKey: .durationMicroseconds)),
-                  bytesInUse: try container.decodeIfPresent(Int.self, forKey: .bytesInUse) ?? 0)  // absent from earlier endpoints
+        self.init(
+            consumer: try container.decode(String.self, forKey: .consumer), tier: tier,
+            bytesBefore: try container.decode(Int.self, forKey: .bytesBefore),
+            bytesAfter: try container.decode(Int.self, forKey: .bytesAfter),
+            bytesFreed: try container.decode(Int.self, forKey: .bytesFreed),
+            duration: .microseconds(try container.decode(Int64.self, forKey: .durationMicroseconds)),
+            bytesInUse: try container.decodeIfPresent(Int.self, forKey: .bytesInUse) ?? 0)  // absent from earlier endpoints
     }
 }

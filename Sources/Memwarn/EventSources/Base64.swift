@@ -13,7 +13,9 @@ enum Base64 {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(byte - UInt8(ascii: "0")) + 52
             case UInt8(ascii: "+"): value = 62
             case UInt8(ascii: "/"): value = 63
-            case UInt8(ascii: "="): padding += 1; continue
+            case UInt8(ascii: "="):
+                padding += 1
+                continue
             default: return nil
             }
             guard padding == 0 else { return nil }

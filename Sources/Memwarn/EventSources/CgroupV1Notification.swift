@@ -1,5 +1,6 @@
 import CgroupKit
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,8 +33,10 @@ final class CgroupV1Notification: PressureSource {
     /// - Throws: ``CgroupError`` when the files cannot be opened or the kernel refuses it
     ///   (`.permissionDenied` for a user who may not write `cgroup.event_control`);
     ///   ``SystemError`` when no eventfd can be made.
-    init(cgroup: CgroupLocation, file: String, argument: String, files: KernelFiles, hint: MemoryPressureLevel,
-         signal: PressureSignal, quietTime: Duration? = nil, description: String) throws {
+    init(
+        cgroup: CgroupLocation, file: String, argument: String, files: KernelFiles, hint: MemoryPressureLevel,
+        signal: PressureSignal, quietTime: Duration? = nil, description: String
+    ) throws {
         let targetPath = files.path(cgroup.file(file))
         do {
             target = try FileDescriptor.open(targetPath, O_RDONLY)

@@ -56,7 +56,7 @@ final class LimitWatch: PressureSource {
     func drain(_ fired: EpollEvents) -> PressureSourceReport {
         do {
             _ = try watch.drain()
-        } catch where error.isTransient {
+        } catch  where error.isTransient {
             return .retry(CgroupError(.unreadable, "\(error)", path: cgroup.directory, errno: error.errno))
         } catch {
             return .gone(reason: "the limit files can no longer be watched (\(error)); a changed limit is seen at the next full reading")

@@ -37,7 +37,7 @@ final class MemoryEventsWatch: PressureSource {
     func drain(_ fired: EpollEvents) -> PressureSourceReport {
         do {
             if try watch.drain() { return .failed(CgroupError(.notFound, "the cgroup was removed", path: cgroup.directory)) }
-        } catch where error.isTransient {
+        } catch  where error.isTransient {
             return .retry(CgroupError(.unreadable, "\(error)", path: cgroup.file("memory.events"), errno: error.errno))
         } catch {
             return .failed(CgroupError(.unreadable, "\(error)", path: cgroup.file("memory.events"), errno: error.errno))
@@ -45,7 +45,7 @@ final class MemoryEventsWatch: PressureSource {
         let counters: MemoryEventCounters
         do {
             counters = try reader.events()
-        } catch where error.isTransient {
+        } catch  where error.isTransient {
             return .retry(error)  // compared with the last counters read: the change is seen on the retry
         } catch {
             return .failed(error)

@@ -30,7 +30,7 @@ final class PressureStallSampling: PressureSource {
         let stall: PressureStall
         do {
             stall = try PressureStall.parse(files.read(sampler.path), path: sampler.path)
-        } catch where error.isTransient {
+        } catch  where error.isTransient {
             logger.debug("PSI not read this poll", metadata: ["error": "\(error)"])  // usage still is, at this wake
             return .wake(.normal, .poll)
         } catch {

@@ -1,5 +1,6 @@
 import CgroupKit
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -107,8 +108,10 @@ enum PressureWatch {
     /// Registers a trigger for `percent` of `window` on `path`, or falls back to sampling.
     ///
     /// - Throws: ``CgroupError`` for failures other than the fallback errnos.
-    static func make(path: String, kind: StallKind, percent: Double, window: Duration, privileged: Bool, files: KernelFiles = .host,
-                     threshold explicitThreshold: Duration? = nil) throws(CgroupError) -> PressureWatch {
+    static func make(
+        path: String, kind: StallKind, percent: Double, window: Duration, privileged: Bool, files: KernelFiles = .host,
+        threshold explicitThreshold: Duration? = nil
+    ) throws(CgroupError) -> PressureWatch {
         let accepted = PressureTrigger.acceptedWindow(window, privileged: privileged)
         let threshold = explicitThreshold ?? accepted * (percent / 100)
         do {

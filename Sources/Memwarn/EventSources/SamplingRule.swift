@@ -62,8 +62,10 @@ package struct SamplingRule: Sendable, Hashable {
     ///     did not).
     ///   - fallingBytesPerSecond: how fast it fell (0 when it did not).
     /// - Returns: a wait within ``floor``...``longestInterval``.
-    package func interval(usage: UInt64, marksAbove: [UInt64], marksBelow: [UInt64], risingBytesPerSecond: Double,
-                  fallingBytesPerSecond: Double) -> Duration {
+    package func interval(
+        usage: UInt64, marksAbove: [UInt64], marksBelow: [UInt64], risingBytesPerSecond: Double,
+        fallingBytesPerSecond: Double
+    ) -> Duration {
         guard isAdaptive else { return longestInterval }
         var seconds = Double.infinity
         if let above = marksAbove.first(where: { $0 > usage }) {

@@ -1,6 +1,7 @@
 import CgroupKit
 import Logging
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,15 +37,18 @@ struct SourcePlan {
     /// - Throws: ``CgroupError`` when a source the kernel offers cannot be made (a cgroup file
     ///   that cannot be read, a trigger systemd asked for that the kernel refuses);
     ///   ``SystemError`` when the system is out of eventfds or inotify instances.
-    init(sampler: SnapshotSampler, snapshot: PressureSnapshot, policy: PressurePolicy, environment: [String: String],
-         watchesPressureStall: Bool, logger: Logger) throws {
+    init(
+        sampler: SnapshotSampler, snapshot: PressureSnapshot, policy: PressurePolicy, environment: [String: String],
+        watchesPressureStall: Bool, logger: Logger
+    ) throws {
         let noLimit = snapshot.limit == nil
         if let cgroup = sampler.layout.memory {
             switch cgroup.version {
             case .v1: try planV1(cgroup, snapshot: snapshot, files: sampler.files, policy: policy, logger: logger)
             case .v2:
-                try addSampling(cgroup, noLimit: noLimit, policy: policy, files: sampler.files,
-                                because: noLimit ? "no cgroup limit" : "cgroup v2 has no usage thresholds")
+                try addSampling(
+                    cgroup, noLimit: noLimit, policy: policy, files: sampler.files,
+                    because: noLimit ? "no cgroup limit" : "cgroup v2 has no usage thresholds")
                 add(try MemoryEventsWatch(cgroup: cgroup, files: sampler.files))
             }
             do {
@@ -52,8 +56,9 @@ struct SourcePlan {
             } catch {
                 // Optional: without it a changed limit is seen at the next full reading.
                 lines.append("no inotify on the limit files (\(error)): a changed limit is seen at the next full reading")
-                logger.warning("memory monitor: the limit files cannot be watched; a changed limit is seen at the next full reading",
-                               metadata: ["error": "\(error)"])
+                logger.warning(
+                    "memory monitor: the limit files cannot be watched; a changed limit is seen at the next full reading",
+                    metadata: ["error": "\(error)"])
             }
         } else {
             try addSampling(nil, noLimit: true, policy: policy, files: sampler.files, because: "no memory controller")
@@ -62,8 +67,10 @@ struct SourcePlan {
         if let systemd = try SystemdPressureWatch.fromEnvironment(environment) { add(systemd) }
     }
 
-    private mutating func addSampling(_ cgroup: CgroupLocation?, noLimit: Bool, policy: PressurePolicy,
-                                      files: KernelFiles, because reason: String) throws(CgroupError) {
+    private mutating func addSampling(
+        _ cgroup: CgroupLocation?, noLimit: Bool, policy: PressurePolicy,
+        files: KernelFiles, because reason: String
+    ) throws(CgroupError) {
         usageSampling = try UsageSampling(cgroup: cgroup, measuresSystem: noLimit, policy: policy, files: files, because: reason)
     }
 
@@ -78,28 +85,37 @@ struct SourcePlan {
     /// which usage is sampled only inside the guard bands. Without a limit usage is sampled. A
     /// user who may not write `cgroup.event_control` (it is root's) gets usage sampled
     /// continuously instead.
-    private mutating func planV1(_ cgroup: CgroupLocation, snapshot: PressureSnapshot, files: KernelFiles, policy: PressurePolicy,
-                                 logger: Logger) throws {
+    private mutating func planV1(
+        _ cgroup: CgroupLocation, snapshot: PressureSnapshot, files: KernelFiles, policy: PressurePolicy,
+        logger: Logger
+    ) throws {
         let before = sources.count
         do {
             // First: the write that tells whether this user may register notifications at all.
-            add(try CgroupV1Notification(cgroup: cgroup, file: "memory.oom_control", argument: "", files: files, hint: .critical, signal: .oom,
-                                         description: "oom-control"))
+            add(
+                try CgroupV1Notification(
+                    cgroup: cgroup, file: "memory.oom_control", argument: "", files: files, hint: .critical, signal: .oom,
+                    description: "oom-control"))
             for (level, argument) in [(MemoryPressureLevel.warning, "medium"), (.critical, "critical")] {
-                add(try CgroupV1Notification(cgroup: cgroup, file: "memory.pressure_level", argument: argument, files: files, hint: level,
-                                             signal: .pressureLevel, quietTime: policy.pressureLevelQuietTime,
-                                             description: "pressure-level \(argument)"))
+                add(
+                    try CgroupV1Notification(
+                        cgroup: cgroup, file: "memory.pressure_level", argument: argument, files: files, hint: level,
+                        signal: .pressureLevel, quietTime: policy.pressureLevelQuietTime,
+                        description: "pressure-level \(argument)"))
             }
         } catch let error as CgroupError where error.code == .permissionDenied || error.errno == EACCES || error.errno == EPERM {
             for source in sources[before...] { source.tearDown() }
             sources.removeSubrange(before...)
             lines.removeSubrange(before...)
-            try addSampling(cgroup, noLimit: snapshot.limit == nil, policy: policy, files: files,
-                            because: "v1 notifications need write access to cgroup.event_control, which is root's")
-            logger.notice("cgroup v1 notifications are not permitted for this user; sampling usage instead", metadata: [
-                "cgroup": "\(cgroup.directory)", "worstCaseGrowth": "\(policy.worstCaseGrowthBytesPerSecond)",
-                "pollInterval": "\(policy.pollInterval)", "error": "\(error)",
-            ])
+            try addSampling(
+                cgroup, noLimit: snapshot.limit == nil, policy: policy, files: files,
+                because: "v1 notifications need write access to cgroup.event_control, which is root's")
+            logger.notice(
+                "cgroup v1 notifications are not permitted for this user; sampling usage instead",
+                metadata: [
+                    "cgroup": "\(cgroup.directory)", "worstCaseGrowth": "\(policy.worstCaseGrowthBytesPerSecond)",
+                    "pollInterval": "\(policy.pollInterval)", "error": "\(error)",
+                ])
             return
         }
         thresholdCgroup = cgroup
@@ -107,8 +123,9 @@ struct SourcePlan {
             try addSampling(cgroup, noLimit: true, policy: policy, files: files, because: "no cgroup limit")
             return
         }
-        try addSampling(cgroup, noLimit: false, policy: policy, files: files,
-                        because: "until the usage thresholds are registered, then only in the guard bands below the marks")
+        try addSampling(
+            cgroup, noLimit: false, policy: policy, files: files,
+            because: "until the usage thresholds are registered, then only in the guard bands below the marks")
         pendingThresholds = ThresholdRegistrar.Plan(
             files: files, requests: Self.thresholdRequests(for: snapshot.constraints, of: cgroup, sampling: usageSampling!, policy: policy))
     }
@@ -116,14 +133,17 @@ struct SourcePlan {
     /// The v1 usage thresholds for every limit that applies: on the usage of each cgroup whose
     /// limit it is (an ancestor's usage counts its siblings); a hidden limit's on the cgroup's own
     /// usage, the part that can be read.
-    static func thresholdRequests(for constraints: [MemoryConstraint], of cgroup: CgroupLocation, sampling: UsageSampling,
-                                  policy: PressurePolicy) -> [ThresholdRegistrar.Request] {
+    static func thresholdRequests(
+        for constraints: [MemoryConstraint], of cgroup: CgroupLocation, sampling: UsageSampling,
+        policy: PressurePolicy
+    ) -> [ThresholdRegistrar.Request] {
         var requests: [ThresholdRegistrar.Request] = []
         for constraint in constraints {
             let location = constraint.isHidden ? cgroup : CgroupLocation(version: .v1, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)
-            requests += thresholdRequests(limit: constraint.limit.bytes, band: sampling.guardBand(capacity: constraint.limit.bytes),
-                                          policy: policy, cgroup: location, gauge: UsageSampling.key(of: constraint),
-                                          naming: constraint.cgroupPath == cgroup.path ? nil : constraint.cgroupPath)
+            requests += thresholdRequests(
+                limit: constraint.limit.bytes, band: sampling.guardBand(capacity: constraint.limit.bytes),
+                policy: policy, cgroup: location, gauge: UsageSampling.key(of: constraint),
+                naming: constraint.cgroupPath == cgroup.path ? nil : constraint.cgroupPath)
         }
         return requests
     }
@@ -131,8 +151,10 @@ struct SourcePlan {
     /// The v1 usage thresholds to register for a limit on `cgroup`'s usage: each level mark and
     /// the guard `band` below it first, then the other 5 % steps (``thresholdRatios(_:)``); a byte
     /// count once. `naming` (an ancestor's path) goes into each line.
-    static func thresholdRequests(limit: UInt64, band: UInt64, policy: PressurePolicy, cgroup: CgroupLocation, gauge: String,
-                                  naming ancestor: String? = nil) -> [ThresholdRegistrar.Request] {
+    static func thresholdRequests(
+        limit: UInt64, band: UInt64, policy: PressurePolicy, cgroup: CgroupLocation, gauge: String,
+        naming ancestor: String? = nil
+    ) -> [ThresholdRegistrar.Request] {
         func percent(_ ratio: Double) -> Int { Int((ratio * 100).rounded()) }
         var requests: [ThresholdRegistrar.Request] = []
         let of = ancestor.map { " of \($0)" } ?? ""
@@ -171,10 +193,14 @@ struct SourcePlan {
             return
         }
         let privileged = (try? Capabilities.effective(Capabilities.sysResource, files: sampler.files)) ?? false
-        for (kind, percent, level) in [(StallKind.some, policy.psiSomeWarningPercent, MemoryPressureLevel.warning),
-                                       (.full, policy.psiFullCriticalPercent, .critical)] {
-            switch try PressureWatch.make(path: path, kind: kind, percent: percent, window: policy.psiWindow, privileged: privileged,
-                                          files: sampler.files) {
+        for (kind, percent, level) in [
+            (StallKind.some, policy.psiSomeWarningPercent, MemoryPressureLevel.warning),
+            (.full, policy.psiFullCriticalPercent, .critical),
+        ] {
+            switch try PressureWatch.make(
+                path: path, kind: kind, percent: percent, window: policy.psiWindow, privileged: privileged,
+                files: sampler.files)
+            {
             case .trigger(let trigger):
                 trigger.level = level
                 add(trigger)

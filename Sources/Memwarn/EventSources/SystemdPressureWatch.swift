@@ -1,5 +1,6 @@
 import CgroupKit
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -64,7 +65,7 @@ final class SystemdPressureWatch: PressureSource {
                 if bytes.last != 0 && !bytes.isEmpty { bytes.append(0) }  // PSI wants the NUL
                 (events, isStream) = (.priority, false)
             }
-        } catch where error.call == "open" {
+        } catch  where error.call == "open" {
             throw KernelFiles.openError(error.errno, path, writing: !bytes.isEmpty)
         } catch {
             throw CgroupError(.unsupported, "\(error)", path: path, errno: error.errno)

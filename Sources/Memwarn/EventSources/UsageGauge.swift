@@ -92,8 +92,9 @@ final class UsageGauge {
     func nextWait(rule: SamplingRule) -> Duration? {
         guard let usage = last?.usage else { return nil }
         if !isGuarded {
-            return rule.interval(usage: usage, marksAbove: marksAbove, marksBelow: levelMarks, risingBytesPerSecond: rising,
-                                 fallingBytesPerSecond: falling)
+            return rule.interval(
+                usage: usage, marksAbove: marksAbove, marksBelow: levelMarks, risingBytesPerSecond: rising,
+                fallingBytesPerSecond: falling)
         }
         if unconfirmedCrossing { return SamplingRule.shortestInterval }
         let width = guarding ? 2 * band : band

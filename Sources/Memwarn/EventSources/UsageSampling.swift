@@ -1,5 +1,6 @@
 import CgroupKit
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -142,8 +143,10 @@ final class UsageSampling {
         if cgroup == nil { constraints = [] }
         lastFullReading = now
         // The same limits as the last reading (the rule): each gauge takes its own, nothing is made.
-        if constraints.isEmpty ? gauges.count == 1 && gauges[0].follows(nil)
-            : constraints.count == gauges.count && zip(gauges, constraints).allSatisfy({ $0.follows($1) }) {
+        if constraints.isEmpty
+            ? gauges.count == 1 && gauges[0].follows(nil)
+            : constraints.count == gauges.count && zip(gauges, constraints).allSatisfy({ $0.follows($1) })
+        {
             if constraints.isEmpty {
                 gauges[0].observe(usage: snapshot.usageBytes, capacity: snapshot.capacityBytes ?? 0, policy: policy, at: now)
             } else {
@@ -160,9 +163,11 @@ final class UsageSampling {
             if let existing = gauges.first(where: { $0.follows(constraint) }) {
                 gauge = existing
             } else if let constraint, let cgroup {
-                let location = constraint.isHidden ? cgroup : CgroupLocation(version: cgroup.version, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)
-                gauge = UsageGauge(constraint: (constraint.cgroupPath, constraint.limit.file),
-                                   file: try open(Self.usagePath(of: location, files: files), format: .bytes), processors: processors)
+                let location =
+                    constraint.isHidden ? cgroup : CgroupLocation(version: cgroup.version, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)
+                gauge = UsageGauge(
+                    constraint: (constraint.cgroupPath, constraint.limit.file),
+                    file: try open(Self.usagePath(of: location, files: files), format: .bytes), processors: processors)
             } else {
                 gauge = UsageGauge(constraint: nil, file: try open("/proc/meminfo", format: .meminfo), processors: processors)
             }
@@ -201,7 +206,7 @@ final class UsageSampling {
         for gauge in gauges {
             do {
                 if try gauge.read(at: now) { crossed = true }
-            } catch where error.isTransient {
+            } catch  where error.isTransient {
                 return .retry(error)
             } catch {
                 return .failed(error)

@@ -67,7 +67,8 @@ struct GrowthEstimator: Sendable {
         guard points.count >= 2, let first = points.first, let last = points.last, last.seconds > first.seconds else { return nil }
         let meanX = points.reduce(0) { $0 + $1.seconds } / n
         let meanY = points.reduce(0) { $0 + $1.bytes } / n
-        var sxx = 0.0, sxy = 0.0
+        var sxx = 0.0
+        var sxy = 0.0
         for point in points {
             let dx = point.seconds - meanX
             sxx += dx * dx

@@ -44,11 +44,13 @@ enum ForecastRule {
     /// or there is no capacity to grow into.
     static func forecast(_ estimate: GrowthEstimate?, snapshot: PressureSnapshot, policy: PressurePolicy) -> PressureForecast? {
         guard let estimate, let capacity = snapshot.capacityBytes, capacity > 0,
-              estimate.samples >= 3, estimate.confidence >= 2, estimate.bytesPerSecond > 0 else { return nil }
+            estimate.samples >= 3, estimate.confidence >= 2, estimate.bytesPerSecond > 0
+        else { return nil }
         let usage = Double(snapshot.usageBytes)
         let critical = Double(capacity) * min(policy.criticalRatio, 1)
-        return PressureForecast(growth: estimate, secondsToCritical: max(0, (critical - usage) / estimate.bytesPerSecond),
-                                secondsToLimit: max(0, (Double(capacity) - usage) / estimate.bytesPerSecond))
+        return PressureForecast(
+            growth: estimate, secondsToCritical: max(0, (critical - usage) / estimate.bytesPerSecond),
+            secondsToLimit: max(0, (Double(capacity) - usage) / estimate.bytesPerSecond))
     }
 
     /// Whether a forecast is trusted enough to raise `.warning`.

@@ -1,6 +1,5 @@
 import MemwarnSystem
 
-
 /// What memwarn's automatic releases have given back so far, so the growth estimate can add it
 /// to usage (a release is not a fall), and whether one is under way (a reading taken meanwhile
 /// is half before, half after: the estimate skips it).

@@ -121,7 +121,9 @@ public final class MediaAsset: Sendable {
                 state.decodeCount += 1
                 if let recorded = state.checksum {
                     guard recorded == sum, state.width == image.width, state.height == image.height else {
-                        throw MediaError(.changedOnDisk, """
+                        throw MediaError(
+                            .changedOnDisk,
+                            """
                             changed on disk since first decoded: \(image.width)×\(image.height), checksum \
                             \(hex(sum)), expected \(state.width)×\(state.height), checksum \(hex(recorded))
                             """, path: path)

@@ -1,7 +1,9 @@
 /// Why a media file could not be decoded, written or reloaded.
 ///
-/// Every error names the file it concerns.
-public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible {
+/// Every error names the file it concerns. Match on ``code`` to handle a kind of failure;
+/// ``file`` and ``line`` say where it was thrown. Two errors are equal when all else is,
+/// wherever they were thrown.
+public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The kind of failure.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
@@ -39,6 +41,10 @@ public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible {
     public var path: String
     /// The `errno` behind the failure, when a system call failed.
     public var errno: Int32?
+    /// The source file that threw it (`#fileID`).
+    public var file: String
+    /// The line that threw it.
+    public var line: Int
 
     /// Creates an error.
     ///
@@ -47,12 +53,30 @@ public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible {
     ///   - message: what went wrong, in words.
     ///   - path: the file concerned.
     ///   - errno: the `errno` behind the failure, when a system call failed.
-    public init(_ code: Code, _ message: String, path: String, errno: Int32? = nil) {
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
+    public init(_ code: Code, _ message: String, path: String, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
         self.code = code
         self.message = message
         self.path = path
         self.errno = errno
+        self.file = file
+        self.line = line
     }
 
     public var description: String { "\(path): \(message)" }
+
+    /// The description, the code and where it was thrown.
+    public var debugDescription: String { "\(description) [\(code), thrown at \(file):\(line)]" }
+
+    public static func == (lhs: MediaError, rhs: MediaError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.path == rhs.path && lhs.errno == rhs.errno
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(path)
+        hasher.combine(errno)
+    }
 }

@@ -1,4 +1,5 @@
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,11 +28,12 @@ enum MediaFile {
             try file.writeAll(bytes)
             try file.close()
         } catch {
-            let what = switch error.call {
-            case "open": "cannot create"
-            case "close": "close failed"
-            default: "write failed"
-            }
+            let what =
+                switch error.call {
+                case "open": "cannot create"
+                case "close": "close failed"
+                default: "write failed"
+                }
             throw failure(.unwritable, what, error, path)
         }
     }

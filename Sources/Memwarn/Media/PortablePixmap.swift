@@ -76,7 +76,9 @@ package enum PortablePixmap {
                 for pixel in 0..<pixels {
                     let out = pixel * 4
                     if channels == 3 {
-                        let r = source[input], g = source[input + 1], b = source[input + 2]
+                        let r = source[input]
+                        let g = source[input + 1]
+                        let b = source[input + 2]
                         overMaxval = overMaxval || Int(max(r, g, b)) > maxval
                         buffer[out] = scale[Int(r)]
                         buffer[out + 1] = scale[Int(g)]
@@ -109,9 +111,11 @@ package enum PortablePixmap {
     ///   - pixel: the color of the pixel at `(x, y)`, called row by row.
     /// - Complexity: O(width × height).
     /// - Throws: ``MediaError`` `.unwritable`.
-    package static func write(width: Int, height: Int, comment: String? = nil,
-                             pixel: (_ x: Int, _ y: Int) -> (red: UInt8, green: UInt8, blue: UInt8),
-                             to path: String) throws(MediaError) {
+    package static func write(
+        width: Int, height: Int, comment: String? = nil,
+        pixel: (_ x: Int, _ y: Int) -> (red: UInt8, green: UInt8, blue: UInt8),
+        to path: String
+    ) throws(MediaError) {
         var bytes = header("P6", width: width, height: height, comment: comment)
         bytes.reserveCapacity(bytes.count + width * height * 3)
         for y in 0..<height {
@@ -132,9 +136,11 @@ package enum PortablePixmap {
     ///   - gray: the gray level of the pixel at `(x, y)`, called row by row.
     /// - Complexity: O(width × height).
     /// - Throws: ``MediaError`` `.unwritable`.
-    package static func write(width: Int, height: Int, comment: String? = nil,
-                             gray: (_ x: Int, _ y: Int) -> UInt8,
-                             to path: String) throws(MediaError) {
+    package static func write(
+        width: Int, height: Int, comment: String? = nil,
+        gray: (_ x: Int, _ y: Int) -> UInt8,
+        to path: String
+    ) throws(MediaError) {
         var bytes = header("P5", width: width, height: height, comment: comment)
         bytes.reserveCapacity(bytes.count + width * height)
         for y in 0..<height {

@@ -20,8 +20,10 @@ public struct LevelEvent: Sendable, Hashable {
     ///   - source: the signal that produced it.
     ///   - snapshot: what the monitor read.
     ///   - forecast: the forecast, or `nil` when usage is not clearly growing.
-    public init(level: MemoryPressureLevel, previous: MemoryPressureLevel?, source: PressureSignal, snapshot: PressureSnapshot,
-                forecast: PressureForecast? = nil) {
+    public init(
+        level: MemoryPressureLevel, previous: MemoryPressureLevel?, source: PressureSignal, snapshot: PressureSnapshot,
+        forecast: PressureForecast? = nil
+    ) {
         self.level = level
         self.previous = previous
         self.source = source

@@ -54,6 +54,7 @@ public struct MonitorConfiguration: Sendable {
         guard let value = environment[Self.disableVariable]?.lowercased() else { return false }
         if ["1", "true", "yes", "on"].contains(value) { return true }
         if ["", "0", "false", "no", "off"].contains(value) { return false }
-        throw MonitorError("\(Self.disableVariable)=\(environment[Self.disableVariable] ?? ""): expected 1 to turn memwarn off, or 0 (or unset) to keep it on")
+        throw MonitorError(
+            .badSetting, "\(Self.disableVariable)=\(environment[Self.disableVariable] ?? ""): expected 1 to turn memwarn off, or 0 (or unset) to keep it on")
     }
 }

@@ -1,6 +1,7 @@
 import CgroupKit
 import Logging
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -75,8 +76,10 @@ final class MonitorEngine {
         var failures = 0
     }
 
-    init(loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger, ledger: ReleaseLedger,
-         samples: UsageSampleCount, output: any MonitorEngineOutput) {
+    init(
+        loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger, ledger: ReleaseLedger,
+        samples: UsageSampleCount, output: any MonitorEngineOutput
+    ) {
         self.loop = loop
         self.samples = samples
         self.sampler = sampler
@@ -105,8 +108,9 @@ final class MonitorEngine {
         let snapshot = try sampler.sample()
         let plan: SourcePlan
         do {
-            plan = try SourcePlan(sampler: sampler, snapshot: snapshot, policy: policy, environment: configuration.environment,
-                                  watchesPressureStall: configuration.watchesPressureStall, logger: logger)
+            plan = try SourcePlan(
+                sampler: sampler, snapshot: snapshot, policy: policy, environment: configuration.environment,
+                watchesPressureStall: configuration.watchesPressureStall, logger: logger)
         } catch let error as SystemError {
             throw MonitorError(error)
         }
@@ -211,9 +215,10 @@ final class MonitorEngine {
     /// Whether a reading names the limits the thresholds were planned for. Every full reading
     /// asks, on the loop thread: a comparison in place, nothing made.
     private func namesThePlannedLimits(_ snapshot: PressureSnapshot) -> Bool {
-        snapshot.constraints.count == thresholdLimits.count && zip(snapshot.constraints, thresholdLimits).allSatisfy { constraint, planned in
-            constraint.limit.bytes == planned.bytes && constraint.limit.file == planned.file && constraint.cgroupPath == planned.cgroupPath
-        }
+        snapshot.constraints.count == thresholdLimits.count
+            && zip(snapshot.constraints, thresholdLimits).allSatisfy { constraint, planned in
+                constraint.limit.bytes == planned.bytes && constraint.limit.file == planned.file && constraint.cgroupPath == planned.cgroupPath
+            }
     }
 
     /// cgroup v1 as root: when a reading names other limits than the thresholds were planned for
@@ -241,9 +246,11 @@ final class MonitorEngine {
         func describe(_ limits: [PlannedLimit]) -> String {
             limits.isEmpty ? "none" : limits.map(\.description).joined(separator: ", ")
         }
-        logger.notice("memory monitor: a limit changed; the usage thresholds are planned again", metadata: [
-            "before": "\(describe(before))", "after": "\(describe(limits))", "thresholds": "\(requests.count)",
-        ])
+        logger.notice(
+            "memory monitor: a limit changed; the usage thresholds are planned again",
+            metadata: [
+                "before": "\(describe(before))", "after": "\(describe(limits))", "thresholds": "\(requests.count)",
+            ])
         pendingThresholds = requests.count
         if requests.isEmpty {
             thresholdNote = nil
@@ -256,8 +263,9 @@ final class MonitorEngine {
             } catch {
                 pendingThresholds = 0
                 thresholdNote = "usage thresholds: none registered for the new limit (\(error)); usage is sampled continuously"
-                logger.warning("memory monitor: the usage thresholds for a new limit could not be registered; usage is sampled continuously instead",
-                               metadata: ["error": "\(error)"])
+                logger.warning(
+                    "memory monitor: the usage thresholds for a new limit could not be registered; usage is sampled continuously instead",
+                    metadata: ["error": "\(error)"])
             }
         }
         output.engineWatchesUsage(by: usageWatch, after: .zero)
@@ -285,15 +293,17 @@ final class MonitorEngine {
             usageSampling?.enterGuardedMode(for: gauges)
             publishLines()
             output.engineWatchesUsage(by: usageWatch, after: took)
-            logger.info("memory monitor: usage thresholds registered; usage is now sampled only in the guard bands below the marks",
-                        metadata: ["thresholds": "\(count)", "took": "\(took)"])
+            logger.info(
+                "memory monitor: usage thresholds registered; usage is now sampled only in the guard bands below the marks",
+                metadata: ["thresholds": "\(count)", "took": "\(took)"])
             resample(after: nil)
         case .failed(let error, let registered):
             pendingThresholds = 0
             thresholdNote = "usage thresholds: \(registered) registered, then one failed (\(error)); usage is sampled continuously"
             publishLines()
-            logger.warning("memory monitor: a usage threshold could not be registered; usage is sampled continuously instead",
-                           metadata: ["registered": "\(registered)", "error": "\(error)"])
+            logger.warning(
+                "memory monitor: a usage threshold could not be registered; usage is sampled continuously instead",
+                metadata: ["registered": "\(registered)", "error": "\(error)"])
         }
     }
 
@@ -318,7 +328,7 @@ final class MonitorEngine {
         let snapshot: PressureSnapshot
         do {
             snapshot = try sampler.sample()
-        } catch where error.isTransient {
+        } catch  where error.isTransient {
             retry(after: error, wake: (hint, source), source: nil)
             return
         } catch {
@@ -327,11 +337,14 @@ final class MonitorEngine {
         }
         endTransientEpisode()
         let forecast = growth.observe(snapshot, ledgerBefore: ledgerBefore, ledgerAfter: ledger.current)
-        var hint = hint, source = source
+        var hint = hint
+        var source = source
         // The forecast raises .warning only where nothing else already asks for it.
-        if LevelEvaluator.candidate(for: snapshot, current: evaluator.level, hint: hint, policy: policy,
-                                    countsPressureStall: evaluator.countsPressureStall) < .warning,
-           ForecastRule.warns(forecast, snapshot: snapshot, policy: policy) {
+        if LevelEvaluator.candidate(
+            for: snapshot, current: evaluator.level, hint: hint, policy: policy,
+            countsPressureStall: evaluator.countsPressureStall) < .warning,
+            ForecastRule.warns(forecast, snapshot: snapshot, policy: policy)
+        {
             hint = .warning
             source = .forecast
         }
@@ -414,7 +427,7 @@ final class MonitorEngine {
             replanThresholdsIfTheLimitsChanged(snapshot)
             do {
                 if try usageSampling.observe(snapshot, at: now) { publishLines() }
-            } catch where error.isTransient {
+            } catch  where error.isTransient {
                 retry(after: error, wake: (.normal, .poll), source: nil)
             } catch {
                 fail(error)
@@ -455,7 +468,7 @@ final class MonitorEngine {
             let watch = try ProcessEndWatch(pid: pid)
             let registration = try loop.watch(watch.descriptor, for: .readable) { [unowned self] _ in agentEnded(pid) }
             agentWatches[pid] = (watch, registration)
-        } catch where error.errno == ESRCH {
+        } catch  where error.errno == ESRCH {
             loop.schedule(at: .now) { [unowned self] in agentEnded(pid) }  // gone already
         } catch {
             unwatchableAgents.insert(pid)  // not tried again at every renewal

@@ -1,5 +1,5 @@
-import Metrics
 import MemwarnSystem
+import Metrics
 
 /// The metrics a monitor reports, named as Prometheus expects (`_bytes`, `_seconds`, `_total`):
 ///
@@ -55,21 +55,24 @@ final class MonitorMetrics: Sendable {
         level = Gauge(label: "memwarn_level", factory: factory)
         usage = Gauge(label: "memwarn_usage_bytes", factory: factory)
         limit = Gauge(label: "memwarn_limit_bytes", factory: factory)
-        levelChanges = Dictionary(uniqueKeysWithValues: MemoryPressureLevel.allCases.map {
-            ($0, Counter(label: "memwarn_level_changes_total", dimensions: [("level", $0.rawValue)], factory: factory))
-        })
+        levelChanges = Dictionary(
+            uniqueKeysWithValues: MemoryPressureLevel.allCases.map {
+                ($0, Counter(label: "memwarn_level_changes_total", dimensions: [("level", $0.rawValue)], factory: factory))
+            })
         growth = Gauge(label: "memwarn_growth_bytes_per_second", factory: factory)
         secondsToCritical = Gauge(label: "memwarn_forecast_seconds_to_critical", factory: factory)
         secondsToLimit = Gauge(label: "memwarn_forecast_seconds_to_limit", factory: factory)
         forecastRaised = Counter(label: "memwarn_forecast_warnings_total", dimensions: [("outcome", "raised")], factory: factory)
         forecastConfirmed = Counter(label: "memwarn_forecast_warnings_total", dimensions: [("outcome", "confirmed")], factory: factory)
         forecastFalse = Counter(label: "memwarn_forecast_warnings_total", dimensions: [("outcome", "false")], factory: factory)
-        releases = Dictionary(uniqueKeysWithValues: [MemoryPressureLevel.warning, .critical].map {
-            ($0, Counter(label: "memwarn_releases_total", dimensions: [("level", $0.rawValue)], factory: factory))
-        })
-        releasedBytes = Dictionary(uniqueKeysWithValues: ReleaseTier.all.map {
-            ($0, Counter(label: "memwarn_released_bytes_total", dimensions: [("tier", $0.name)], factory: factory))
-        })
+        releases = Dictionary(
+            uniqueKeysWithValues: [MemoryPressureLevel.warning, .critical].map {
+                ($0, Counter(label: "memwarn_releases_total", dimensions: [("level", $0.rawValue)], factory: factory))
+            })
+        releasedBytes = Dictionary(
+            uniqueKeysWithValues: ReleaseTier.all.map {
+                ($0, Counter(label: "memwarn_released_bytes_total", dimensions: [("tier", $0.name)], factory: factory))
+            })
         releaseDuration = Timer(label: "memwarn_release_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
         exhausted = Gauge(label: "memwarn_exhausted", factory: factory)
         exhaustions = Counter(label: "memwarn_exhaustions_total", factory: factory)
@@ -160,7 +163,9 @@ final class MonitorMetrics: Sendable {
         }
         var values: [FootprintSeries: Int] = [:]
         for (index, entry) in ranked.enumerated() {
-            let series = index < ReleaseTotals.maximumConsumerNames ? entry.key
+            let series =
+                index < ReleaseTotals.maximumConsumerNames
+                ? entry.key
                 : FootprintSeries(consumer: ReleaseTotals.otherConsumers, tier: entry.key.tier)
             values[series, default: 0] += entry.value
         }
@@ -170,8 +175,11 @@ final class MonitorMetrics: Sendable {
                 published[series] = nil
             }
             for (series, bytes) in values {
-                let gauge = published[series] ?? Gauge(label: "memwarn_consumer_footprint_bytes",
-                                                       dimensions: [("consumer", series.consumer), ("tier", series.tier)], factory: factory)
+                let gauge =
+                    published[series]
+                    ?? Gauge(
+                        label: "memwarn_consumer_footprint_bytes",
+                        dimensions: [("consumer", series.consumer), ("tier", series.tier)], factory: factory)
                 published[series] = gauge
                 gauge.record(bytes)
             }

@@ -36,8 +36,10 @@ final class MonitorSession: Sendable {
     /// Set by the engine's thread as it ends.
     private let threadEnded: ConditionLock<Bool>
 
-    private init(loop: EventLoop, engine: EngineBox, releaseLoop: ReleaseLoop, arming: MonitorArming,
-                 engineEnded: AsyncStream<Result<Void, any Error>>, releaseEnded: AsyncStream<Void>, threadEnded: ConditionLock<Bool>) {
+    private init(
+        loop: EventLoop, engine: EngineBox, releaseLoop: ReleaseLoop, arming: MonitorArming,
+        engineEnded: AsyncStream<Result<Void, any Error>>, releaseEnded: AsyncStream<Void>, threadEnded: ConditionLock<Bool>
+    ) {
         self.loop = loop
         self.engine = engine
         self.releaseLoop = releaseLoop
@@ -67,12 +69,14 @@ final class MonitorSession: Sendable {
         } catch {
             throw MonitorError(error)
         }
-        let sampler = SnapshotSampler(layout: layout, files: configuration.files, includesAncestors: configuration.policy.countsAncestorLimits,
-                                      leases: parts.leases)
+        let sampler = SnapshotSampler(
+            layout: layout, files: configuration.files, includesAncestors: configuration.policy.countsAncestorLimits,
+            leases: parts.leases)
         let ledger = ReleaseLedger()
-        let releaseLoop = ReleaseLoop(context: .init(
-            sampler: sampler, policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall, ledger: ledger,
-            metrics: parts.metrics, logger: parts.logger, coordinators: parts.coordinators, exhaustionChanged: parts.exhaustionChanged))
+        let releaseLoop = ReleaseLoop(
+            context: .init(
+                sampler: sampler, policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall, ledger: ledger,
+                metrics: parts.metrics, logger: parts.logger, coordinators: parts.coordinators, exhaustionChanged: parts.exhaustionChanged))
         // The release thread lives as long as the engine's: started first, ended after it.
         let (releaseEnded, endRelease) = AsyncStream.makeStream(of: Void.self)
         do {
@@ -81,8 +85,10 @@ final class MonitorSession: Sendable {
             throw MonitorError(error)
         }
         let output = SessionOutput(parts.output(), releaseLoop: releaseLoop)
-        let engine = EngineBox(MonitorEngine(loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
-                                             ledger: ledger, samples: parts.samples, output: output))
+        let engine = EngineBox(
+            MonitorEngine(
+                loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
+                ledger: ledger, samples: parts.samples, output: output))
         let (engineEnded, endEngine) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
         let armed = ConditionLock<Result<(watch: MonitorArming.UsageWatch, pendingThresholds: Int), any Error>?>(nil)
         let threadEnded = ConditionLock(false)
@@ -130,10 +136,12 @@ final class MonitorSession: Sendable {
             preconditionFailure("an untimed wait returned nothing")
         }
         let duration = ContinuousClock.now - began
-        let arming = MonitorArming(duration: duration, sinceProcessStart: ProcessAge.now(files: configuration.files),
-                                   usageWatch: usageWatch, pendingThresholds: pendingThresholds, sources: [])
-        return MonitorSession(loop: loop, engine: engine, releaseLoop: releaseLoop, arming: arming, engineEnded: engineEnded, releaseEnded: releaseEnded,
-                              threadEnded: threadEnded)
+        let arming = MonitorArming(
+            duration: duration, sinceProcessStart: ProcessAge.now(files: configuration.files),
+            usageWatch: usageWatch, pendingThresholds: pendingThresholds, sources: [])
+        return MonitorSession(
+            loop: loop, engine: engine, releaseLoop: releaseLoop, arming: arming, engineEnded: engineEnded, releaseEnded: releaseEnded,
+            threadEnded: threadEnded)
     }
 
     /// Runs `work` on the engine's thread (any thread may ask); never, once the engine stopped.

@@ -1,8 +1,8 @@
 public import CgroupKit
 public import Logging
+import MemwarnSystem
 public import Metrics
 public import ServiceLifecycle
-import MemwarnSystem
 import Synchronization
 
 /// Watches a memory cgroup and the kernel's pressure signals, and reports memory-pressure
@@ -268,7 +268,7 @@ public final class PressureMonitor: Service, Sendable {
         let claim = try state.withLock { (state: inout State) throws(MonitorError) -> Claim in
             switch state.phase {
             case .running:
-                throw MonitorError("the monitor is already running")
+                throw MonitorError(.alreadyRunning, "the monitor is already running")
             case .armed(let session):
                 state.phase = .running(session)
                 return .armed(session)
@@ -309,7 +309,7 @@ public final class PressureMonitor: Service, Sendable {
             try state.withLock { (state: inout State) throws(MonitorError) in
                 if case .running = state.phase {
                     session.stop()
-                    throw MonitorError("the monitor is already running")
+                    throw MonitorError(.alreadyRunning, "the monitor is already running")
                 }
                 state.phase = .running(session)
             }
@@ -331,11 +331,12 @@ public final class PressureMonitor: Service, Sendable {
 
     /// Arms a new session: blocks until its sources are registered and its first reading taken.
     private func arm() throws -> MonitorSession {
-        let session = try MonitorSession.arm(.init(
-            configuration: configuration, logger: logger, metrics: metrics, samples: samples,
-            output: { [weak self] in EngineOutput(self) },
-            coordinators: { [weak self] in self?.state.withLock { state in state.coordinators.sorted { $0.key < $1.key }.map(\.value) } ?? [] },
-            exhaustionChanged: { [weak self] change in self?.publish(change) }, leases: leases))
+        let session = try MonitorSession.arm(
+            .init(
+                configuration: configuration, logger: logger, metrics: metrics, samples: samples,
+                output: { [weak self] in EngineOutput(self) },
+                coordinators: { [weak self] in self?.state.withLock { state in state.coordinators.sorted { $0.key < $1.key }.map(\.value) } ?? [] },
+                exhaustionChanged: { [weak self] change in self?.publish(change) }, leases: leases))
         var arming = session.arming
         state.withLock { state in
             arming.sources = state.sources
@@ -343,10 +344,12 @@ public final class PressureMonitor: Service, Sendable {
             if state.usageWatch == nil || arming.pendingThresholds == 0 { state.usageWatch = arming.usageWatch }
         }
         metrics.record(arming)
-        logger.notice("memory monitor armed", metadata: [
-            "in": "\(arming.duration)", "sinceProcessStart": "\(arming.sinceProcessStart.map { "\($0)" } ?? "unknown")",
-            "usageWatch": "\(arming.usageWatch)", "pendingThresholds": "\(arming.pendingThresholds)", "sources": "\(arming.sources.count)",
-        ])
+        logger.notice(
+            "memory monitor armed",
+            metadata: [
+                "in": "\(arming.duration)", "sinceProcessStart": "\(arming.sinceProcessStart.map { "\($0)" } ?? "unknown")",
+                "usageWatch": "\(arming.usageWatch)", "pendingThresholds": "\(arming.pendingThresholds)", "sources": "\(arming.sources.count)",
+            ])
         return session
     }
 
@@ -362,7 +365,9 @@ public final class PressureMonitor: Service, Sendable {
     package func coordinate(cgroupPath: String, agentPid: Int32, for duration: Duration) {
         let now = ContinuousClock.now
         let isNew = leases.grant(cgroupPath: cgroupPath, agentPid: agentPid, for: duration, now: now)
-        if isNew { logger.notice("memory monitor: a node agent coordinates an ancestor's limit", metadata: ["cgroup": "\(cgroupPath)", "agent": "\(agentPid)"]) }
+        if isNew {
+            logger.notice("memory monitor: a node agent coordinates an ancestor's limit", metadata: ["cgroup": "\(cgroupPath)", "agent": "\(agentPid)"])
+        }
         currentSession?.leaseGranted(isNew: isNew, endsAt: now + min(duration, AgentLeases.longestLease), agentPid: agentPid)
     }
 
@@ -405,11 +410,13 @@ public final class PressureMonitor: Service, Sendable {
 
     fileprivate func publish(_ event: LevelEvent) {
         metrics.recordChange(to: event.level)
-        logger.log(level: event.level == .normal ? .info : .warning, "memory pressure \(event.level)", metadata: [
-            "previous": "\(event.previous?.rawValue ?? "none")", "source": "\(event.source)",
-            "usage": "\(event.snapshot.usageBytes)", "limit": "\(event.snapshot.capacityBytes.map(String.init) ?? "none")",
-            "secondsToLimit": "\(event.forecast.map { String(Int($0.secondsToLimit.rounded())) } ?? "none")",
-        ])
+        logger.log(
+            level: event.level == .normal ? .info : .warning, "memory pressure \(event.level)",
+            metadata: [
+                "previous": "\(event.previous?.rawValue ?? "none")", "source": "\(event.source)",
+                "usage": "\(event.snapshot.usageBytes)", "limit": "\(event.snapshot.capacityBytes.map(String.init) ?? "none")",
+                "secondsToLimit": "\(event.forecast.map { String(Int($0.secondsToLimit.rounded())) } ?? "none")",
+            ])
         levelEvents.post(event)
     }
 
@@ -481,23 +488,70 @@ private final class LatestFirst: @unchecked Sendable {
     }
 }
 
-/// Misuse of a ``PressureMonitor``.
-public struct MonitorError: Error, Sendable, Hashable, CustomStringConvertible {
+/// Why a ``PressureMonitor`` cannot run: misuse, a bad setting, or a system call it needs that
+/// failed.
+///
+/// Match on ``code`` to handle a kind of failure (new codes may be added); ``file`` and
+/// ``line`` say where it was thrown. Two errors are equal when their code, message and `errno`
+/// are, wherever they were thrown.
+public struct MonitorError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The kind of failure.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case alreadyRunning, badSetting, systemCallFailed
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// `run()` was called while the monitor runs.
+        public static let alreadyRunning = Code(.alreadyRunning)
+        /// A setting the monitor reads from the environment has a value it does not know.
+        public static let badSetting = Code(.badSetting)
+        /// A system call the monitor needs failed: an epoll instance, an eventfd or a thread
+        /// the system refused (``MonitorError/errno`` says how).
+        public static let systemCallFailed = Code(.systemCallFailed)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of failure.
+    public var code: Code
     /// What went wrong.
     public var message: String
-    /// The `errno` behind it, when a system call failed (an epoll instance, an eventfd or a
-    /// thread the system refused).
+    /// The `errno` behind it, when a system call failed.
     public var errno: Int32?
+    /// The source file that threw it (`#fileID`).
+    public var file: String
+    /// The line that threw it.
+    public var line: Int
 
-    init(_ message: String) { self.message = message }
+    init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.message = message
+        self.file = file
+        self.line = line
+    }
 
     /// A system call the monitor needs failed.
-    init(_ error: SystemError) {
-        message = "the memory monitor cannot run: \(error)"
+    init(_ error: SystemError, file: String = #fileID, line: Int = #line) {
+        self.init(.systemCallFailed, "the memory monitor cannot run: \(error)", file: file, line: line)
         errno = error.errno
     }
 
     public var description: String { message }
+
+    /// The message, the code and where it was thrown.
+    public var debugDescription: String { "\(message) [\(code), thrown at \(file):\(line)]" }
+
+    public static func == (lhs: MonitorError, rhs: MonitorError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.errno == rhs.errno
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(errno)
+    }
 }
 
 extension PressureMonitor {

@@ -1,5 +1,6 @@
 import Logging
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -103,8 +104,9 @@ final class ReleaseLoop: @unchecked Sendable {
             for coordinator in coordinators {
                 let delivery = coordinator.deliverMemoryWarning(level: rise)
                 if delivery.overran > 0 {
-                    context.logger.warning("memory-warning responders overran their deadline; releasing without waiting for them",
-                                           metadata: ["overran": "\(delivery.overran)", "level": "\(rise)"])
+                    context.logger.warning(
+                        "memory-warning responders overran their deadline; releasing without waiting for them",
+                        metadata: ["overran": "\(delivery.overran)", "level": "\(rise)"])
                 }
             }
         }
@@ -118,8 +120,9 @@ final class ReleaseLoop: @unchecked Sendable {
         if let rise = reading.rise, rise > .normal {
             releaseLevel = rise
         } else if level > .normal, fresh.capacityBytes != nil, fresh.ratio >= policy.warningRatio {
-            let asked = LevelEvaluator.candidate(for: fresh, current: .normal, hint: .normal, policy: policy,
-                                                 countsPressureStall: context.countsPressureStall)
+            let asked = LevelEvaluator.candidate(
+                for: fresh, current: .normal, hint: .normal, policy: policy,
+                countsPressureStall: context.countsPressureStall)
             releaseLevel = min(level, max(.warning, asked))
         }
         guard let releaseLevel, !coordinators.isEmpty else {
@@ -127,8 +130,9 @@ final class ReleaseLoop: @unchecked Sendable {
             return
         }
 
-        let target = ReleaseTarget.make(for: fresh, policy: policy, growthBytesPerSecond: reading.growthBytesPerSecond,
-                                        leadTime: reading.detectionBound + lastReleaseDuration)
+        let target = ReleaseTarget.make(
+            for: fresh, policy: policy, growthBytesPerSecond: reading.growthBytesPerSecond,
+            leadTime: reading.detectionBound + lastReleaseDuration)
         if beforeWarning == nil { context.ledger.begin() }
         var remaining = target
         var freed = 0
@@ -149,17 +153,20 @@ final class ReleaseLoop: @unchecked Sendable {
         if releaseLevel == .critical, freed < target.bytes, stillCritical, exhaustion?.isExhausted != true {
             let holders = coordinators.flatMap(\.consumers).map { MemoryExhaustion.Holder(consumer: $0.name, tier: $0.tier, bytes: $0.footprintBytes) }
                 .filter { $0.bytes > 0 }.sorted { $0.bytes > $1.bytes }
-            var entered = MemoryExhaustion(isExhausted: true, floorBytes: after.usageBytes, releasableBytes: 0,
-                                           heldInUseBytes: holders.reduce(0) { $0 + $1.bytes },
-                                           usageBytes: after.usageBytes, capacityBytes: capacity,
-                                           growthBytesPerSecond: reading.growthBytesPerSecond, time: after.time)
+            var entered = MemoryExhaustion(
+                isExhausted: true, floorBytes: after.usageBytes, releasableBytes: 0,
+                heldInUseBytes: holders.reduce(0) { $0 + $1.bytes },
+                usageBytes: after.usageBytes, capacityBytes: capacity,
+                growthBytesPerSecond: reading.growthBytesPerSecond, time: after.time)
             entered.holders = Array(holders.prefix(16))
             exhaustion = entered
-            context.logger.error("memory exhausted: every tier released and usage is still at the critical mark", metadata: [
-                "floor": "\(after.usageBytes)", "capacity": "\(capacity)", "growthBytesPerSecond": "\(Int(reading.growthBytesPerSecond))",
-                "heldInUse": "\(entered.heldInUseBytes)",
-                "holders": "\(holders.prefix(5).map { "\($0.consumer) \(ByteSize.describe(UInt64($0.bytes)))" }.joined(separator: ", "))",
-            ])
+            context.logger.error(
+                "memory exhausted: every tier released and usage is still at the critical mark",
+                metadata: [
+                    "floor": "\(after.usageBytes)", "capacity": "\(capacity)", "growthBytesPerSecond": "\(Int(reading.growthBytesPerSecond))",
+                    "heldInUse": "\(entered.heldInUseBytes)",
+                    "holders": "\(holders.prefix(5).map { "\($0.consumer) \(ByteSize.describe(UInt64($0.bytes)))" }.joined(separator: ", "))",
+                ])
             context.exhaustionChanged(entered)
         }
     }

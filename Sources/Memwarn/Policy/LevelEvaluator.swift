@@ -18,16 +18,17 @@ struct LevelEvaluator: Sendable {
     /// The level a snapshot asks for, given the current level (for hysteresis) and what the
     /// waking signal itself says (an OOM kill is critical whatever the usage); PSI's averages
     /// count only when `countsPressureStall`.
-    static func candidate(for snapshot: PressureSnapshot, current: MemoryPressureLevel, hint: MemoryPressureLevel, policy: PressurePolicy,
-                          countsPressureStall: Bool) -> MemoryPressureLevel {
+    static func candidate(
+        for snapshot: PressureSnapshot, current: MemoryPressureLevel, hint: MemoryPressureLevel, policy: PressurePolicy,
+        countsPressureStall: Bool
+    ) -> MemoryPressureLevel {
         var wanted = hint
         if snapshot.capacityBytes != nil {
             let ratio = snapshot.ratio
             let fromUsage: MemoryPressureLevel =
-                if ratio >= policy.criticalRatio { .critical }
-                else if ratio >= policy.warningRatio { .warning }
-                else if ratio >= policy.recoveryRatio { current > .normal ? .warning : .normal }
-                else { .normal }
+                if ratio >= policy.criticalRatio { .critical } else if ratio >= policy.warningRatio { .warning } else if ratio >= policy.recoveryRatio {
+                    current > .normal ? .warning : .normal
+                } else { .normal }
             wanted = max(wanted, fromUsage)
         }
         if countsPressureStall, let pressure = snapshot.pressure {

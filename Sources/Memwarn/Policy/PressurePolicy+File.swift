@@ -1,5 +1,6 @@
 import CgroupKit
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,13 +26,13 @@ extension PressurePolicy {
         if let path = file ?? environment[configFileVariable] {
             // A FIFO or a device would hang the read or feed it without end: only a file will do.
             if let type = FileType.at(path), type != .regular {
-                throw PolicyError("policy file \(path): not a regular file")
+                throw PolicyError(.unreadableFile, "policy file \(path): not a regular file")
             }
             let text: String
             do {
                 text = try KernelFiles.host.read(path)
             } catch {
-                throw PolicyError("policy file \(error)")
+                throw PolicyError(.unreadableFile, "policy file \(error)")
             }
             try policy.apply(fileText: text, path: path)
         }
@@ -44,7 +45,7 @@ extension PressurePolicy {
         do {
             try policy.validate()
         } catch {
-            throw PolicyError("policy \(file ?? environment[configFileVariable] ?? "(defaults and environment)"): \(error.message)")
+            throw PolicyError(error.code, "policy \(file ?? environment[configFileVariable] ?? "(defaults and environment)"): \(error.message)")
         }
         return policy
     }
@@ -66,7 +67,7 @@ extension PressurePolicy {
             if line.isEmpty { continue }
             let parts = line.split(separator: "=", maxSplits: 1)
             // The line is not quoted back: a file given by mistake (or by someone else) may hold secrets.
-            guard parts.count == 2 else { throw PolicyError("\(path):\(lineNumber): expected \"key = value\" (this line is not a setting)") }
+            guard parts.count == 2 else { throw PolicyError(.notASetting, "\(path):\(lineNumber): expected \"key = value\" (this line is not a setting)") }
             try set(parts[0].trimmingWhitespace(), to: parts[1].trimmingWhitespace(), origin: "\(path):\(lineNumber)")
         }
     }
@@ -88,12 +89,14 @@ extension PressurePolicy {
     /// Sets one setting by its file key.
     mutating func set(_ key: String, to value: String, origin: String) throws(PolicyError) {
         func number() throws(PolicyError) -> Double {
-            guard let number = Double(value), number.isFinite else { throw PolicyError("\(origin): \(key) must be a number, is \(Self.quoted(value))") }
+            guard let number = Double(value), number.isFinite else {
+                throw PolicyError(.badValue, "\(origin): \(key) must be a number, is \(Self.quoted(value))")
+            }
             return number
         }
         func duration() throws(PolicyError) -> Duration {
             guard let duration = Self.duration(value) else {
-                throw PolicyError("\(origin): \(key) must be a duration such as 250ms or 2s, is \(Self.quoted(value))")
+                throw PolicyError(.badValue, "\(origin): \(key) must be a duration such as 250ms or 2s, is \(Self.quoted(value))")
             }
             return duration
         }
@@ -112,16 +115,16 @@ extension PressurePolicy {
         case "growth_window": growthWindow = try duration()
         case "worst_case_growth":
             guard let rate = Self.growthRate(value) else {
-                throw PolicyError("\(origin): \(key) must be a rate such as 1G/s or 512M/s, or 0, is \(Self.quoted(value))")
+                throw PolicyError(.badValue, "\(origin): \(key) must be a rate such as 1G/s or 512M/s, or 0, is \(Self.quoted(value))")
             }
             worstCaseGrowthBytesPerSecond = rate
         case "ancestor_limits":
             switch value {
             case "watch": countsAncestorLimits = true
             case "ignore": countsAncestorLimits = false
-            default: throw PolicyError("\(origin): \(key) must be watch or ignore, is \(Self.quoted(value))")
+            default: throw PolicyError(.badValue, "\(origin): \(key) must be watch or ignore, is \(Self.quoted(value))")
             }
-        default: throw PolicyError("\(origin): unknown key \(Self.quoted(key)) (known: \(Self.keys.joined(separator: ", ")))")
+        default: throw PolicyError(.unknownKey, "\(origin): unknown key \(Self.quoted(key)) (known: \(Self.keys.joined(separator: ", ")))")
         }
     }
 

@@ -62,35 +62,97 @@ public struct PressurePolicy: Sendable, Hashable {
     /// - Throws: ``PolicyError`` naming the first setting that is out of range.
     public func validate() throws(PolicyError) {
         guard 0 < recoveryRatio, recoveryRatio <= warningRatio, warningRatio <= criticalRatio, warningRatio <= 1, criticalRatio <= 2 else {
-            throw PolicyError("ratios must satisfy 0 < recovery_ratio (\(recoveryRatio)) <= warning_ratio (\(warningRatio)) <= 1 and warning_ratio <= critical_ratio (\(criticalRatio)) <= 2")
+            throw PolicyError(
+                .inconsistent,
+                "ratios must satisfy 0 < recovery_ratio (\(recoveryRatio)) <= warning_ratio (\(warningRatio)) <= 1 and warning_ratio <= critical_ratio (\(criticalRatio)) <= 2"
+            )
         }
         guard (0...100).contains(psiSomeWarningPercent), (0...100).contains(psiFullCriticalPercent) else {
-            throw PolicyError("PSI percentages must be within 0...100")
+            throw PolicyError(.inconsistent, "PSI percentages must be within 0...100")
         }
-        for (name, value) in [("psi_window", psiWindow), ("recheck_interval", recheckInterval), ("poll_interval", pollInterval)] where value < .milliseconds(10) {
-            throw PolicyError("\(name) must be at least 10ms, is \(value)")
+        for (name, value) in [("psi_window", psiWindow), ("recheck_interval", recheckInterval), ("poll_interval", pollInterval)] where value < .milliseconds(10)
+        {
+            throw PolicyError(.inconsistent, "\(name) must be at least 10ms, is \(value)")
         }
-        guard holdTime >= .zero, pressureLevelQuietTime >= .zero, forecastHorizon >= .zero else { throw PolicyError("durations must not be negative") }
+        guard holdTime >= .zero, pressureLevelQuietTime >= .zero, forecastHorizon >= .zero else {
+            throw PolicyError(.inconsistent, "durations must not be negative")
+        }
         guard growthWindow >= .seconds(1), growthWindow <= .seconds(300) else {
-            throw PolicyError("growth_window must be within 1s...300s, is \(growthWindow)")
+            throw PolicyError(.inconsistent, "growth_window must be within 1s...300s, is \(growthWindow)")
         }
-        guard forecastHorizon <= .seconds(3600) else { throw PolicyError("forecast_horizon must be at most 1h, is \(forecastHorizon)") }
+        guard forecastHorizon <= .seconds(3600) else { throw PolicyError(.inconsistent, "forecast_horizon must be at most 1h, is \(forecastHorizon)") }
         guard worstCaseGrowthBytesPerSecond == 0 || (1 << 20...1 << 40).contains(worstCaseGrowthBytesPerSecond) else {
-            throw PolicyError("worst_case_growth must be 0 (adaptive sampling off) or within 1M/s...1T/s, is \(worstCaseGrowthBytesPerSecond) bytes/s")
+            throw PolicyError(
+                .inconsistent, "worst_case_growth must be 0 (adaptive sampling off) or within 1M/s...1T/s, is \(worstCaseGrowthBytesPerSecond) bytes/s")
         }
-        guard psiWindow <= .seconds(10) else { throw PolicyError("psi_window must be at most 10s (the kernel's limit), is \(psiWindow)") }
+        guard psiWindow <= .seconds(10) else { throw PolicyError(.inconsistent, "psi_window must be at most 10s (the kernel's limit), is \(psiWindow)") }
     }
 }
 
 /// A policy file or override that cannot be used.
-public struct PolicyError: Error, Sendable, Hashable, CustomStringConvertible {
+///
+/// Match on ``code`` to handle a kind of failure (new codes may be added); ``message`` names
+/// the file, line and key, and ``file`` and ``line`` where it was thrown. Two errors are equal
+/// when their code and message are, wherever they were thrown.
+public struct PolicyError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The kind of failure.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case unreadableFile, notASetting, unknownKey, badValue, inconsistent
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The policy file is missing, unreadable, or not a regular file.
+        public static let unreadableFile = Code(.unreadableFile)
+        /// A line of the file is not `key = value`.
+        public static let notASetting = Code(.notASetting)
+        /// A key the policy does not have.
+        public static let unknownKey = Code(.unknownKey)
+        /// A value that is not of its key's kind (a number, a duration, a rate, `watch` or
+        /// `ignore`).
+        public static let badValue = Code(.badValue)
+        /// Values each of their kind that do not make a policy together, or one out of its
+        /// range (the marks out of order, a window beyond the kernel's limit).
+        public static let inconsistent = Code(.inconsistent)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of failure.
+    public var code: Code
     /// What is wrong, naming the file, line and key.
     public var message: String
+    /// The source file that threw it (`#fileID`).
+    public var file: String
+    /// The line that threw it.
+    public var line: Int
 
     /// Creates an error.
     ///
-    /// - Parameter message: what is wrong, naming the file, line and key.
-    public init(_ message: String) { self.message = message }
+    /// - Parameters:
+    ///   - code: the kind of failure.
+    ///   - message: what is wrong, naming the file, line and key.
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
+    public init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.message = message
+        self.file = file
+        self.line = line
+    }
 
     public var description: String { message }
+
+    /// The message, the code and where it was thrown.
+    public var debugDescription: String { "\(message) [\(code), thrown at \(file):\(line)]" }
+
+    public static func == (lhs: PolicyError, rhs: PolicyError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+    }
 }

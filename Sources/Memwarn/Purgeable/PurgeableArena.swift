@@ -1,8 +1,9 @@
+import MemwarnSystem
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
-import MemwarnSystem
 
 /// Where ``PurgeableData`` keeps its bytes: memory memwarn maps itself, outside malloc's heap,
 /// so that releasing purgeable content gives memory back to the kernel directly.
@@ -79,8 +80,11 @@ final class PurgeableArena: Sendable {
     }
 
     var statistics: Statistics {
-        state.withLock { Statistics(regions: $0.regions.count, regionsUnmapped: $0.regionsUnmapped,
-                                    largeBlocks: largeBlocks.load(ordering: .relaxed), bytesReturned: $0.bytesReturned) }
+        state.withLock {
+            Statistics(
+                regions: $0.regions.count, regionsUnmapped: $0.regionsUnmapped,
+                largeBlocks: largeBlocks.load(ordering: .relaxed), bytesReturned: $0.bytesReturned)
+        }
     }
 
     /// A block of `byteCount` bytes (not zeroed), to be freed with

@@ -133,7 +133,7 @@ public final class PurgeableData: BatchDiscardableContent, Sendable {
             return isContentDiscarded()
         }
         if let block = UnsafeMutableRawPointer(bitPattern: address) {
-            batch.withLane({ PurgeableArena.DeallocationLane(PurgeableArena.shared) }) { $0.add(block, byteCount: count) }
+            batch.withLane({ PurgeableArena.DeallocationLane(PurgeableArena.shared) }, { $0.add(block, byteCount: count) })
         }
         return true
     }

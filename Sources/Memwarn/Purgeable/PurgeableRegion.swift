@@ -1,8 +1,9 @@
+import MemwarnSystem
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
-import MemwarnSystem
 
 /// One region of a ``PurgeableArena``: `size` bytes mapped on their own, aligned to `size`,
 /// so a block's region is its address with the low bits cleared.
@@ -73,7 +74,8 @@ struct PurgeableRegion: @unchecked Sendable {
         let address = UInt(bitPattern: start)
         let aligned = (address + UInt(geometry.size) - 1) & ~UInt(geometry.size - 1)
         VirtualMemory.unmap(start, Int(aligned - address))
-        VirtualMemory.unmap(UnsafeMutableRawPointer(bitPattern: aligned + UInt(geometry.size)), Int(address + UInt(2 * geometry.size) - aligned - UInt(geometry.size)))
+        VirtualMemory.unmap(
+            UnsafeMutableRawPointer(bitPattern: aligned + UInt(geometry.size)), Int(address + UInt(2 * geometry.size) - aligned - UInt(geometry.size)))
         let region = PurgeableRegion(base: UnsafeMutableRawPointer(bitPattern: aligned)!, geometry: geometry)
         VirtualMemory.adviseHugePages(region.base, geometry.size)
         region.base.bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(1))

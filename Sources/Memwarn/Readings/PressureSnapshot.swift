@@ -40,7 +40,10 @@ public struct PressureSnapshot: Sendable, Hashable {
     ///   - system: the system's memory, or `nil` when a cgroup limit applies.
     ///   - pressure: the pressure stalls read, or `nil` without PSI.
     ///   - pressureFile: the PSI file `pressure` came from.
-    public init(time: Duration, cgroup: CgroupLocation?, usageBytes: UInt64, limit: EffectiveLimit?, system: SystemMemory?, pressure: PressureStall?, pressureFile: String?) {
+    public init(
+        time: Duration, cgroup: CgroupLocation?, usageBytes: UInt64, limit: EffectiveLimit?, system: SystemMemory?, pressure: PressureStall?,
+        pressureFile: String?
+    ) {
         self.time = time
         self.cgroup = cgroup
         self.usageBytes = usageBytes

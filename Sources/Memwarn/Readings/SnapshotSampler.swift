@@ -1,5 +1,6 @@
 public import CgroupKit
 import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -92,8 +93,9 @@ public struct SnapshotSampler: Sendable {
             usage = meminfo.usedBytes
         }
         let pressure = try pressureFile.map { (path) throws(CgroupError) in try PressureStall.parse(files.read(path), path: files.path(path)) }
-        var snapshot = PressureSnapshot(time: Self.wallClock(), cgroup: layout.memory, usageBytes: usage, limit: limit, system: system,
-                                        pressure: pressure, pressureFile: pressureFile)
+        var snapshot = PressureSnapshot(
+            time: Self.wallClock(), cgroup: layout.memory, usageBytes: usage, limit: limit, system: system,
+            pressure: pressure, pressureFile: pressureFile)
         snapshot.constraints = constraints
         snapshot.cgroupUsageBytes = cgroupUsage
         snapshot.coordinatedCgroups = coordinated

@@ -65,8 +65,10 @@ public struct MemoryExhaustion: Sendable, Hashable {
     ///   - capacityBytes: the effective limit, or the machine's memory.
     ///   - growthBytesPerSecond: the measured growth in bytes a second.
     ///   - time: when the state changed, since the Unix epoch.
-    public init(isExhausted: Bool, floorBytes: UInt64, releasableBytes: Int, heldInUseBytes: Int, usageBytes: UInt64,
-                capacityBytes: UInt64?, growthBytesPerSecond: Double, time: Duration) {
+    public init(
+        isExhausted: Bool, floorBytes: UInt64, releasableBytes: Int, heldInUseBytes: Int, usageBytes: UInt64,
+        capacityBytes: UInt64?, growthBytesPerSecond: Double, time: Duration
+    ) {
         self.isExhausted = isExhausted
         self.floorBytes = floorBytes
         self.releasableBytes = releasableBytes

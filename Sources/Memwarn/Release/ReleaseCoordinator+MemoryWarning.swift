@@ -1,4 +1,5 @@
 import MemwarnSystem
+
 extension ReleaseCoordinator {
     /// The responders registered with a coordinator, held weakly, in registration order.
     struct WarningResponders {

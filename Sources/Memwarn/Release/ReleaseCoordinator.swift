@@ -134,7 +134,8 @@ public final class ReleaseCoordinator: Sendable {
         let live = level == .normal ? [] : consumers
         for tier in ReleaseTier.all where tier.minimumLevel <= level && tiers.contains(tier) {
             if tier != .discarded && remaining <= 0 { break }
-            let candidates: [(consumer: any MemoryConsumer, size: Int)] = tier == .discarded
+            let candidates: [(consumer: any MemoryConsumer, size: Int)] =
+                tier == .discarded
                 ? live.map { ($0, $0.discardedBytes) }.filter { $0.1 > 0 }
                 : live.filter { $0.tier == tier }.map { ($0, $0.footprintBytes) }.filter { $0.1 > 0 }
             for (consumer, _) in candidates.sorted(by: { $0.size > $1.size }) {
@@ -144,9 +145,11 @@ public final class ReleaseCoordinator: Sendable {
                 let asked = tier == .discarded ? Int.max : remaining
                 let freed = consumer.release(ReleaseRequest(level: level, tier: tier, targetBytes: asked))
                 let after = consumer.footprintBytes
-                entries.append(.init(consumer: consumer.name, tier: tier, bytesBefore: before, bytesAfter: after,
-                                     bytesFreed: freed, duration: .now - began,
-                                     bytesInUse: tier != .discarded && freed < asked ? max(0, after) : 0))
+                entries.append(
+                    .init(
+                        consumer: consumer.name, tier: tier, bytesBefore: before, bytesAfter: after,
+                        bytesFreed: freed, duration: .now - began,
+                        bytesInUse: tier != .discarded && freed < asked ? max(0, after) : 0))
                 remaining -= freed
             }
         }

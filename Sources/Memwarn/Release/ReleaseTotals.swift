@@ -29,7 +29,8 @@ public struct ReleaseTotals: Sendable, Hashable {
         releases += 1
         for entry in report.entries where entry.bytesFreed > 0 {
             freedBytesByTier[entry.tier.name, default: 0] += entry.bytesFreed
-            let name = freedBytesByConsumer[entry.consumer] != nil || freedBytesByConsumer.count < Self.maximumConsumerNames
+            let name =
+                freedBytesByConsumer[entry.consumer] != nil || freedBytesByConsumer.count < Self.maximumConsumerNames
                 ? entry.consumer : Self.otherConsumers
             freedBytesByConsumer[name, default: 0] += entry.bytesFreed
         }

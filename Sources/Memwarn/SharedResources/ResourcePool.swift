@@ -1,6 +1,5 @@
 import MemwarnSystem
 
-
 /// A bounded pool of shared-resource handles — connections, file descriptors, devices — whose
 /// idle handles are closed when memory is tight or the owner goes to the background, and
 /// reopened lazily: tier ``ReleaseTier/sharedResources`` (asked at `.critical` only).
@@ -93,11 +92,13 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
     ///   - onCloseError: told of every failed close, on the closing thread, outside the lock.
     ///   - open: opens a resource; what it throws reaches the borrower.
     ///   - close: closes a resource; what it throws is reported, never swallowed.
-    public init(name: String, bytesPerHandle: Int, maximumCount: Int,
-                coordinator: ReleaseCoordinator? = .shared,
-                onCloseError: (@Sendable (ResourceCloseError) -> Void)? = nil,
-                open: @escaping @Sendable () throws -> Resource,
-                close: @escaping @Sendable (Resource) throws -> Void) {
+    public init(
+        name: String, bytesPerHandle: Int, maximumCount: Int,
+        coordinator: ReleaseCoordinator? = .shared,
+        onCloseError: (@Sendable (ResourceCloseError) -> Void)? = nil,
+        open: @escaping @Sendable () throws -> Resource,
+        close: @escaping @Sendable (Resource) throws -> Void
+    ) {
         precondition(bytesPerHandle >= 0, "bytesPerHandle must not be negative")
         precondition(maximumCount >= 1, "a pool needs room for at least one handle")
         self.name = name
@@ -139,8 +140,10 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
     ///   when it has to wait.
     /// - Throws: what `open` or `body` throws; `CancellationError` when the task is
     ///   cancelled while waiting for a handle.
-    public func withResource<T>(isolation: isolated (any Actor)? = #isolation,
-                                _ body: (Resource) async throws -> T) async throws -> T {
+    public func withResource<T>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (Resource) async throws -> T
+    ) async throws -> T {
         let handle = try await checkOut()
         let result: T
         do {
@@ -190,7 +193,8 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
     /// - Complexity: O(n) in the idle handles, plus their `close`.
     public func release(_ request: ReleaseRequest) -> Int {
         guard request.tier != .discarded, request.targetBytes > 0 else { return 0 }
-        let wanted = bytesPerHandle == 0
+        let wanted =
+            bytesPerHandle == 0
             ? Int.max
             : request.targetBytes / bytesPerHandle + (request.targetBytes % bytesPerHandle == 0 ? 0 : 1)
         return closeIdle(limit: wanted, keepUnreported: true).bytesFreed

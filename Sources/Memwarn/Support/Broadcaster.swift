@@ -1,5 +1,5 @@
-import Synchronization
 import MemwarnSystem
+import Synchronization
 
 /// Hands every element posted to each of its streams and observers, in the order posted: the
 /// one fan-out of the package (level events, exhaustion changes, release reports, life-cycle

@@ -1,5 +1,6 @@
 public import MemwarnSystem  // public: the inlinable read path takes the system layer's Lock
 public import Synchronization
+
 #if canImport(Glibc)
 public import Glibc
 #endif
