@@ -81,6 +81,44 @@ struct SyntheticHostMonitorTests {
         }
     }
 
+    /// One reading per kernel event: a `memory.events` change at normal costs one snapshot, the
+    /// engine's (the release thread reads none: it read a second for every reading before); a rise
+    /// to warning with a consumer attached costs one more, the measurement of what the release
+    /// dropped (it read a third before, afresh, for the target). Only events wake this monitor:
+    /// no adaptive sampling, a poll a minute.
+    @Test func aKernelEventCostsOneReadingAndAReleaseOneMore() async throws {
+        let host = try SyntheticHost(limit: Self.limit, usage: Self.limit / 2)
+        var policy = PressurePolicy()
+        policy.worstCaseGrowthBytesPerSecond = 0
+        policy.pollInterval = .seconds(60)
+        let monitor = Self.monitor(host, policy: policy)
+        let coordinator = ReleaseCoordinator(trimsHeap: false)
+        let consumer = CacheFixtures.FakeConsumer("cache", tier: .caches, footprint: 64 << 20)
+        coordinator.register(consumer)
+        let token = coordinator.attach(to: monitor)
+        defer { monitor.removeObserver(token) }
+        // What a reading may still cost after it: a second read comes within a millisecond.
+        let settle = Duration.milliseconds(100)
+        try await withRunningMonitor(monitor) { iterator in
+            #expect(try await next(&iterator).level == .normal)
+            for round in 1...5 {
+                let before = monitor.snapshotReadCount
+                try host.overwrite("/sys/fs/cgroup/app/memory.events", "low \(round)\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
+                try await waitUntil("a reading of the memory.events change") { monitor.snapshotReadCount > before }
+                try await Task.sleep(for: settle)
+                #expect(monitor.snapshotReadCount - before == 1, "round \(round): \(monitor.snapshotReadCount - before) readings for one event")
+            }
+            let before = monitor.snapshotReadCount
+            try host.setUsage(0.85)
+            try host.overwrite("/sys/fs/cgroup/app/memory.events", "low 5\nhigh 1\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
+            let warning = try await next(&iterator, within: .seconds(5))
+            #expect(warning.level == .warning, "\(warning.level) from \(warning.source)")
+            try await waitUntil("the release") { !consumer.requests.isEmpty }
+            try await Task.sleep(for: settle)
+            #expect(monitor.snapshotReadCount - before == 2, "\(monitor.snapshotReadCount - before) readings for a warning and its release")
+        }
+    }
+
     @Test func aMemoryEventsChangeWakesTheMonitorAtOnce() async throws {
         let host = try SyntheticHost(limit: Self.limit)
         let monitor = Self.monitor(host)

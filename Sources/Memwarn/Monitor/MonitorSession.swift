@@ -30,6 +30,8 @@ final class MonitorSession: Sendable {
     private let releaseLoop: ReleaseLoop
     /// How arming went.
     let arming: MonitorArming
+    /// The sampler every reading of the session goes through (its ``SnapshotSampler/readCount``).
+    let sampler: SnapshotSampler
     /// The engine's end: its failure, or success after a stop.
     private let engineEnded: AsyncStream<Result<Void, any Error>>
     private let releaseEnded: AsyncStream<Void>
@@ -37,13 +39,14 @@ final class MonitorSession: Sendable {
     private let threadEnded: ConditionLock<Bool>
 
     private init(
-        loop: EventLoop, engine: EngineBox, releaseLoop: ReleaseLoop, arming: MonitorArming,
+        loop: EventLoop, engine: EngineBox, releaseLoop: ReleaseLoop, arming: MonitorArming, sampler: SnapshotSampler,
         engineEnded: AsyncStream<Result<Void, any Error>>, releaseEnded: AsyncStream<Void>, threadEnded: ConditionLock<Bool>
     ) {
         self.loop = loop
         self.engine = engine
         self.releaseLoop = releaseLoop
         self.arming = arming
+        self.sampler = sampler
         self.engineEnded = engineEnded
         self.releaseEnded = releaseEnded
         self.threadEnded = threadEnded
@@ -140,8 +143,8 @@ final class MonitorSession: Sendable {
             duration: duration, sinceProcessStart: ProcessAge.now(files: configuration.files),
             usageWatch: usageWatch, pendingThresholds: pendingThresholds, sources: [])
         return MonitorSession(
-            loop: loop, engine: engine, releaseLoop: releaseLoop, arming: arming, engineEnded: engineEnded, releaseEnded: releaseEnded,
-            threadEnded: threadEnded)
+            loop: loop, engine: engine, releaseLoop: releaseLoop, arming: arming, sampler: sampler, engineEnded: engineEnded,
+            releaseEnded: releaseEnded, threadEnded: threadEnded)
     }
 
     /// Runs `work` on the engine's thread (any thread may ask); never, once the engine stopped.

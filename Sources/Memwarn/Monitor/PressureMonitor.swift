@@ -222,6 +222,16 @@ public final class PressureMonitor: Service, Sendable {
     /// root); one `pread` each (`memwarn_usage_samples_total`).
     public var usageSampleCount: Int { samples.value }
 
+    /// How many full snapshots the armed or running session has read (the engine's readings, the
+    /// release loop's, a forecast's), 0 when none is: what the tests count to hold one reading to
+    /// a kernel event.
+    var snapshotReadCount: Int {
+        switch state.withLock({ $0.phase }) {
+        case .armed(let session), .running(let session): session.sampler.readCount
+        default: 0
+        }
+    }
+
     /// The latest transient read error, if any.
     public var lastTransientError: CgroupError? { state.withLock { $0.lastTransientError } }
 

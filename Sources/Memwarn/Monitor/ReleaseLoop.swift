@@ -12,8 +12,9 @@ import Glibc
 /// rise among those it skipped, so no rise is lost), and for it:
 ///
 /// 1. on a rise, tells the coordinators' ``MemoryWarningResponder``s first (each waited for at
-///    most its deadline), then reads usage afresh (a reading may be stale by the time a release
-///    ends, and what the responders dropped must count);
+///    most its deadline), then reads usage afresh (what the responders dropped must count);
+///    otherwise the reading itself serves while it is recent (``recentEnough``; older, usage is
+///    read afresh), so a reading at normal costs the release thread no read at all;
 /// 2. releases when the reading was a rise to `.warning` or `.critical`, or while the level
 ///    stays raised whenever usage is back at the warning mark — at the level the fresh numbers
 ///    ask for (never above the monitor's), to the ``ReleaseTarget`` with headroom for the
@@ -92,6 +93,11 @@ final class ReleaseLoop: @unchecked Sendable {
 
     private func handle(_ reading: MonitorReading) {
         let policy = context.policy
+        let level = reading.event.level
+        let rose = (reading.rise ?? .normal) > .normal
+        // A reading at normal that is no rise, outside exhaustion, asks for nothing: no read, no
+        // release (most readings: every sample where usage is sampled).
+        guard rose || level > .normal || exhaustion?.isExhausted == true else { return }
         let coordinators = context.coordinators()
         let began = ContinuousClock.now
         // A rise is a memory warning: the coordinators' responders hear it first, and what they
@@ -99,7 +105,7 @@ final class ReleaseLoop: @unchecked Sendable {
         // the ledger counts it, measured from usage just before.
         var beforeWarning: PressureSnapshot?
         if let rise = reading.rise, rise > .normal, coordinators.contains(where: \.hasWarningResponders) {
-            beforeWarning = (try? context.sampler.sample()) ?? reading.event.snapshot
+            beforeWarning = current(reading)
             context.ledger.begin()
             for coordinator in coordinators {
                 let delivery = coordinator.deliverMemoryWarning(level: rise)
@@ -110,9 +116,10 @@ final class ReleaseLoop: @unchecked Sendable {
                 }
             }
         }
-        // A failed read is the monitor's to report (it reads the same files); use the reading.
-        let fresh = (try? context.sampler.sample()) ?? reading.event.snapshot
-        let level = reading.event.level
+        // After the responders, usage afresh (what they dropped must count); else the reading
+        // itself while it is recent. A failed read is the monitor's to report (it reads the same
+        // files): the reading stands in.
+        let fresh = beforeWarning == nil ? current(reading) : ((try? context.sampler.sample()) ?? reading.event.snapshot)
         if let exhaustion, exhaustion.isExhausted, level == .normal || fresh.ratio < policy.warningRatio {
             leaveExhaustion(fresh, growth: reading.growthBytesPerSecond)
         }
@@ -130,9 +137,11 @@ final class ReleaseLoop: @unchecked Sendable {
             return
         }
 
+        // Usage grows while the reading ages: its age is lead time too.
+        let age = max(.zero, SnapshotSampler.wallClock() - fresh.time)
         let target = ReleaseTarget.make(
             for: fresh, policy: policy, growthBytesPerSecond: reading.growthBytesPerSecond,
-            leadTime: reading.detectionBound + lastReleaseDuration)
+            leadTime: reading.detectionBound + lastReleaseDuration + age)
         if beforeWarning == nil { context.ledger.begin() }
         var remaining = target
         var freed = 0
@@ -170,6 +179,19 @@ final class ReleaseLoop: @unchecked Sendable {
             context.exhaustionChanged(entered)
         }
     }
+
+    /// The reading's snapshot while it is at most ``recentEnough`` old (the release thread
+    /// usually takes it within a millisecond), else a fresh one: one reading serves the level,
+    /// the growth and the release target.
+    private func current(_ reading: MonitorReading) -> PressureSnapshot {
+        let snapshot = reading.event.snapshot
+        guard SnapshotSampler.wallClock() - snapshot.time > Self.recentEnough else { return snapshot }
+        return (try? context.sampler.sample()) ?? snapshot
+    }
+
+    /// How old a reading may be and still size a release: 10 ms, the event-driven detection
+    /// bound (at 1 GiB/s, 10 MiB of growth, which the target's lead time covers).
+    static let recentEnough = MonitorReading.eventDrivenDetection
 
     /// How far usage fell between two readings (0 when it rose): the cgroup's own usage, what
     /// this process's release can have freed (a limited ancestor's usage, when it binds, moves

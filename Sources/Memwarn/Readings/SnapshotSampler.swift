@@ -1,5 +1,6 @@
 public import CgroupKit
 import MemwarnSystem
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -21,6 +22,12 @@ public struct SnapshotSampler: Sendable {
     /// Which ancestors set a limit, from the latest walk up the mount (shared by every copy of
     /// this sampler: the monitor's thread and its release thread both read).
     private let ancestors = Locked<(found: LimitedAncestors, at: ContinuousClock.Instant)?>(nil)
+    /// The snapshots read so far, by every copy of this sampler (one relaxed add a reading).
+    private let reads = ReadCount()
+
+    /// How many snapshots every copy of this sampler has read: the monitor's thread, its release
+    /// thread, a forecast.
+    var readCount: Int { reads.value }
 
     /// How long a walk up the mount stands: an ancestor that gains or loses a limit is seen within
     /// it; a changed limit of one already known, at the next reading. The walk reads two files a
@@ -64,6 +71,7 @@ public struct SnapshotSampler: Sendable {
     /// - Throws: CgroupKit's `CgroupError` when a file is missing or malformed, including a
     ///   cgroup that was deleted (`.notFound`).
     public func sample() throws(CgroupError) -> PressureSnapshot {
+        reads.add()
         var usage: UInt64 = 0
         var limit: EffectiveLimit?
         var constraints: [MemoryConstraint] = []
@@ -116,4 +124,11 @@ public struct SnapshotSampler: Sendable {
         clock_gettime(CLOCK_REALTIME, &now)
         return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
     }
+}
+
+/// A count shared by the copies of a ``SnapshotSampler``.
+private final class ReadCount: Sendable {
+    private let count = Atomic<Int>(0)
+    var value: Int { count.load(ordering: .relaxed) }
+    func add() { count.add(1, ordering: .relaxed) }
 }
