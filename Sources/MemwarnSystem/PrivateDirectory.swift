@@ -11,6 +11,9 @@ package enum PrivateDirectory {
     /// Why a directory cannot be used.
     package struct Refusal: Error, Sendable, CustomStringConvertible {
         package var message: String
+        /// The `errno` of the system call that failed, when one did (else the directory is not
+        /// trusted).
+        package var errno: Int32?
         package var description: String { message }
     }
 
@@ -94,6 +97,6 @@ package enum PrivateDirectory {
     }
 
     private static func system(_ call: String, _ path: String, errno code: Int32 = errno) -> Refusal {
-        Refusal(message: "\(call) \(path): \(String(cString: strerror(code)))")
+        Refusal(message: "\(call) \(path): \(String(cString: strerror(code)))", errno: code)
     }
 }

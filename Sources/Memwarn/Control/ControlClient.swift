@@ -147,7 +147,7 @@ package enum ControlClient {
             try socket.connect(to: address)
             return socket
         } catch  where error.errno == ECONNREFUSED {
-            throw ControlError(.noEndpoint, "nothing listens on \(socketPath) (a stale socket)")
+            throw ControlError(.noEndpoint, "nothing listens on \(socketPath) (a stale socket)", errno: ECONNREFUSED)
         } catch  where error.errno == ENAMETOOLONG {
             throw ControlError(.pathTooLong, "the socket path \(socketPath) is longer than \(UnixSocketAddress.maximumPathBytes) bytes")
         } catch  where error.errno == ENOENT {

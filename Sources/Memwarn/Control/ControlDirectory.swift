@@ -88,7 +88,8 @@ public enum ControlDirectory {
         if let existing = ownAlternates(uid: uid).first { return (existing, note) }
         var template = Array("\(path).XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw ControlError(.systemCallFailed, "\(note), and mkdtemp \(path).XXXXXX failed: \(String(cString: strerror(errno)))")
+            let code = errno
+            throw ControlError(.systemCallFailed, "\(note), and mkdtemp \(path).XXXXXX failed: \(String(cString: strerror(code)))", errno: code)
         }
         return (String(cString: template.map { UInt8(bitPattern: $0) }), note)
     }
@@ -156,7 +157,7 @@ public enum ControlDirectory {
         do {
             try PrivateDirectory.check(directory, purpose: "the control directory")
         } catch {
-            throw ControlError(.untrusted, error.message)
+            throw ControlError(error.errno == nil ? .untrusted : .systemCallFailed, error.message, errno: error.errno)
         }
     }
 
@@ -168,7 +169,7 @@ public enum ControlDirectory {
         do {
             try PrivateDirectory.prepare(directory, purpose: "the control directory")
         } catch {
-            throw ControlError(.untrusted, error.message)
+            throw ControlError(error.errno == nil ? .untrusted : .systemCallFailed, error.message, errno: error.errno)
         }
     }
 }

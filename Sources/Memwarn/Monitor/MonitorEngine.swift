@@ -381,7 +381,9 @@ final class MonitorEngine {
     }
 
     private func reading(_ event: LevelEvent, rise: MemoryPressureLevel?) -> MonitorReading {
-        MonitorReading(event: event, rise: rise, growthBytesPerSecond: growth.bytesPerSecond, tally: growth.tally, detectionBound: detectionBound)
+        MonitorReading(
+            event: event, rise: rise, growthBytesPerSecond: growth.bytesPerSecond, tally: growth.tally, readAt: .now,
+            detectionBound: detectionBound)
     }
 
     /// How long the next detection of a usage change can take: the sampler's wait where usage is

@@ -9,6 +9,9 @@ struct MonitorReading: Sendable {
     var growthBytesPerSecond: Double
     /// The forecast warnings so far.
     var tally: ForecastTally
+    /// When the engine took it (monotonic: the snapshot's own time is the wall clock, which can
+    /// step), to tell how old it is when the release thread takes it.
+    var readAt: ContinuousClock.Instant
     /// How long the next detection of a usage change can take: ``eventDrivenDetection`` where
     /// the kernel reports usage crossings, the sampler's current wait where usage is sampled.
     var detectionBound: Duration

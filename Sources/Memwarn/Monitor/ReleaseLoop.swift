@@ -105,7 +105,7 @@ final class ReleaseLoop: @unchecked Sendable {
         // the ledger counts it, measured from usage just before.
         var beforeWarning: PressureSnapshot?
         if let rise = reading.rise, rise > .normal, coordinators.contains(where: \.hasWarningResponders) {
-            beforeWarning = current(reading)
+            beforeWarning = current(reading).snapshot
             context.ledger.begin()
             for coordinator in coordinators {
                 let delivery = coordinator.deliverMemoryWarning(level: rise)
@@ -119,7 +119,7 @@ final class ReleaseLoop: @unchecked Sendable {
         // After the responders, usage afresh (what they dropped must count); else the reading
         // itself while it is recent. A failed read is the monitor's to report (it reads the same
         // files): the reading stands in.
-        let fresh = beforeWarning == nil ? current(reading) : ((try? context.sampler.sample()) ?? reading.event.snapshot)
+        let (fresh, age) = beforeWarning == nil ? current(reading) : ((try? context.sampler.sample()) ?? reading.event.snapshot, Duration.zero)
         if let exhaustion, exhaustion.isExhausted, level == .normal || fresh.ratio < policy.warningRatio {
             leaveExhaustion(fresh, growth: reading.growthBytesPerSecond)
         }
@@ -138,7 +138,6 @@ final class ReleaseLoop: @unchecked Sendable {
         }
 
         // Usage grows while the reading ages: its age is lead time too.
-        let age = max(.zero, SnapshotSampler.wallClock() - fresh.time)
         let target = ReleaseTarget.make(
             for: fresh, policy: policy, growthBytesPerSecond: reading.growthBytesPerSecond,
             leadTime: reading.detectionBound + lastReleaseDuration + age)
@@ -181,12 +180,14 @@ final class ReleaseLoop: @unchecked Sendable {
     }
 
     /// The reading's snapshot while it is at most ``recentEnough`` old (the release thread
-    /// usually takes it within a millisecond), else a fresh one: one reading serves the level,
-    /// the growth and the release target.
-    private func current(_ reading: MonitorReading) -> PressureSnapshot {
-        let snapshot = reading.event.snapshot
-        guard SnapshotSampler.wallClock() - snapshot.time > Self.recentEnough else { return snapshot }
-        return (try? context.sampler.sample()) ?? snapshot
+    /// usually takes it within a millisecond), else a fresh one (age zero): one reading serves
+    /// the level, the growth and the release target. The age is measured on the monotonic clock.
+    /// A fresh read that fails leaves the reading, with its age.
+    private func current(_ reading: MonitorReading) -> (snapshot: PressureSnapshot, age: Duration) {
+        let age = ContinuousClock.now - reading.readAt
+        guard age > Self.recentEnough else { return (reading.event.snapshot, age) }
+        guard let fresh = try? context.sampler.sample() else { return (reading.event.snapshot, age) }
+        return (fresh, .zero)
     }
 
     /// How old a reading may be and still size a release: 10 ms, the event-driven detection
