@@ -50,8 +50,7 @@ public struct KernelFiles: Sendable, Hashable {
     /// - Parameter hostPath: an absolute path as on the host.
     /// - Returns: whether it names a directory.
     public func isDirectory(_ hostPath: String) -> Bool {
-        var status = stat()
-        return stat(path(hostPath), &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+        FileType.at(path(hostPath)) == .directory
     }
 
     /// Reads a whole file as text.

@@ -78,8 +78,7 @@ struct ServiceFinder {
         guard glob(pattern, 0, nil, &matches) == 0 else { return [] }
         return (0..<Int(matches.gl_pathc)).compactMap { index in
             guard let path = matches.gl_pathv[index].map({ String(cString: $0) }) else { return nil }
-            var status = stat()
-            return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR ? path : nil
+            return FileType.at(path) == .directory ? path : nil
         }
     }
 

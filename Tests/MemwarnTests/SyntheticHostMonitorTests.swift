@@ -91,6 +91,7 @@ struct SyntheticHostMonitorTests {
         var policy = PressurePolicy()
         policy.worstCaseGrowthBytesPerSecond = 0
         policy.pollInterval = .seconds(60)
+        policy.recheckInterval = .seconds(60)  // no rechecks while raised: only the events read
         let monitor = Self.monitor(host, policy: policy)
         let coordinator = ReleaseCoordinator(trimsHeap: false)
         let consumer = CacheFixtures.FakeConsumer("cache", tier: .caches, footprint: 64 << 20)
@@ -115,7 +116,11 @@ struct SyntheticHostMonitorTests {
             #expect(warning.level == .warning, "\(warning.level) from \(warning.source)")
             try await waitUntil("the release") { !consumer.requests.isEmpty }
             try await Task.sleep(for: settle)
-            #expect(monitor.snapshotReadCount - before == 2, "\(monitor.snapshotReadCount - before) readings for a warning and its release")
+            // The engine's reading and the measurement after the release; a third only when the
+            // release thread took the reading more than 10 ms late (a loaded machine) and read
+            // afresh. The rounds above are the strict check: the old loop read twice each.
+            let reads = monitor.snapshotReadCount - before
+            #expect((2...3).contains(reads), "\(reads) readings for a warning and its release")
         }
     }
 
