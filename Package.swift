@@ -8,9 +8,14 @@
 //                   inotify, threads, the package's lock (a pthread mutex the thread sanitizer sees),
 //                   spawning into a cgroup, line streams, sizes
 //   CgroupKit       the kernel side: discovery, file readers and strict parsers, libcgroup calls
-//   Memwarn         the library services link: readings, policy, growth, event sources, the release
-//                   order, the pressure monitor, the stores (caches, purgeable data, media, shared
-//                   resources), and the control service
+//   MemwarnRelease  the release core: levels, tiers, the coordinator, the consumer protocol, reports,
+//                   memory-warning responders, the one fan-out (Broadcaster)
+//   MemwarnStores   the stores on that core: the discardable cache, purgeable data, media, shared
+//                   resources (no libcgroup: a program that needs only a cache links this)
+//   MemwarnMonitor  detection: readings, policy, growth, event sources, the pressure monitor and its
+//                   release thread, admission
+//   MemwarnControl  the control endpoint and client (memwarn status/trigger/agent speak to it), leases
+//   Memwarn         the library services link: re-exports the four above, and the DocC articles
 //   MemwarnLifeCycle  UIKit's life cycle for a service and its units: states, background tasks,
 //                   will-terminate, and terminate-suspended through the release order
 //   MemwarnAgent    the node agent: finds the memwarn services under a parent cgroup (or a node),
@@ -42,6 +47,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Memwarn", targets: ["Memwarn"]),
+        // The stores alone (the cache, purgeable data, media, shared resources) on the release
+        // core: no monitor, no libcgroup.
+        .library(name: "MemwarnStores", targets: ["MemwarnStores"]),
         .library(name: "MemwarnLifeCycle", targets: ["MemwarnLifeCycle"]),
         .library(name: "CgroupKit", targets: ["CgroupKit"]),
         .executable(name: "memwarn", targets: ["MemwarnCLI"]),
@@ -82,16 +90,48 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
-            name: "Memwarn",
+            name: "MemwarnRelease",
+            dependencies: ["MemwarnSystem", "CLinuxCalls"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "MemwarnStores",
             dependencies: [
-                "CgroupKit",
+                "MemwarnRelease",
                 "MemwarnSystem",
                 "CLinuxCalls",
                 .product(name: "HeapModule", package: "swift-collections"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "MemwarnMonitor",
+            dependencies: [
+                "CgroupKit",
+                "MemwarnRelease",
+                "MemwarnSystem",
+                "CLinuxCalls",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "MemwarnControl",
+            dependencies: [
+                "CgroupKit",
+                "MemwarnMonitor",
+                "MemwarnRelease",
+                "MemwarnSystem",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Memwarn",
+            dependencies: ["MemwarnControl", "MemwarnMonitor", "MemwarnRelease", "MemwarnStores"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -227,6 +267,10 @@ let package = Package(
                 "CLibcgroup",
                 "CgroupKit",
                 "Memwarn",
+                "MemwarnControl",
+                "MemwarnMonitor",
+                "MemwarnRelease",
+                "MemwarnStores",
                 "MemwarnSystem",
                 "MemwarnTestKit",
                 "MemwarnTestTraits",
@@ -242,6 +286,10 @@ let package = Package(
             dependencies: [
                 "CgroupKit",
                 "Memwarn",
+                "MemwarnControl",
+                "MemwarnMonitor",
+                "MemwarnRelease",
+                "MemwarnStores",
                 "MemwarnLifeCycle",
                 "MemwarnSystem",
                 "MemwarnTestKit",

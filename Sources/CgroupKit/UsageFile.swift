@@ -34,7 +34,7 @@ package final class UsageFile {
     /// the first and third lines of `/proc/meminfo` (about 90 bytes).
     static let bufferSize = 512
 
-    /// The file, as a host path (for messages and ``PressureMonitor/watchedSources``).
+    /// The file, as a host path (for messages and `PressureMonitor.watchedSources`).
     package let hostPath: String
     /// How it is parsed.
     package let format: Format

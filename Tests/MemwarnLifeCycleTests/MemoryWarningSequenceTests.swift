@@ -1,9 +1,10 @@
 import Foundation
+import Memwarn
 import MemwarnSystem
 import Testing
 
-@testable import Memwarn
 @testable import MemwarnLifeCycle
+@testable import MemwarnRelease
 
 /// Issue 28, items 13 and 14, as filed: a memory warning's delegates and the release that follows
 /// it, through a real coordinator — the release loop's own calls (`deliverMemoryWarning`, then

@@ -1,8 +1,10 @@
+import Memwarn
 import MemwarnTestKit
 import Synchronization
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnRelease
+@testable import MemwarnStores
 
 /// Many tasks hammer one cache while another keeps releasing and clearing it; afterwards the
 /// books must balance. Costs are derived from keys, so the expected total can be recomputed.

@@ -1,8 +1,10 @@
+import Memwarn
 import Metrics
 import MetricsTestKit
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
+@testable import MemwarnRelease
 
 /// Issue 28, item 15: `memwarn_consumer_footprint_bytes` kept a series for every consumer ever
 /// seen (300 series, none live, in the Hummingbird example, whose unit names come from request

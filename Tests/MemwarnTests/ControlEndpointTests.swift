@@ -1,11 +1,15 @@
 import CgroupKit
 import Foundation
+import Memwarn
 import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnControl
+@testable import MemwarnMonitor
+@testable import MemwarnRelease
+@testable import MemwarnStores
 
 /// The control endpoint on a real Unix socket, served while a real monitor runs: the
 /// protocol, its errors, the socket's and directory's modes, slow, hostile and foreign

@@ -1,10 +1,11 @@
 import CgroupKit
 import Foundation
+import Memwarn
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnControl
 
 /// Issue 16, finding 1: a flood of idle connections under a small descriptor limit used to take
 /// every descriptor, the monitor's next read failed with `EMFILE`, the monitor stopped for good,

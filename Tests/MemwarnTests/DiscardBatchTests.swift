@@ -1,8 +1,10 @@
+import Memwarn
 import MemwarnSystem
 import Synchronization
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnRelease
+@testable import MemwarnStores
 
 /// The seam between the cache and the allocators behind its values: content that discards into
 /// a batch, and the memory returners a release ends with.

@@ -1,6 +1,8 @@
+import Memwarn
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnRelease
+@testable import MemwarnStores
 
 /// `NSCache`'s documented behaviour, as `DiscardableCache` must reproduce it — except the
 /// eviction order, which NSCache leaves undocumented: the cache evicts by S3-FIFO (first in,

@@ -1,7 +1,9 @@
+import Memwarn
 import MemwarnTestKit
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnRelease
+@testable import MemwarnStores
 
 /// The eviction policy (S3-FIFO) and the promises it keeps from `NSCache`: an object just set
 /// can be read back unless its own cost exceeds the cost limit; the limits hold after every

@@ -1,6 +1,8 @@
+import Memwarn
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnRelease
+@testable import MemwarnStores
 
 /// What a `DiscardableCache` gives back when a coordinator asks it to release memory.
 @Suite("DiscardableCache releases memory")

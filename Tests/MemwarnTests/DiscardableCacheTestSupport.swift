@@ -1,8 +1,10 @@
+import Memwarn
 import MemwarnSystem
 import Synchronization
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnRelease
+@testable import MemwarnStores
 
 /// Helpers shared by the cache and release suites, namespaced so they cannot clash with
 /// other suites' helpers in this target.

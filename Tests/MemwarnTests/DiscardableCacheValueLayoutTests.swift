@@ -1,6 +1,8 @@
+import Memwarn
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnRelease
+@testable import MemwarnStores
 
 /// A release frees values through a fast path that reads each value's first word to prefetch
 /// its heap object (see `CacheStorage+Prefetch.swift`). These tests hold values of every

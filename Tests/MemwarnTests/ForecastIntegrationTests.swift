@@ -1,11 +1,12 @@
 import CgroupKit
 import Foundation
+import Memwarn
 import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
 
 /// The forecast on a real cgroup v1 memory cgroup with a real child process: a steady climb is
 /// warned of before the warning mark; a flat load with noise is not.

@@ -1,8 +1,10 @@
 import CgroupKit
+import Memwarn
 import MemwarnTestKit
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
+@testable import MemwarnRelease
 
 /// The growth estimate, the forecast rule and the release target: pure logic, on readings made
 /// here (the real-cgroup tests are in `ForecastIntegrationTests` and the CLI's `GrowthTests`).

@@ -1,10 +1,12 @@
 import CgroupKit
+import Memwarn
 import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
+@testable import MemwarnRelease
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,8 @@
 import CgroupKit
+import Memwarn
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
 
 struct LevelEvaluatorTests {
     static let limit: UInt64 = 1000

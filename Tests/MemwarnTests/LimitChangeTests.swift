@@ -1,10 +1,11 @@
 import CgroupKit
+import Memwarn
 import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
 
 #if canImport(Glibc)
 import Glibc

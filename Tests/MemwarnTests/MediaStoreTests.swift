@@ -1,7 +1,9 @@
+import Memwarn
 import Synchronization
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnRelease
+@testable import MemwarnStores
 
 #if canImport(Glibc)
 import Glibc

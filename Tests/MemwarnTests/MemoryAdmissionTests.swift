@@ -1,9 +1,10 @@
 import CgroupKit
+import Memwarn
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
 
 /// Issue 28, item 17: work admitted by the memory it declares, against what is left below the
 /// critical mark, on a real cgroup whose usage a real process sets.

@@ -1,10 +1,11 @@
+import Memwarn
 import MemwarnTestKit
 import MemwarnTestTraits
 import Metrics
 import Testing
 
 @testable import CgroupKit
-@testable import Memwarn
+@testable import MemwarnMonitor
 
 /// A monitor is armed by its initializer: sources registered, first reading taken, release thread
 /// waiting, before the services it protects run; the usage thresholds of cgroup v1 follow behind.

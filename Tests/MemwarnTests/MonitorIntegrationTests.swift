@@ -1,9 +1,10 @@
 import CgroupKit
+import Memwarn
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
 
 /// The monitor on real cgroup v1 memory cgroups, with a real child process holding memory.
 @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)

@@ -1,8 +1,9 @@
 import Foundation
+import Memwarn
 import MemwarnSystem
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
 
 #if canImport(Glibc)
 import Glibc

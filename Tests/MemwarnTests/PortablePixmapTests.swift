@@ -1,6 +1,7 @@
+import Memwarn
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnStores
 
 struct PortablePixmapTests {
     @Test func aPPMDecodesToExactRGBABytesWithOpaqueAlpha() throws {

@@ -1,8 +1,9 @@
 import Glibc
+import Memwarn
 import MemwarnSystem
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnStores
 
 /// The purgeable arena on real memory: blocks packed into regions, regions unmapped with their
 /// last block, free pages given back to the kernel (checked with `mincore`, the kernel's own

@@ -1,6 +1,7 @@
+import Memwarn
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnStores
 
 /// `PurgeableData` follows `NSPurgeableData`: created in use, discardable only when no
 /// access is outstanding, and gone for good once discarded.

@@ -1,8 +1,9 @@
+import Memwarn
 import MemwarnSystem
 import Synchronization
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnStores
 
 #if canImport(Glibc)
 import Glibc

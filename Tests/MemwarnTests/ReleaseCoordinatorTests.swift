@@ -1,8 +1,11 @@
 import CgroupKit
 import Foundation
+import Memwarn
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
+@testable import MemwarnRelease
+@testable import MemwarnStores
 
 /// The coordinator's documented release order: tier by tier (discarded, caches, media, then
 /// at `.critical` shared resources and suspended units), the largest consumer first, until

@@ -1,8 +1,10 @@
+import Memwarn
 import MemwarnSystem
 import Synchronization
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnRelease
+@testable import MemwarnStores
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,8 @@
+import Memwarn
 import MemwarnSystem
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
 
 /// The adaptive sampling rule, on its own (no kernel): the wait until usage could reach the next
 /// mark, its bounds, the guard bands, and the policy key that sets the worst-case rate.

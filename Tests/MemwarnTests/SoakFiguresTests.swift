@@ -1,9 +1,12 @@
 import Foundation
 import Logging
+import Memwarn
 import MemwarnSystem
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnControl
+@testable import MemwarnMonitor
+@testable import MemwarnRelease
 
 /// The figures `memwarn soak` reads from a service — its coordinator's totals, the process's
 /// memory, the status reply that carries them — and `MEMWARN_DISABLE`, the baseline's switch.

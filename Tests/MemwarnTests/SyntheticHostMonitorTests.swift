@@ -1,9 +1,11 @@
 import CgroupKit
+import Memwarn
 import MemwarnSystem
 import MemwarnTestKit
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
+@testable import MemwarnRelease
 
 /// A monitor on a synthetic cgroup v2 host (plain files, no kernel, no root): usage written in
 /// place is found by adaptive sampling within milliseconds, or by the poll every poll_interval

@@ -1,11 +1,12 @@
 import CgroupKit
 import Foundation
+import Memwarn
 import MemwarnSystem
 import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnRelease
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,8 @@
 import Logging
+import Memwarn
 import MemwarnTestKit
 
-@testable import Memwarn
+@testable import MemwarnMonitor
 
 #if canImport(Glibc)
 import Glibc

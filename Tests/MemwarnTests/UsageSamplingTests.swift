@@ -1,7 +1,9 @@
 import CgroupKit
+import Memwarn
 import Testing
 
-@testable import Memwarn
+@testable import MemwarnMonitor
+@testable import MemwarnRelease
 
 /// The usage sampler's own logic, driven by hand on a synthetic host's files (no kernel, no
 /// engine): when it reads, what a reading says, and how guarded mode and the slack behave.

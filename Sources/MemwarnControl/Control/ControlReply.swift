@@ -1,0 +1,38 @@
+public import MemwarnRelease
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A control endpoint's answer: one JSON object on one line, then the endpoint closes the
+/// connection.
+///
+/// ```
+/// {"ok":true,"request":"status","pid":42,"level":"normal","usageBytes":…,"limitBytes":…,"cgroupPath":…,"consumers":[{"name":…,"tier":…,"footprintBytes":…}],
+///  "releases":…,"releasedBytesByTier":{…},"releasedBytesByConsumer":{…},"memoryExhausted":false,"forecastWarnings":…,
+///  "falseForecasts":…,"residentBytes":…,"heapInUseBytes":…}
+/// {"ok":true,"request":"warn","pid":42,"report":{…}}
+/// {"ok":true,"request":"terminate-suspended","pid":42,"report":{…}}
+/// {"ok":true,"request":"coordinate","pid":42,"cgroup":"/kubepods.slice","leaseMilliseconds":5000}
+/// {"ok":false,"error":"unknown request \"stop\" (expected status, warn or terminate-suspended)"}
+/// ```
+///
+/// A report is ``/MemwarnRelease/ReleaseReport``'s JSON: `level`, `targetBytes`, `freedBytes`, `metTarget`,
+/// `trimmedHeap`, `durationMicroseconds` and `entries` in the order the consumers were asked.
+public enum ControlReply: Sendable, Hashable {
+    /// The answer to ``ControlRequest/status``.
+    case status(ControlStatus)
+    /// The answer to a release request (`warn` or `terminate-suspended`, by name).
+    case released(request: String, pid: Int32, report: ReleaseReport)
+    /// The answer to ``ControlRequest/coordinate(cgroupPath:lease:)``: the lease as granted.
+    case coordinated(pid: Int32, cgroupPath: String, leaseMilliseconds: Int)
+    /// A refusal or failure, with its reason.
+    case failure(String)
+
+    /// Whether the request succeeded.
+    public var isSuccess: Bool {
+        if case .failure = self { false } else { true }
+    }
+}

@@ -1,0 +1,38 @@
+public import MemwarnMonitor
+public import MemwarnRelease
+public import MemwarnSystem
+
+/// What a control endpoint answers to `status`: the monitor's latest reading and the
+/// coordinator's consumers.
+public struct ControlStatus: Sendable, Hashable {
+    /// One registered consumer.
+    public struct Consumer: Sendable, Hashable {
+        /// The consumer's name.
+        public var name: String
+        /// Its tier's name, such as `caches`.
+        public var tier: String
+        /// The bytes it holds now.
+        public var footprintBytes: Int
+    }
+
+    /// The process's pid.
+    public var pid: Int32
+    /// The monitor's level (`normal` before its first reading).
+    public var level: MemoryPressureLevel
+    /// The latest usage, or `nil` before the first reading.
+    public var usageBytes: UInt64?
+    /// The effective limit, or `nil` when none applies or before the first reading.
+    public var limitBytes: UInt64?
+    /// The memory cgroup watched, or `nil` when unknown.
+    public var cgroupPath: String?
+    /// The coordinator's live consumers, in release order: by tier, the largest first.
+    public var consumers: [Consumer]
+    /// What the coordinator has released so far (an endpoint that predates it answers none).
+    public var released = ReleaseTotals()
+    /// Whether the monitor finds memory exhausted now (``/MemwarnMonitor/PressureMonitor/isMemoryExhausted``).
+    public var isMemoryExhausted = false
+    /// The monitor's forecast warnings so far and how they turned out.
+    public var forecasts = ForecastTally()
+    /// The process's resident memory and heap in use, when it could read them.
+    public var process: ProcessMemory?
+}

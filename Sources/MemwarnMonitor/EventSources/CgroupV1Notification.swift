@@ -1,0 +1,61 @@
+import CgroupKit
+import MemwarnRelease
+import MemwarnSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A cgroup v1 memory notification: an eventfd tied to a control file through
+/// `cgroup.event_control` (`"<eventfd> <target fd> <argument>"`).
+///
+/// Used for usage thresholds (`memory.usage_in_bytes`, argument = bytes; they fire both on
+/// the way up and on the way down), `memory.pressure_level` (`low|medium|critical`; it floods
+/// under thrash, so it pauses after each firing) and `memory.oom_control`. The kernel also
+/// signals the eventfd when the cgroup is removed.
+final class CgroupV1Notification: PressureSource {
+    private let counter: FileDescriptor
+    private let target: FileDescriptor
+    private let hint: MemoryPressureLevel
+    private let signal: PressureSignal
+    private let quietTime: Duration?
+    let description: String
+
+    /// Registers a notification.
+    ///
+    /// - Parameters:
+    ///   - cgroup: a v1 memory cgroup.
+    ///   - file: the target control file, such as `memory.usage_in_bytes`.
+    ///   - argument: the threshold in bytes, the pressure level, or empty for OOM.
+    ///   - hint: the level a firing hints at.
+    ///   - signal: the source a firing is reported as.
+    ///   - quietTime: how long to stop listening after a firing (coalescing a flood), or `nil`.
+    ///   - description: the line for ``PressureMonitor/watchedSources``.
+    /// - Throws: ``/CgroupKit/CgroupError`` when the files cannot be opened or the kernel refuses it
+    ///   (`.permissionDenied` for a user who may not write `cgroup.event_control`);
+    ///   ``SystemError`` when no eventfd can be made.
+    init(
+        cgroup: CgroupLocation, file: String, argument: String, files: KernelFiles, hint: MemoryPressureLevel,
+        signal: PressureSignal, quietTime: Duration? = nil, description: String
+    ) throws {
+        let targetPath = files.path(cgroup.file(file))
+        do {
+            target = try FileDescriptor.open(targetPath, O_RDONLY)
+        } catch {
+            throw KernelFiles.openError(error.errno, targetPath, writing: false)
+        }
+        counter = try .eventCounter()
+        (self.hint, self.signal, self.quietTime, self.description) = (hint, signal, quietTime, description)
+        let registration = argument.isEmpty ? "\(counter.rawValue) \(target.rawValue)" : "\(counter.rawValue) \(target.rawValue) \(argument)"
+        try files.write(registration, to: cgroup.file("cgroup.event_control"))
+    }
+
+    func register(on loop: EventLoop, _ fired: @escaping (EpollEvents) -> Void) throws(SystemError) -> EventLoop.Registration? {
+        try loop.watch(counter, for: .readable, fired)
+    }
+
+    func drain(_ fired: EpollEvents) -> PressureSourceReport {
+        guard let count = try? counter.readCounter(), count > 0 else { return .quiet }
+        return .wake(hint, signal, then: quietTime.map { .pause($0) } ?? .keepWatching)
+    }
+}

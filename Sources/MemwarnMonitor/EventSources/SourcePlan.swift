@@ -1,0 +1,214 @@
+import CgroupKit
+import Logging
+import MemwarnRelease
+import MemwarnSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The sources a monitor listens to, made from the cgroup layout, the first reading, the policy
+/// and the environment: event-driven where the kernel offers events, polling where it does not
+/// (the documented fallbacks), each with the reason.
+struct SourcePlan {
+    /// The sources, in the order they were made.
+    private(set) var sources: [any PressureSource] = []
+    /// What the monitor listens to, one line a source, with the notes on what it could not
+    /// listen to (``PressureMonitor/watchedSources``); the usage sampler's line is its own.
+    private(set) var lines: [String] = []
+
+    /// The usage sampler: continuous where the kernel sends no usage events, in guard bands on
+    /// cgroup v1 as root. Not among ``sources``: nothing to watch, it is scheduled by the engine.
+    private(set) var usageSampling: UsageSampling?
+    /// cgroup v1 as root: the usage thresholds and guards, registered after arming, off the loop
+    /// thread (``ThresholdRegistrar``); usage is sampled continuously until they are in.
+    private(set) var pendingThresholds: ThresholdRegistrar.Plan?
+    /// cgroup v1 as root: the cgroup whose usage thresholds this user may register — with a
+    /// limit or not yet — so that they can be planned again when a limit changes.
+    private(set) var thresholdCgroup: CgroupLocation?
+
+    /// Makes the sources.
+    ///
+    /// - Parameters:
+    ///   - snapshot: the first reading (its limit sets the v1 usage thresholds).
+    ///   - logger: told of each fallback.
+    ///   - policy: the marks, the sampling bounds and the PSI settings.
+    ///   - environment: read for systemd's `MEMORY_PRESSURE_WATCH` and `MEMORY_PRESSURE_WRITE`.
+    ///   - watchesPressureStall: whether to register PSI triggers (or their fallback).
+    /// - Throws: ``/CgroupKit/CgroupError`` when a source the kernel offers cannot be made (a cgroup file
+    ///   that cannot be read, a trigger systemd asked for that the kernel refuses);
+    ///   ``SystemError`` when the system is out of eventfds or inotify instances.
+    init(
+        sampler: SnapshotSampler, snapshot: PressureSnapshot, policy: PressurePolicy, environment: [String: String],
+        watchesPressureStall: Bool, logger: Logger
+    ) throws {
+        let noLimit = snapshot.limit == nil
+        if let cgroup = sampler.layout.memory {
+            switch cgroup.version {
+            case .v1: try planV1(cgroup, snapshot: snapshot, files: sampler.files, policy: policy, logger: logger)
+            case .v2:
+                try addSampling(
+                    cgroup, noLimit: noLimit, policy: policy, files: sampler.files,
+                    because: noLimit ? "no cgroup limit" : "cgroup v2 has no usage thresholds")
+                add(try MemoryEventsWatch(cgroup: cgroup, files: sampler.files))
+            }
+            do {
+                if let limits = try LimitWatch(cgroup: cgroup, files: sampler.files) { add(limits) }
+            } catch {
+                // Optional: without it a changed limit is seen at the next full reading.
+                lines.append("no inotify on the limit files (\(error)): a changed limit is seen at the next full reading")
+                logger.warning(
+                    "memory monitor: the limit files cannot be watched; a changed limit is seen at the next full reading",
+                    metadata: ["error": "\(error)"])
+            }
+        } else {
+            try addSampling(nil, noLimit: true, policy: policy, files: sampler.files, because: "no memory controller")
+        }
+        if watchesPressureStall { try planPressureStall(sampler, policy: policy, logger: logger) }
+        if let systemd = try SystemdPressureWatch.fromEnvironment(environment) { add(systemd) }
+    }
+
+    private mutating func addSampling(
+        _ cgroup: CgroupLocation?, noLimit: Bool, policy: PressurePolicy,
+        files: KernelFiles, because reason: String
+    ) throws(CgroupError) {
+        usageSampling = try UsageSampling(cgroup: cgroup, measuresSystem: noLimit, policy: policy, files: files, because: reason)
+    }
+
+    private mutating func add(_ source: any PressureSource) {
+        sources.append(source)
+        lines.append(source.description)
+    }
+
+    /// The v1 sources, all through `cgroup.event_control`: OOM and pressure-level notifications
+    /// at once; usage sampled continuously until the usage thresholds — and a guard threshold
+    /// below each level mark — are registered in the background (``pendingThresholds``), after
+    /// which usage is sampled only inside the guard bands. Without a limit usage is sampled. A
+    /// user who may not write `cgroup.event_control` (it is root's) gets usage sampled
+    /// continuously instead.
+    private mutating func planV1(
+        _ cgroup: CgroupLocation, snapshot: PressureSnapshot, files: KernelFiles, policy: PressurePolicy,
+        logger: Logger
+    ) throws {
+        let before = sources.count
+        do {
+            // First: the write that tells whether this user may register notifications at all.
+            add(
+                try CgroupV1Notification(
+                    cgroup: cgroup, file: "memory.oom_control", argument: "", files: files, hint: .critical, signal: .oom,
+                    description: "oom-control"))
+            for (level, argument) in [(MemoryPressureLevel.warning, "medium"), (.critical, "critical")] {
+                add(
+                    try CgroupV1Notification(
+                        cgroup: cgroup, file: "memory.pressure_level", argument: argument, files: files, hint: level,
+                        signal: .pressureLevel, quietTime: policy.pressureLevelQuietTime,
+                        description: "pressure-level \(argument)"))
+            }
+        } catch let error as CgroupError where error.code == .permissionDenied || error.errno == EACCES || error.errno == EPERM {
+            for source in sources[before...] { source.tearDown() }
+            sources.removeSubrange(before...)
+            lines.removeSubrange(before...)
+            try addSampling(
+                cgroup, noLimit: snapshot.limit == nil, policy: policy, files: files,
+                because: "v1 notifications need write access to cgroup.event_control, which is root's")
+            logger.notice(
+                "cgroup v1 notifications are not permitted for this user; sampling usage instead",
+                metadata: [
+                    "cgroup": "\(cgroup.directory)", "worstCaseGrowth": "\(policy.worstCaseGrowthBytesPerSecond)",
+                    "pollInterval": "\(policy.pollInterval)", "error": "\(error)",
+                ])
+            return
+        }
+        thresholdCgroup = cgroup
+        guard !snapshot.constraints.isEmpty else {
+            try addSampling(cgroup, noLimit: true, policy: policy, files: files, because: "no cgroup limit")
+            return
+        }
+        try addSampling(
+            cgroup, noLimit: false, policy: policy, files: files,
+            because: "until the usage thresholds are registered, then only in the guard bands below the marks")
+        pendingThresholds = ThresholdRegistrar.Plan(
+            files: files, requests: Self.thresholdRequests(for: snapshot.constraints, of: cgroup, sampling: usageSampling!, policy: policy))
+    }
+
+    /// The v1 usage thresholds for every limit that applies: on the usage of each cgroup whose
+    /// limit it is (an ancestor's usage counts its siblings); a hidden limit's on the cgroup's own
+    /// usage, the part that can be read.
+    static func thresholdRequests(
+        for constraints: [MemoryConstraint], of cgroup: CgroupLocation, sampling: UsageSampling,
+        policy: PressurePolicy
+    ) -> [ThresholdRegistrar.Request] {
+        var requests: [ThresholdRegistrar.Request] = []
+        for constraint in constraints {
+            let location = constraint.isHidden ? cgroup : CgroupLocation(version: .v1, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)
+            requests += thresholdRequests(
+                limit: constraint.limit.bytes, band: sampling.guardBand(capacity: constraint.limit.bytes),
+                policy: policy, cgroup: location, gauge: UsageSampling.key(of: constraint),
+                naming: constraint.cgroupPath == cgroup.path ? nil : constraint.cgroupPath)
+        }
+        return requests
+    }
+
+    /// The v1 usage thresholds to register for a limit on `cgroup`'s usage: each level mark and
+    /// the guard `band` below it first, then the other 5 % steps (``thresholdRatios(_:)``); a byte
+    /// count once. `naming` (an ancestor's path) goes into each line.
+    static func thresholdRequests(
+        limit: UInt64, band: UInt64, policy: PressurePolicy, cgroup: CgroupLocation, gauge: String,
+        naming ancestor: String? = nil
+    ) -> [ThresholdRegistrar.Request] {
+        func percent(_ ratio: Double) -> Int { Int((ratio * 100).rounded()) }
+        var requests: [ThresholdRegistrar.Request] = []
+        let of = ancestor.map { " of \($0)" } ?? ""
+        func add(_ bytes: UInt64, _ description: String) {
+            if !requests.contains(where: { $0.bytes == bytes }) {
+                requests.append(.init(cgroup: cgroup, gauge: gauge, bytes: bytes, description: description))
+            }
+        }
+        for ratio in [policy.warningRatio, policy.criticalRatio, policy.recoveryRatio] where ratio <= 1 {
+            let mark = UInt64(Double(limit) * ratio)
+            add(mark, "usage-threshold\(of) \(mark) bytes (\(percent(ratio))% of \(limit))")
+            if mark > band { add(mark - band, "usage-guard\(of) \(mark - band) bytes (\(ByteSize.describe(band)) below the \(percent(ratio))% mark)") }
+        }
+        for ratio in thresholdRatios(policy) {
+            let bytes = UInt64(Double(limit) * ratio)
+            add(bytes, "usage-threshold\(of) \(bytes) bytes (\(percent(ratio))% of \(limit))")
+        }
+        return requests
+    }
+
+    /// The v1 usage thresholds: the recovery, warning and critical marks, and every 5 % of the
+    /// limit from half of it up, so a climb gives the growth estimate an event-driven reading
+    /// each twentieth of the limit (a crossing wakes the monitor in about a millisecond).
+    static func thresholdRatios(_ policy: PressurePolicy) -> [Double] {
+        let steps = (10...19).map { Double($0) * 0.05 }
+        var ratios = [policy.recoveryRatio, policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }
+        for step in steps where !ratios.contains(where: { abs($0 - step) < 0.01 }) { ratios.append(step) }
+        return ratios.sorted()
+    }
+
+    /// PSI: a trigger for `some` (warning) and one for `full` (critical) on the cgroup2 group's
+    /// `memory.pressure` or the system's, or the sampling fallback where the kernel refuses one.
+    private mutating func planPressureStall(_ sampler: SnapshotSampler, policy: PressurePolicy, logger: Logger) throws(CgroupError) {
+        guard let path = sampler.pressureFile else {
+            lines.append("no PSI (kernel without /proc/pressure)")
+            return
+        }
+        let privileged = (try? Capabilities.effective(Capabilities.sysResource, files: sampler.files)) ?? false
+        for (kind, percent, level) in [
+            (StallKind.some, policy.psiSomeWarningPercent, MemoryPressureLevel.warning),
+            (.full, policy.psiFullCriticalPercent, .critical),
+        ] {
+            switch try PressureWatch.make(
+                path: path, kind: kind, percent: percent, window: policy.psiWindow, privileged: privileged,
+                files: sampler.files)
+            {
+            case .trigger(let trigger):
+                trigger.level = level
+                add(trigger)
+            case .sampling(let fallback):
+                logger.notice("PSI trigger refused; sampling instead", metadata: ["path": "\(path)", "reason": "\(fallback.reason)"])
+                add(PressureStallSampling(fallback, level: level, every: policy.pollInterval, files: sampler.files, logger: logger))
+            }
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import MemwarnRelease
+
+/// One reading of the monitor's, for its release loop: every sample, not only level changes.
+struct MonitorReading: Sendable {
+    /// The level after the reading, with its snapshot and forecast (`previous == level` when the
+    /// level did not change).
+    var event: LevelEvent
+    /// The level the reading rose to, when it was a rise.
+    var rise: MemoryPressureLevel?
+    /// The sustained growth rate (``GrowthEstimate/sustainedBytesPerSecond``), 0 when none.
+    var growthBytesPerSecond: Double
+    /// The forecast warnings so far.
+    var tally: ForecastTally
+    /// When the engine took it (monotonic: the snapshot's own time is the wall clock, which can
+    /// step), to tell how old it is when the release thread takes it.
+    var readAt: ContinuousClock.Instant
+    /// How long the next detection of a usage change can take: ``eventDrivenDetection`` where
+    /// the kernel reports usage crossings, the sampler's current wait where usage is sampled.
+    var detectionBound: Duration
+
+    /// The longest a detection takes where the kernel reports usage crossings (measured p99
+    /// 1.5 ms on cgroup v1, see the README's latency table), rounded up; a crossing it leaves
+    /// unreported is found by guard-band sampling.
+    static let eventDrivenDetection = Duration.milliseconds(10)
+}

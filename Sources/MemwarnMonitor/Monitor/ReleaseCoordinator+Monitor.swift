@@ -1,0 +1,28 @@
+public import MemwarnRelease
+
+// The coordinator joins a monitor here, in the monitor's layer: the release layer knows nothing
+// of monitors.
+
+/// A coordinator that releases on a monitor's warnings.
+extension ReleaseCoordinator {
+    /// Releases automatically for a monitor: on every rise of its level to `.warning` or
+    /// `.critical`, and again whenever usage climbs back to the warning mark while the level
+    /// stays raised — each time to the target of ``/MemwarnRelease/ReleaseTarget`` (the recovery mark less
+    /// headroom for the measured growth), from fresh numbers.
+    ///
+    /// Releases run on the monitor's release thread, never on the thread that reads the
+    /// kernel's events: detection does not wait for a release. At most one release is under way;
+    /// readings that arrive meanwhile are coalesced. The thread starts and stops with the
+    /// monitor's ``PressureMonitor/run()``, so the `ServiceGroup` that runs the monitor owns it.
+    /// Attaching before or while the monitor runs both work.
+    ///
+    /// Before a release for a rise, the coordinator's ``/MemwarnRelease/MemoryWarningResponder``s are told (see
+    /// ``/MemwarnRelease/ReleaseCoordinator/addWarningResponder(_:)``). Attaching the same coordinator twice attaches it once.
+    ///
+    /// - Parameter monitor: the monitor whose levels start releases.
+    /// - Returns: a token; pass it to ``PressureMonitor/removeObserver(_:)`` to detach.
+    @discardableResult
+    public func attach(to monitor: PressureMonitor) -> PressureMonitor.ObserverToken {
+        monitor.attach(self)
+    }
+}

@@ -1,0 +1,76 @@
+/// How tight memory is, as iOS's memory-pressure source reports it.
+public enum MemoryPressureLevel: String, Sendable, Hashable, Codable, Comparable, CaseIterable, CustomStringConvertible {
+    /// Usage is below the recovery mark, or has been below the warning mark for the hold time.
+    case normal
+    /// Usage is at or above the warning mark, or memory stalls are noticeable: drop caches.
+    case warning
+    /// Usage is at or above the critical mark, stalls are severe, or the OOM killer acted:
+    /// release everything that can be rebuilt, terminate suspended work.
+    case critical
+
+    private var rank: Int {
+        switch self {
+        case .normal: 0
+        case .warning: 1
+        case .critical: 2
+        }
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rank < rhs.rank }
+
+    public var description: String { rawValue }
+}
+
+/// The signal that woke the monitor and produced a level.
+public struct PressureSignal: Sendable, Hashable, CustomStringConvertible {
+    /// The signal's name, as printed by `memwarn watch --json` (`source`).
+    public let name: String
+    /// Whether the kernel delivered it as an event (eventfd, PSI trigger, inotify) rather
+    /// than memwarn finding it by sampling.
+    public let isEventDriven: Bool
+
+    private init(_ name: String, eventDriven: Bool) {
+        self.name = name
+        self.isEventDriven = eventDriven
+    }
+
+    /// The first reading when the monitor starts.
+    public static let initial = PressureSignal("initial", eventDriven: false)
+    /// A cgroup v1 usage threshold (`memory.usage_in_bytes` via `cgroup.event_control`).
+    public static let usageThreshold = PressureSignal("usage-threshold", eventDriven: true)
+    /// A cgroup v1 `memory.pressure_level` notification.
+    public static let pressureLevel = PressureSignal("pressure-level", eventDriven: true)
+    /// An OOM notification (v1 `memory.oom_control`) or a new `oom`/`oom_kill` count (v2).
+    public static let oom = PressureSignal("oom", eventDriven: true)
+    /// A change of cgroup v2 `memory.events`.
+    public static let memoryEvents = PressureSignal("memory-events", eventDriven: true)
+    /// A PSI trigger fired.
+    public static let psiTrigger = PressureSignal("psi-trigger", eventDriven: true)
+    /// systemd's `MEMORY_PRESSURE_WATCH` fired.
+    public static let systemd = PressureSignal("systemd-memory-pressure", eventDriven: true)
+    /// A periodic reading: where usage is sampled, the full reading taken once every
+    /// `PressurePolicy.pollInterval` (every reading when adaptive sampling is off); also PSI's
+    /// sampling fallback where a trigger was refused.
+    public static let poll = PressureSignal("poll", eventDriven: false)
+    /// Adaptive sampling found usage across a mark (or one of the usage thresholds every 5 % of
+    /// the limit from half of it up): where the kernel sends no usage events (cgroup v2, a cgroup
+    /// v1 monitor not run as root, no limit), and on cgroup v1 inside a guard band below a mark,
+    /// for a crossing the kernel did not report.
+    public static let usageSample = PressureSignal("usage-sample", eventDriven: false)
+    /// A re-check while the level is raised, to find the way down after the hold time.
+    public static let recheck = PressureSignal("recheck", eventDriven: false)
+    /// The growth forecast: usage, growing as measured, would reach the critical mark within
+    /// `PressurePolicy.forecastHorizon`. Raises `.warning` before the warning mark is crossed.
+    public static let forecast = PressureSignal("forecast", eventDriven: false)
+    /// A node agent (`memwarn agent`) began coordinating an ancestor's limit, or its lease ran
+    /// out: the monitor reads again with that limit left out, or counted again.
+    public static let agentLease = PressureSignal("agent-lease", eventDriven: false)
+    /// A memory limit of the cgroup or of an ancestor was written (`memory.limit_in_bytes`,
+    /// `memory.max`, `memory.high`, watched with inotify): the monitor reads again, and the
+    /// marks — and on cgroup v1 as root, the usage thresholds — follow the new limit.
+    public static let limitChange = PressureSignal("limit-change", eventDriven: true)
+    /// A request from the application or the CLI.
+    public static let request = PressureSignal("request", eventDriven: false)
+
+    public var description: String { name }
+}
