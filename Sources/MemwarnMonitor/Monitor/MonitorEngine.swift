@@ -18,6 +18,8 @@ final class MonitorEngine {
     private let logger: Logger
     private let ledger: ReleaseLedger
     private let output: any MonitorEngineOutput
+    /// Takes every reading on the release thread (the engine hands it over directly).
+    private let releaseLoop: ReleaseLoop
     /// Set when a source failed for good (a deleted cgroup); ``PressureMonitor/run()`` throws it.
     private(set) var failure: CgroupError?
 
@@ -79,7 +81,7 @@ final class MonitorEngine {
 
     init(
         loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger, ledger: ReleaseLedger,
-        samples: UsageSampleCount, output: any MonitorEngineOutput
+        samples: UsageSampleCount, output: any MonitorEngineOutput, releaseLoop: ReleaseLoop
     ) {
         self.loop = loop
         self.samples = samples
@@ -88,6 +90,7 @@ final class MonitorEngine {
         self.logger = logger
         self.ledger = ledger
         self.output = output
+        self.releaseLoop = releaseLoop
         evaluator = LevelEvaluator(policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall)
         growth = GrowthTracker(policy: configuration.policy)
     }
@@ -148,7 +151,7 @@ final class MonitorEngine {
         if let failure { throw failure }  // the sampler could not open a limit's usage file
         let event = LevelEvent(level: evaluator.level, previous: nil, source: .initial, snapshot: snapshot, forecast: forecast)
         output.engineEmitted(event)
-        output.engineRead(reading(event, rise: nil))
+        hand(reading(event, rise: nil))
         scheduleRecheckIfRaised()
     }
 
@@ -368,7 +371,7 @@ final class MonitorEngine {
             }
             let event = LevelEvent(level: change, previous: previous, source: cause, snapshot: snapshot, forecast: forecast)
             output.engineEmitted(event)
-            output.engineRead(reading(event, rise: rise))
+            hand(reading(event, rise: rise))
         } else if let at = outcome.stepDownAt {
             scheduleStepDown(at: at, source: source)
         } else {
@@ -376,9 +379,16 @@ final class MonitorEngine {
         }
         if rise == nil && outcome.change == nil {
             let event = LevelEvent(level: evaluator.level, previous: evaluator.level, source: source, snapshot: snapshot, forecast: forecast)
-            output.engineRead(reading(event, rise: nil))
+            hand(reading(event, rise: nil))
         }
         scheduleRecheckIfRaised()
+    }
+
+    /// Every reading goes to the monitor (metrics, the latest figures) and to the release loop,
+    /// which returns at once from most.
+    private func hand(_ reading: MonitorReading) {
+        output.engineRead(reading)
+        releaseLoop.offer(reading)
     }
 
     private func reading(_ event: LevelEvent, rise: MemoryPressureLevel?) -> MonitorReading {

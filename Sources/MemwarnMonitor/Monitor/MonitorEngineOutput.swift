@@ -4,7 +4,8 @@ import CgroupKit
 protocol MonitorEngineOutput: AnyObject {
     /// A level event for observers and streams: the first reading, then every change.
     func engineEmitted(_ event: LevelEvent)
-    /// Every reading, changed or not (metrics, the forecast, the release loop).
+    /// Every reading, changed or not (metrics, the forecast); the engine hands it to the
+    /// release loop itself.
     func engineRead(_ reading: MonitorReading)
     /// What the monitor listens to, one line a source, once the sources are registered.
     func engineListens(to sources: [String])

@@ -18,8 +18,8 @@ final class MonitorSession: Sendable {
         var samples: UsageSampleCount
         /// The monitor's side of the engine (events, readings, sources, transient errors).
         var output: @Sendable () -> any MonitorEngineOutput
-        /// The coordinators attached now.
-        var coordinators: @Sendable () -> [ReleaseCoordinator]
+        /// The coordinators attached to the monitor, which the release loop reads.
+        var coordinators: AttachedCoordinators
         /// The exhausted state changed.
         var exhaustionChanged: @Sendable (MemoryExhaustion) -> Void
         /// The ancestors a node agent coordinates for the monitor.
@@ -88,11 +88,10 @@ final class MonitorSession: Sendable {
         } catch {
             throw MonitorError(error)
         }
-        let output = SessionOutput(parts.output(), releaseLoop: releaseLoop)
         let engine = EngineBox(
             MonitorEngine(
                 loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
-                ledger: ledger, samples: parts.samples, output: output))
+                ledger: ledger, samples: parts.samples, output: parts.output(), releaseLoop: releaseLoop))
         let (engineEnded, endEngine) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
         let armed = ConditionLock<Result<(watch: MonitorArming.UsageWatch, pendingThresholds: Int), any Error>?>(nil)
         let threadEnded = ConditionLock(false)
@@ -194,26 +193,4 @@ private final class EngineBox: @unchecked Sendable {
     // @unchecked: `engine` is touched only on the monitor's loop thread after `arm` hands it over.
     let engine: MonitorEngine
     init(_ engine: MonitorEngine) { self.engine = engine }
-}
-
-/// The engine's output as the session passes it on: to the monitor, and every reading to the
-/// release loop as well (from the first one on, before the monitor has the session).
-private final class SessionOutput: MonitorEngineOutput {
-    private let monitor: any MonitorEngineOutput
-    private let releaseLoop: ReleaseLoop
-
-    init(_ monitor: any MonitorEngineOutput, releaseLoop: ReleaseLoop) {
-        self.monitor = monitor
-        self.releaseLoop = releaseLoop
-    }
-
-    func engineEmitted(_ event: LevelEvent) { monitor.engineEmitted(event) }
-    func engineListens(to sources: [String]) { monitor.engineListens(to: sources) }
-    func engineNoted(transientError: CgroupError?) { monitor.engineNoted(transientError: transientError) }
-    func engineWatchesUsage(by watch: MonitorArming.UsageWatch, after: Duration) { monitor.engineWatchesUsage(by: watch, after: after) }
-
-    func engineRead(_ reading: MonitorReading) {
-        monitor.engineRead(reading)
-        releaseLoop.offer(reading)
-    }
 }

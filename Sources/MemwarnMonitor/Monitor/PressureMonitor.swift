@@ -59,7 +59,6 @@ public final class PressureMonitor: Service, Sendable {
         var arming: MonitorArming?
         var usageWatch: MonitorArming.UsageWatch?
         var sources: [String] = []
-        var coordinators: [Int: ReleaseCoordinator] = [:]
         var exhaustion: MemoryExhaustion?
         var tally = ForecastTally()
         var latestForecast: PressureForecast?
@@ -80,6 +79,7 @@ public final class PressureMonitor: Service, Sendable {
     private let samples: UsageSampleCount
     /// The ancestors a node agent coordinates for this monitor (``coordinate(cgroupPath:agentPid:for:)``).
     private let leases = AgentLeases()
+    private let coordinators = AttachedCoordinators()
     private let metrics: MonitorMetrics
 
     /// Creates a monitor and arms it: when it returns, the cgroup's sources are registered, the
@@ -192,7 +192,7 @@ public final class PressureMonitor: Service, Sendable {
     public func removeObserver(_ token: ObserverToken) {
         levelEvents.removeObserver(token.id)
         exhaustionChanges.removeObserver(token.id)
-        _ = state.withLock { $0.coordinators.removeValue(forKey: token.id) }
+        coordinators.detach(id: token.id)
     }
 
     /// Whether memory is exhausted now (see ``/MemwarnRelease/MemoryExhaustion``): one atomic load, cheap
@@ -252,12 +252,7 @@ public final class PressureMonitor: Service, Sendable {
     /// Adds a coordinator to the release loop (``/MemwarnMonitor/MemwarnRelease/ReleaseCoordinator/attach(to:)``); attaching
     /// one twice returns the first token (it would otherwise release twice per reading).
     func attach(_ coordinator: ReleaseCoordinator) -> ObserverToken {
-        state.withLock { state in
-            if let existing = state.coordinators.first(where: { $0.value === coordinator }) { return ObserverToken(id: existing.key) }
-            let id = Broadcaster<LevelEvent>.nextID()
-            state.coordinators[id] = coordinator
-            return ObserverToken(id: id)
-        }
+        ObserverToken(id: coordinators.attach(coordinator, id: Broadcaster<LevelEvent>.nextID()))
     }
 
     /// Keeps the armed monitor running — reporting levels and releasing — until graceful
@@ -346,7 +341,7 @@ public final class PressureMonitor: Service, Sendable {
             .init(
                 configuration: configuration, logger: logger, metrics: metrics, samples: samples,
                 output: { [weak self] in EngineOutput(self) },
-                coordinators: { [weak self] in self?.state.withLock { state in state.coordinators.sorted { $0.key < $1.key }.map(\.value) } ?? [] },
+                coordinators: coordinators,
                 exhaustionChanged: { [weak self] change in self?.publish(change) }, leases: leases))
         var arming = session.arming
         state.withLock { state in
@@ -401,7 +396,7 @@ public final class PressureMonitor: Service, Sendable {
         }
     }
 
-    /// Every reading: metrics and the latest forecast (the session hands it to the release loop).
+    /// Every reading: metrics and the latest forecast (the engine hands it to the release loop too).
     fileprivate func take(_ reading: MonitorReading) {
         metrics.record(reading)
         state.withLock { state in

@@ -37,8 +37,8 @@ final class ReleaseLoop: @unchecked Sendable {
         var ledger: ReleaseLedger
         var metrics: MonitorMetrics
         var logger: Logger
-        /// The coordinators attached now.
-        var coordinators: @Sendable () -> [ReleaseCoordinator]
+        /// The coordinators attached to the monitor (read at each release).
+        var coordinators: AttachedCoordinators
         /// The exhausted state changed.
         var exhaustionChanged: @Sendable (MemoryExhaustion) -> Void
     }
@@ -99,7 +99,7 @@ final class ReleaseLoop: @unchecked Sendable {
         // A reading at normal that is no rise, outside exhaustion, asks for nothing: no read, no
         // release (most readings: every sample where usage is sampled).
         guard rose || level > .normal || exhaustion?.isExhausted == true else { return }
-        let coordinators = context.coordinators()
+        let coordinators = context.coordinators.current
         let began = ContinuousClock.now
         // A rise is a memory warning: the coordinators' responders hear it first, and what they
         // drop shows in the fresh numbers below. Their drop is memwarn's doing, as a release's is:
