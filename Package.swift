@@ -302,7 +302,14 @@ let package = Package(
         ),
         .testTarget(
             name: "MemwarnCLITests",
-            dependencies: ["MemwarnTestKit", "MemwarnTestTraits", "CgroupKit", "MemwarnSoak", "MemwarnSystem"],
+            dependencies: [
+                "MemwarnTestKit",
+                "MemwarnTestTraits",
+                "CgroupKit",
+                "MemwarnSoak",
+                "MemwarnSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
     ]

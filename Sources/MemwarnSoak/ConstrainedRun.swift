@@ -61,7 +61,39 @@ public final class ConstrainedRun: Sendable {
 
     /// Why a run could not start.
     public struct StartError: Error, CustomStringConvertible {
+        /// The kind of failure.
+        public struct Code: Sendable, Hashable, CustomStringConvertible {
+            private enum Base: String, Sendable, Hashable { case noCommand, commandNotFound, couldNotStart, setupFailed }
+            private let base: Base
+            private init(_ base: Base) { self.base = base }
+
+            /// No command was given.
+            public static let noCommand = Code(.noCommand)
+            /// The command is not found on `PATH`, or not executable.
+            public static let commandNotFound = Code(.commandNotFound)
+            /// Starting the command in its cgroup failed (the error says why).
+            public static let couldNotStart = Code(.couldNotStart)
+            /// What the run needs besides the command could not be prepared (the soak's data
+            /// folder, output files, or its watch of the service).
+            public static let setupFailed = Code(.setupFailed)
+
+            public var description: String { base.rawValue }
+        }
+
+        /// The kind of failure.
+        public var code: Code
+        /// What went wrong, in words.
         public var description: String
+
+        /// An error.
+        ///
+        /// - Parameters:
+        ///   - code: the kind of failure.
+        ///   - description: what went wrong, in words.
+        public init(_ code: Code, description: String) {
+            self.code = code
+            self.description = description
+        }
     }
 
     public let options: Options
@@ -92,9 +124,9 @@ public final class ConstrainedRun: Sendable {
     /// - Throws: ``StartError`` (no command, not found), or ``CgroupError`` (no memory
     ///   controller, no permission to create cgroups — the message says how to get one).
     public init(_ options: Options, logger: Logger) throws {
-        guard let name = options.command.first else { throw StartError(description: "no command to run") }
+        guard let name = options.command.first else { throw StartError(.noCommand, description: "no command to run") }
         guard let executable = ExecutablePath.resolve(name, path: options.environment["PATH"]) else {
-            throw StartError(description: "\(name): command not found (or not executable)")
+            throw StartError(.commandNotFound, description: "\(name): command not found (or not executable)")
         }
         let layout = try CgroupDiscovery().layout()
         guard let own = layout.memory else {
@@ -148,7 +180,7 @@ public final class ConstrainedRun: Sendable {
         } catch {
             monitor.disarm()  // its sources closed before the cgroup goes, so it reads nothing gone
             try? cgroup.remove()
-            throw StartError(description: "\(name): \(error)")
+            throw StartError(.couldNotStart, description: "\(name): \(error)")
         }
         self.cgroup = cgroup
         self.options = options

@@ -69,8 +69,50 @@ public struct Soak: Sendable {
     /// was not found, never became ready, exited 0 early, its load failed at once, or no cgroup
     /// could be made. `memwarn soak` exits 2 with it.
     public struct SetupError: Error, CustomStringConvertible {
+        /// The kind of failure: how the leg that could not be carried out ended.
+        public struct Code: Sendable, Hashable, CustomStringConvertible {
+            private enum Base: String, Sendable, Hashable { case notReady, loadFailed, exitedEarly, failed }
+            private let base: Base
+            private init(_ base: Base) { self.base = base }
+
+            /// The service never became ready (or was OOM-killed before it was).
+            public static let notReady = Code(Base.notReady)
+            /// The load command could not start, or failed at once.
+            public static let loadFailed = Code(Base.loadFailed)
+            /// The service exited by itself, successfully, before the soak's end.
+            public static let exitedEarly = Code(Base.exitedEarly)
+            /// Anything else that kept the leg from being carried out.
+            public static let failed = Code(Base.failed)
+
+            /// The code for a leg that ended so.
+            ///
+            /// - Parameter end: how the leg ended.
+            public init(_ end: SoakRun.End) {
+                switch end {
+                case .notReady: self = .notReady
+                case .loadFailed: self = .loadFailed
+                case .serviceExited: self = .exitedEarly
+                default: self = .failed
+                }
+            }
+
+            public var description: String { base.rawValue }
+        }
+
+        /// The kind of failure.
+        public var code: Code
+        /// What went wrong, in words.
         public var description: String
-        public init(_ description: String) { self.description = description }
+
+        /// An error.
+        ///
+        /// - Parameters:
+        ///   - code: the kind of failure.
+        ///   - description: what went wrong, in words.
+        public init(_ code: Code, _ description: String) {
+            self.code = code
+            self.description = description
+        }
     }
 
     public var subject: Subject
@@ -152,7 +194,7 @@ public struct Soak: Sendable {
                 // the baseline; every other problem means the soak cannot be carried out.
                 let tooSmallToStart = run.end == .notReady && run.run.oomKills > 0
                 if let problem = run.problem, interruption.signal == nil, !tooSmallToStart || (memwarnEnabled && limits.count == 1) {
-                    throw SetupError(problem)
+                    throw SetupError(SetupError.Code(run.end), problem)
                 }
             }
         }

@@ -52,7 +52,7 @@ struct SoakLeg {
             do {
                 dataDirectory = try PrivateDirectory.makeTemporary(prefix: "memwarn-soak-\(label)")
             } catch {
-                throw ConstrainedRun.StartError(description: "the demo's data folder: \(error)")
+                throw ConstrainedRun.StartError(.setupFailed, description: "the demo's data folder: \(error)")
             }
             command = [path, "--duration", String(soak.duration.seconds), "--data-dir", dataDirectory ?? ""] + (memwarnEnabled ? [] : ["--no-memwarn"])
             service = nil
@@ -80,7 +80,7 @@ struct SoakLeg {
             do {
                 output = try PipeEnds()
             } catch {
-                throw ConstrainedRun.StartError(description: "the demo's output: \(error)")
+                throw ConstrainedRun.StartError(.setupFailed, description: "the demo's output: \(error)")
             }
             run = try ConstrainedRun(options(standardOutput: output.writeEnd.rawValue), logger: logger)
             do {
@@ -88,7 +88,7 @@ struct SoakLeg {
             } catch {
                 run.forward(signal: SIGKILL)
                 _ = await run.wait()
-                throw ConstrainedRun.StartError(description: "the demo's output: \(error)")
+                throw ConstrainedRun.StartError(.setupFailed, description: "the demo's output: \(error)")
             }
         } else {
             // The service's output goes to the log, or to stderr: stdout is the report's.
@@ -108,7 +108,7 @@ struct SoakLeg {
         } catch {
             run.forward(signal: SIGKILL)
             _ = await run.wait()
-            throw ConstrainedRun.StartError(description: "the soak's watch of the service: \(error)")
+            throw ConstrainedRun.StartError(.setupFailed, description: "the soak's watch of the service: \(error)")
         }
         let level = Locked(MemoryPressureLevel.normal)
         let samples = Locked<[SoakSample]>([])

@@ -4,6 +4,20 @@
 /// The pool has dropped the handle all the same (a handle whose close failed is in an
 /// unknown state and is never handed out again), so it no longer counts in the footprint.
 public struct ResourceCloseError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure (one kind: the pool's `close` closure threw; ``error`` says what).
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable { case closeFailed }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The pool's `close` closure threw.
+        public static let closeFailed = Code(.closeFailed)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of failure: ``Code/closeFailed``.
+    public var code: Code { .closeFailed }
     /// The pool's name.
     public var pool: String
     /// What `close` threw.
