@@ -61,4 +61,39 @@ final class SyntheticFileTree {
         try write("/sys/fs/cgroup\(path)/memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
         try write("/sys/fs/cgroup\(path)/memory.current", Self.fixedWidth(usage))
     }
+
+    /// The files every synthetic cgroup v1 host has: the v1 memory hierarchy's mount, the
+    /// process's memory cgroup, `/proc/meminfo`, and the root memory cgroup (no limit). With
+    /// `unified`, a hybrid host: a cgroup2 tree at `/sys/fs/cgroup/unified` without the memory
+    /// controller, the process in `processCgroup` there too.
+    func writeV1Host(processCgroup: String, unified: Bool = false) throws {
+        var mountinfo = "31 26 0:27 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:12 - cgroup cgroup rw,memory\n"
+        var cgroups = "4:memory:\(processCgroup)\n"
+        if unified {
+            mountinfo += "27 26 0:26 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:5 - cgroup2 cgroup2 rw,nsdelegate\n"
+            cgroups += "0::\(processCgroup)\n"
+            try write("/sys/fs/cgroup/unified/cgroup.controllers", "cpu io pids\n")
+        }
+        try write("/proc/self/mountinfo", mountinfo)
+        try write("/proc/self/cgroup", cgroups)
+        try write("/proc/meminfo", "MemTotal:       16000000 kB\nMemFree:         8000000 kB\nMemAvailable:    9000000 kB\n")
+        try writeV1MemoryCgroup("", limit: nil, usage: 0)
+    }
+
+    /// A cgroup v1 memory cgroup's files: `memory.limit_in_bytes`, `memory.usage_in_bytes`,
+    /// `memory.stat`, `memory.use_hierarchy` (1), `memory.oom_control`, `memory.pressure_level`,
+    /// and a `cgroup.event_control` no ordinary user may write (mode 0444), as a real host's is
+    /// root's: the monitor is refused and samples usage. (Root may write any plain file, so there
+    /// the monitor would register notifications no plain file ever sends.)
+    func writeV1MemoryCgroup(_ path: String, limit: UInt64?, usage: UInt64 = 0) throws {
+        let directory = "/sys/fs/cgroup/memory\(path)"
+        try write("\(directory)/memory.limit_in_bytes", "\(limit ?? 9_223_372_036_854_771_712)\n")
+        try write("\(directory)/memory.usage_in_bytes", Self.fixedWidth(usage))
+        try write("\(directory)/memory.stat", "cache 0\nrss 0\ninactive_file 0\nactive_file 0\ntotal_inactive_file 0\n")
+        try write("\(directory)/memory.use_hierarchy", "1\n")
+        try write("\(directory)/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
+        try write("\(directory)/memory.pressure_level", "")
+        try write("\(directory)/cgroup.event_control", "")
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: root + "\(directory)/cgroup.event_control")
+    }
 }

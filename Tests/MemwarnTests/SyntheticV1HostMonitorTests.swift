@@ -1,0 +1,86 @@
+import CgroupKit
+import Foundation
+import Memwarn
+import MemwarnTestKit
+import Testing
+
+@testable import MemwarnMonitor
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The monitor on synthetic cgroup v1 and hybrid hosts (plain files, no kernel): an ordinary
+/// user may not write `cgroup.event_control`, so the monitor samples usage, and the level logic
+/// runs as on a real v1 host without root. Root may write any plain file and would register v1
+/// notifications that plain files never send, so these run only as an ordinary user: in
+/// `make test`'s step as nobody.
+@Suite(.serialized, .enabled(if: geteuid() != 0, "as root the monitor registers v1 notifications plain files never send; make test runs this suite as nobody"))
+struct SyntheticV1HostMonitorTests {
+    static let limit: UInt64 = 128 << 20
+
+    /// A v1 (or hybrid) host with the process in `/app`, limited to ``limit``.
+    final class Host {
+        let tree = SyntheticFileTree(prefix: "memwarn-synthetic-v1")
+
+        init(unified: Bool) throws {
+            try tree.writeV1Host(processCgroup: "/app", unified: unified)
+            try tree.writeV1MemoryCgroup("/app", limit: SyntheticV1HostMonitorTests.limit)
+        }
+
+        func setUsage(_ fraction: Double) throws {
+            try tree.overwrite(
+                "/sys/fs/cgroup/memory/app/memory.usage_in_bytes",
+                SyntheticFileTree.fixedWidth(UInt64(Double(SyntheticV1HostMonitorTests.limit) * fraction)))
+        }
+    }
+
+    static func monitor(_ host: Host, policy: PressurePolicy = PressurePolicy()) -> PressureMonitor {
+        var configuration = MonitorConfiguration(policy: policy, environment: [:])
+        configuration.files = host.tree.files
+        configuration.watchesPressureStall = false
+        return PressureMonitor(configuration: configuration, logger: testLogger)
+    }
+
+    @Test(arguments: [false, true])
+    func usageAcrossTheMarksIsFoundBySamplingWhereV1NotificationsAreRefused(unified: Bool) async throws {
+        let host = try Host(unified: unified)
+        let monitor = Self.monitor(host)
+        #expect(monitor.arming?.usageWatch == .adaptiveSampling, "\(String(describing: monitor.arming?.usageWatch))")
+        #expect(
+            monitor.watchedSources.contains { $0.contains("memory/app/memory.usage_in_bytes") && $0.contains("cgroup.event_control") },
+            "the sources say why usage is sampled: \(monitor.watchedSources)")
+        try await withRunningMonitor(monitor) { iterator in
+            let first = try await next(&iterator)
+            #expect(first.source == .initial && first.level == .normal)
+            #expect(first.snapshot.capacityBytes == Self.limit, "the v1 limit is read: \(String(describing: first.snapshot.capacityBytes))")
+            for (fraction, level) in [(0.85, MemoryPressureLevel.warning), (0.95, .critical)] {
+                try host.setUsage(fraction)
+                let event = try await next(&iterator, within: .seconds(5))
+                #expect(event.level == level && event.source == .usageSample, "\(event.level) from \(event.source)")
+            }
+        }
+    }
+
+    /// Hysteresis and the hold time on v1, as on v2 (`SyntheticHostMonitorTests`).
+    @Test func aFallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime() async throws {
+        let host = try Host(unified: false)
+        var policy = PressurePolicy()
+        policy.holdTime = .milliseconds(400)
+        let monitor = Self.monitor(host, policy: policy)
+        try await withRunningMonitor(monitor) { iterator in
+            #expect(try await next(&iterator).level == .normal)
+            try host.setUsage(0.95)
+            let critical = try await next(&iterator, within: .seconds(5))
+            #expect(critical.level == .critical)
+            try host.setUsage(0.75)
+            let held = try await next(&iterator, within: .seconds(5))
+            #expect(held.level == .warning, "between the recovery and the warning marks the level holds at warning: \(held.level)")
+            #expect(held.snapshot.time - critical.snapshot.time >= policy.holdTime, "stepped down before the hold time")
+            try host.setUsage(0.5)
+            let normal = try await next(&iterator, within: .seconds(5))
+            #expect(normal.level == .normal)
+            #expect(normal.snapshot.time - held.snapshot.time >= policy.holdTime, "stepped down before the hold time")
+        }
+    }
+}
