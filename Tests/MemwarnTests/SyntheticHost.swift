@@ -3,7 +3,8 @@ import Foundation
 import MemwarnSystem
 
 /// A cgroup v2 host made of plain files in a temporary directory (a `KernelFiles` root): one
-/// cgroup `/app` with `memory.max`, whose `memory.current` a test writes in place, as the kernel
+/// cgroup `/app` (or, as a container sees its own cgroup through a cgroup namespace, the root
+/// `/`) with `memory.max`, whose `memory.current` a test writes in place, as the kernel
 /// changes its own files. Monitors read it through `MonitorConfiguration.files`, with no kernel
 /// and no root: the engine's sampling, evaluation and scheduling are the real ones. (PSI files
 /// are left out: a trigger needs the kernel.)
@@ -12,17 +13,19 @@ final class SyntheticHost {
     let limit: UInt64
     var root: String { tree.root }
     var files: KernelFiles { tree.files }
-    let cgroup = CgroupLocation(version: .v2, mountPoint: "/sys/fs/cgroup", path: "/app")
+    let cgroup: CgroupLocation
 
-    init(limit: UInt64, usage: UInt64 = 0) throws {
+    /// A host with the process in `processCgroup`: `/app`, or `/` for a container's view.
+    init(limit: UInt64, usage: UInt64 = 0, processCgroup: String = "/app") throws {
         self.limit = limit
-        try tree.writeV2Host(processCgroup: "/app")
-        try tree.writeMemoryCgroup("/app", limit: limit, usage: usage)
+        cgroup = CgroupLocation(version: .v2, mountPoint: "/sys/fs/cgroup", path: processCgroup)
+        try tree.writeV2Host(processCgroup: processCgroup)
+        try tree.writeMemoryCgroup(processCgroup == "/" ? "" : processCgroup, limit: limit, usage: usage)
     }
 
     /// Sets usage to a share of the limit, in place (the same inode the monitor holds open).
     func setUsage(_ fraction: Double) throws {
-        try overwrite("/sys/fs/cgroup/app/memory.current", Self.fixedWidth(UInt64(Double(limit) * fraction)))
+        try overwrite(cgroup.file("memory.current"), Self.fixedWidth(UInt64(Double(limit) * fraction)))
     }
 
     /// A byte count as 20 digits and a newline (``SyntheticFileTree/fixedWidth(_:)``).

@@ -37,6 +37,21 @@ struct SyntheticHostMonitorTests {
         #expect(monitor.usageSampleCount > 0)
     }
 
+    /// A container's view through a cgroup namespace: its own cgroup is the root `/`, whose
+    /// `memory.max` is the container's limit. The marks are found there as anywhere.
+    @Test func inAContainersOwnCgroupNamespaceTheRootsLimitIsWatched() async throws {
+        let host = try SyntheticHost(limit: Self.limit, processCgroup: "/")
+        let monitor = Self.monitor(host)
+        #expect(monitor.watchedSources.contains { $0.hasPrefix("sample /sys/fs/cgroup/memory.current adaptively") }, "\(monitor.watchedSources)")
+        try await withRunningMonitor(monitor) { iterator in
+            let first = try await next(&iterator)
+            #expect(first.snapshot.capacityBytes == Self.limit, "the namespace root's limit: \(String(describing: first.snapshot.capacityBytes))")
+            try host.setUsage(0.85)
+            let event = try await next(&iterator, within: .seconds(5))
+            #expect(event.level == .warning && event.source == .usageSample, "\(event.level) from \(event.source)")
+        }
+    }
+
     @Test func withAdaptiveSamplingOffTheSameClimbWaitsForThePoll() async throws {
         let host = try SyntheticHost(limit: Self.limit)
         var policy = PressurePolicy()
