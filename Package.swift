@@ -91,7 +91,7 @@ let package = Package(
         ),
         .target(
             name: "MemwarnRelease",
-            dependencies: ["MemwarnSystem", "CLinuxCalls"],
+            dependencies: ["MemwarnSystem"],
             swiftSettings: strictSettings
         ),
         .target(

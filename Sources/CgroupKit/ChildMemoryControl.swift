@@ -1,3 +1,5 @@
+import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -51,19 +53,23 @@ public enum ChildMemoryControl {
                     """, path: control, errno: EBUSY)
             }
             let leaf = parent.child(leafName)
-            guard mkdir(leaf.directory, 0o755) == 0 else { throw KernelFiles.openError(errno, leaf.directory, writing: true) }
+            do {
+                try FileSystem.makeDirectory(leaf.directory, mode: 0o755)
+            } catch {
+                throw KernelFiles.openError(error.errno, leaf.directory, writing: true)
+            }
             do throws(CgroupError) {
                 try beforeMoving(leaf)
                 try KernelFiles.host.write(String(getpid()), to: leaf.file("cgroup.procs"))
             } catch {
-                rmdir(leaf.directory)
+                try? FileSystem.removeDirectory(leaf.directory)
                 throw error
             }
             do throws(CgroupError) {
                 try KernelFiles.host.write("+memory", to: control)
             } catch {
                 try? KernelFiles.host.write(String(getpid()), to: parent.file("cgroup.procs"))  // back where it was
-                rmdir(leaf.directory)
+                try? FileSystem.removeDirectory(leaf.directory)
                 throw error
             }
             return leaf

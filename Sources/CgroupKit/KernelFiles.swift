@@ -42,7 +42,7 @@ public struct KernelFiles: Sendable, Hashable {
     /// - Parameter hostPath: an absolute path as on the host.
     /// - Returns: whether something exists there.
     public func exists(_ hostPath: String) -> Bool {
-        access(path(hostPath), F_OK) == 0
+        FileSystem.exists(path(hostPath))
     }
 
     /// Whether a path names a directory (symbolic links followed).
@@ -107,16 +107,11 @@ public struct KernelFiles: Sendable, Hashable {
     ///   directory cannot be opened.
     public func list(_ hostPath: String) throws(CgroupError) -> [String] {
         let realPath = path(hostPath)
-        guard let dir = opendir(realPath) else { throw Self.openError(errno, realPath, writing: false) }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-            }
-            if name != "." && name != ".." { names.append(name) }
+        do {
+            return try FileSystem.entries(of: realPath).map(\.name).sorted()
+        } catch {
+            throw Self.openError(error.errno, realPath, writing: false)
         }
-        return names.sorted()
     }
 
     /// The error for a failed `open`, by errno: `.notFound`, `.permissionDenied`, or `.unreadable`/`.unwritable`.

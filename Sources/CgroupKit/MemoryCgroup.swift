@@ -1,3 +1,5 @@
+import MemwarnSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,20 +36,20 @@ public final class MemoryCgroup: Sendable {
                         .unsupported, "memory.high exists only on cgroup v2; this host's memory controller is on cgroup v1 (use the hard limit alone)")
                 }
                 // Made here first, exclusively: libcgroup would adopt a directory that exists.
-                guard mkdir(location.directory, 0o755) == 0 else { throw Self.creationError(errno, location) }
+                try Self.makeDirectory(location)
                 do throws(CgroupError) {
                     try Libcgroup.createCgroup(path: location.path, controller: "memory", values: [("memory.limit_in_bytes", maximumBytes)])
                 } catch {
-                    rmdir(location.directory)
+                    try? FileSystem.removeDirectory(location.directory)
                     throw error
                 }
             case .v2:
-                guard mkdir(location.directory, 0o755) == 0 else { throw Self.creationError(errno, location) }
+                try Self.makeDirectory(location)
                 do throws(CgroupError) {
                     try KernelFiles.host.write(String(maximumBytes), to: location.file("memory.max"))
                     if let highBytes { try KernelFiles.host.write(String(highBytes), to: location.file("memory.high")) }
                 } catch {
-                    rmdir(location.directory)
+                    try? FileSystem.removeDirectory(location.directory)
                     throw error
                 }
             }
@@ -62,6 +64,15 @@ public final class MemoryCgroup: Sendable {
         self.location = location
         self.maximumBytes = maximumBytes
         self.highBytes = highBytes
+    }
+
+    /// Makes the cgroup's directory, exclusively.
+    private static func makeDirectory(_ location: CgroupLocation) throws(CgroupError) {
+        do {
+            try FileSystem.makeDirectory(location.directory, mode: 0o755)
+        } catch {
+            throw creationError(error.errno, location)
+        }
     }
 
     /// Why `mkdir` of a new cgroup failed: one that exists is never adopted (it may be
@@ -106,13 +117,17 @@ public final class MemoryCgroup: Sendable {
                 switch location.version {
                 case .v1: try Libcgroup.deleteCgroup(path: location.path, controller: "memory")
                 case .v2:
-                    guard rmdir(location.directory) == 0 || errno == ENOENT else { throw KernelFiles.openError(errno, location.directory, writing: true) }
+                    do {
+                        try FileSystem.removeDirectory(location.directory)
+                    } catch {
+                        guard error.errno == ENOENT else { throw KernelFiles.openError(error.errno, location.directory, writing: true) }
+                    }
                 }
                 if !KernelFiles.host.exists(location.directory) { return }
             } catch {
                 lastError = error
             }
-            usleep(20_000)
+            SystemThread.sleep(for: .milliseconds(20))
         }
         throw lastError ?? CgroupError(.libcgroup, "the cgroup still exists after deletion", path: location.directory)
     }

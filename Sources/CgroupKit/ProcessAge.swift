@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import MemwarnSystem
 
 /// How long this process has existed, as the kernel counts it: `/proc/self/stat`'s start time
 /// (field 22, clock ticks since boot) against `CLOCK_BOOTTIME`.
@@ -16,11 +12,10 @@ public enum ProcessAge {
     /// - Returns: the time since the process started, to a clock tick.
     public static func now(files: KernelFiles = .host) -> Duration? {
         guard let text = try? files.read("/proc/self/stat"), let ticks = startTicks(stat: text) else { return nil }
-        var boot = timespec()
-        guard clock_gettime(CLOCK_BOOTTIME, &boot) == 0 else { return nil }
-        let perSecond = UInt64(max(1, sysconf(Int32(_SC_CLK_TCK))))
+        guard let boot = KernelClock.sinceBoot() else { return nil }
+        let perSecond = UInt64(SystemConfiguration.clockTicksPerSecond)
         let started = Duration.seconds(Int64(ticks / perSecond)) + .milliseconds(Int64(ticks % perSecond * 1000 / perSecond))
-        let age = Duration.seconds(boot.tv_sec) + .nanoseconds(boot.tv_nsec) - started
+        let age = boot - started
         return max(.zero, age)
     }
 

@@ -57,6 +57,6 @@ final class AgentMetrics {
             let file = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o644)
             try file.writeAll(Array(text.utf8))
         }
-        guard rename(temporary, path) == 0 else { throw SystemError("rename", errno: errno, path: path) }
+        try FileSystem.rename(temporary, to: path)
     }
 }

@@ -49,9 +49,8 @@ package struct AgentRecord: Encodable, Sendable {
     }
 
     private static func wallClock() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let seconds = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        let now = KernelClock.sinceEpoch().components
+        let seconds = Double(now.seconds) + Double(now.attoseconds) / 1e18
         return (seconds * 1000).rounded() / 1000
     }
 

@@ -117,7 +117,7 @@ package final class NodeAgent {
         lastDiscovery = .now
         let now = ContinuousClock.now
         failedSockets = failedSockets.filter { $0.value > now }
-        outsideSockets = outsideSockets.filter { kill($0.value, 0) == 0 || errno == EPERM }
+        outsideSockets = outsideSockets.filter { Signals.processExists($0.value) }
         let found = finder.search(known: services, skipping: Set(failedSockets.keys).union(outsideSockets.keys))
         outsideSockets.merge(found.outside) { $1 }
         reportedUnreachable = reportedUnreachable.filter { files.exists($0) }
@@ -222,7 +222,7 @@ package final class NodeAgent {
         guard let text = try? files.read("/proc/\(service.pid)/statm") else { return nil }
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = UInt64(fields[1]) else { return nil }
-        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
+        return pages * UInt64(VirtualMemory.pageSize)
     }
 
     // MARK: The parent
@@ -369,9 +369,7 @@ package final class NodeAgent {
     }
 
     private func nap(_ duration: Duration) {
-        var request = timespec(tv_sec: Int(duration.components.seconds), tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
-        var remaining = timespec()
-        _ = nanosleep(&request, &remaining)  // at most the search interval: the loop then looks at isStopped
+        SystemThread.sleep(for: duration)  // at most the search interval: the loop then looks at isStopped
     }
 
     private func writeMetrics() {

@@ -33,14 +33,13 @@ struct ServiceFinder {
             // Unlike `memwarn trigger`, the agent does not trust a directory for its owner: it
             // believes only the pid the kernel gives for a socket, and that pid's cgroup. A
             // directory of any user is searched; a symbolic link is not followed.
-            var status = stat()
-            guard lstat(directory, &status) == 0 else { continue }  // not made yet: searched once it is
-            guard status.st_mode & S_IFMT == S_IFDIR else {
+            guard let type = FileType.at(directory, followingLinks: false) else { continue }  // not made yet: searched once it is
+            guard type == .directory else {
                 failures.append((directory, "not searched: not a directory (a symbolic link is not followed)"))
                 continue
             }
             for socket in ControlClient.socketPaths(in: directory) where !skipped.contains(socket) {
-                if let service = known.first(where: { $0.socketPath == socket }), kill(service.pid, 0) == 0 || errno == EPERM {
+                if let service = known.first(where: { $0.socketPath == socket }), Signals.processExists(service.pid) {
                     services.append(service)
                     continue
                 }
@@ -73,13 +72,7 @@ struct ServiceFinder {
     /// one per pod, each pod's endpoint named by its pid inside the pod), matched afresh at each search.
     static func expand(_ pattern: String) -> [String] {
         guard pattern.contains("*") || pattern.contains("?") || pattern.contains("[") else { return [pattern] }
-        var matches = glob_t()
-        defer { globfree(&matches) }
-        guard glob(pattern, 0, nil, &matches) == 0 else { return [] }
-        return (0..<Int(matches.gl_pathc)).compactMap { index in
-            guard let path = matches.gl_pathv[index].map({ String(cString: $0) }) else { return nil }
-            return FileType.at(path) == .directory ? path : nil
-        }
+        return FileSystem.paths(matching: pattern).filter { FileType.at($0) == .directory }
     }
 
     /// The service an endpoint's peer is, if its memory cgroup lies under the parent.
@@ -101,14 +94,10 @@ struct ServiceFinder {
 
     /// The parent's children that hold none of the services (nor any below them), with usage.
     private func unlinked(besides services: [AgentService]) -> [(cgroup: String, usageBytes: UInt64)] {
-        guard let parent, let stream = opendir(files.path(parent.directory)) else { return [] }
-        defer { closedir(stream) }
+        guard let parent, let entries = try? FileSystem.entries(of: files.path(parent.directory)) else { return [] }
         var found: [(String, UInt64)] = []
-        while let entry = readdir(stream) {
-            guard entry.pointee.d_type == UInt8(DT_DIR) else { continue }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name != ".", name != ".." else { continue }
-            let child = parent.child(name)
+        for entry in entries where entry.type == .directory {
+            let child = parent.child(entry.name)
             guard !services.contains(where: { $0.cgroup.path == child.path || $0.cgroup.path.hasPrefix(child.path + "/") }),
                 let usage = try? CgroupMemoryReader(location: child, files: files).usage()
             else { continue }

@@ -111,9 +111,8 @@ struct AgentCommand: AsyncParsableCommand {
         agentConfiguration.askTimeout = PressurePolicy.parseDuration(askTimeout) ?? .seconds(2)
         agentConfiguration.lease = PressurePolicy.parseDuration(lease) ?? .seconds(5)
         for directory in agentConfiguration.controlDirectories where !directory.contains("*") {
-            var status = stat()
             // One that does not exist yet is searched when it does; one that is something else is a mistake.
-            if lstat(directory, &status) == 0, status.st_mode & S_IFMT != S_IFDIR {
+            if let type = FileType.at(directory, followingLinks: false), type != .directory {
                 throw ValidationError("--control-dir \(directory) is not a directory (a symbolic link is not followed)")
             }
         }

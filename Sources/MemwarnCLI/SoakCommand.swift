@@ -270,7 +270,7 @@ struct SoakCommand: AsyncParsableCommand {
 /// The live progress line on stderr: rewritten in place on a terminal, a line every 5 s otherwise.
 final class ProgressLine: Sendable {
     private let total: Double
-    private let isTerminal = isatty(2) == 1
+    private let isTerminal = StandardStream.error.isTerminal
     private let lastPrinted = Locked<(label: String, seconds: Double)>(("", -10))
 
     init(total: Double) {

@@ -115,7 +115,7 @@ struct StatusReport: Encodable {
                 "a limit of \(Self.bytes(hidden.limit.bytes)) is set above the cgroup namespace (hierarchical_memory_limit): "
                     + "its cgroup cannot be read here, so only this cgroup's own usage is measured against it")
         }
-        if let memory = layout.memory, memory.version == .v1, access(memory.file("cgroup.event_control"), W_OK) != 0 {
+        if let memory = layout.memory, memory.version == .v1, !FileSystem.isWritable(memory.file("cgroup.event_control")) {
             notes.append("cgroup.event_control is root's: a monitor run by this user samples usage instead of v1 notifications")
         }
         self.notes = notes

@@ -69,6 +69,6 @@ final class UserSession: LifeCycleDelegate {
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
         try handle.synchronize()
         try handle.close()
-        guard rename(temporary, file) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file]) }
+        try FileSystem.rename(temporary, to: file)
     }
 }

@@ -1,4 +1,3 @@
-import CLinuxCalls
 import MemwarnSystem
 
 /// Releases memory from registered consumers in the documented order when memory is tight.
@@ -51,7 +50,7 @@ public final class ReleaseCoordinator: Sendable {
     /// release. It costs a walk of malloc's free lists and of the arena's page counts, a few
     /// milliseconds for a gigabyte.
     public static func returnFreedMemory() {
-        malloc_trim(0)
+        Heap.trim()
         for returner in memoryReturners.withLock({ $0 }) { returner() }
     }
 

@@ -47,7 +47,7 @@ extension ConstrainedRun {
     /// after it made the cgroup until it ends, in whatever PID namespace it runs. Holding the lock
     /// while cleaning up also keeps a run that made the cgroup a moment ago from starting in it.
     static func claimIfAbandoned(_ location: CgroupLocation, owner: Int32) -> DirectoryLock? {
-        guard kill(owner, 0) != 0, errno == ESRCH else { return nil }
+        guard !Signals.processExists(owner) else { return nil }
         return try? DirectoryLock(holding: location.directory)
     }
 
@@ -80,16 +80,19 @@ extension ConstrainedRun {
                 let left = ((try? KernelFiles.host.read(location.file("cgroup.procs"))) ?? "").split(separator: "\n").compactMap { Int32($0) }
                 if left.isEmpty { break }
                 // A process outside this PID namespace reads as 0: never kill(0), this process's group.
-                for process in left where process > 0 && kill(process, SIGKILL) == 0 { killed += 1 }
-                usleep(20_000)
+                for process in left where process > 0 && (try? Signals.send(SIGKILL, to: process)) != nil { killed += 1 }
+                SystemThread.sleep(for: .milliseconds(20))
             }
             var removed = false
             for _ in 0..<50 {
-                if rmdir(location.directory) == 0 || errno == ENOENT {
+                do {
+                    try FileSystem.removeDirectory(location.directory)
                     removed = true
-                    break
+                } catch {
+                    removed = error.errno == ENOENT
                 }
-                usleep(20_000)
+                if removed { break }
+                SystemThread.sleep(for: .milliseconds(20))
             }
             let leftover = Leftover(cgroup: location.directory, ownerPID: owner, processesKilled: killed, removed: removed)
             logger.notice(

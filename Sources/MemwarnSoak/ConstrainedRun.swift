@@ -298,8 +298,8 @@ public final class ConstrainedRun: Sendable {
     private func removeCgroup() -> Bool {
         for _ in 0..<50 {
             guard let left = try? cgroup.processes(), !left.isEmpty else { break }
-            for process in left where process > 0 { kill(process, SIGKILL) }  // the command's own descendants (0: outside this PID namespace)
-            usleep(20_000)
+            for process in left where process > 0 { try? Signals.send(SIGKILL, to: process) }  // the command's own descendants (0: outside this PID namespace)
+            SystemThread.sleep(for: .milliseconds(20))
         }
         do {
             try cgroup.remove()

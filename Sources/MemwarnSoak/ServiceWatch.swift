@@ -100,11 +100,11 @@ final class ServiceWatch: Sendable {
 
     /// Whether `path` is a socket (not a link to one) owned by its directory's owner.
     static func isOwnersSocket(_ path: String) -> Bool {
-        var socket = stat()
-        var folder = stat()
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        return lstat(path, &socket) == 0 && socket.st_mode & S_IFMT == S_IFSOCK && lstat(directory, &folder) == 0
-            && folder.st_mode & S_IFMT == S_IFDIR && socket.st_uid == folder.st_uid
+        guard let socket = try? FileStatus.at(path, followingLinks: false), socket.type == .socket,
+            let folder = try? FileStatus.at(directory, followingLinks: false), folder.type == .directory
+        else { return false }
+        return socket.owner == folder.owner
     }
 
     /// Anonymous memory: v1 `memory.stat` `total_rss` (the cgroup and its children), v2 `anon`.

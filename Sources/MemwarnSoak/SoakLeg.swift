@@ -29,7 +29,7 @@ struct SoakLeg {
     static let loadStartGrace = Duration.seconds(3)
     /// `/dev/null`, the standard input of the service, its load and its check: in process groups
     /// of their own, a read of the terminal would stop them (SIGTTIN).
-    static let nullInput: Int32 = open("/dev/null", O_RDONLY | O_CLOEXEC)
+    static let nullInput: Int32 = (try? FileDescriptor.open("/dev/null", O_RDONLY).take()) ?? -1
 
     /// How long `--check` may take.
     static let checkTimeout = Duration.seconds(300)

@@ -21,7 +21,7 @@ package enum ExecutablePath {
 
     /// A regular file this process may execute (a directory has the x bit too, but cannot be run).
     package static func isExecutableFile(_ path: String) -> Bool {
-        FileType.at(path) == .regular && access(path, X_OK) == 0
+        FileType.at(path) == .regular && FileSystem.isExecutable(path)
     }
 
     /// The running program's path (`/proc/self/exe`), or `nil` when it cannot be read.

@@ -39,8 +39,8 @@ extension FileDescriptor {
     /// - Throws: ``SystemError`` from `read` (`EFBIG` when the file is larger than `limit`,
     ///   `EAGAIN` when a non-blocking descriptor runs dry).
     package borrowing func readToEnd(limit: Int = .max) throws(SystemError) -> [UInt8] {
-        var info = stat()
-        let expected = fstat(rawValue, &info) == 0 && info.st_size > 0 ? min(Int(info.st_size), limit) : 0
+        let size = (try? status())?.size ?? 0
+        let expected = size > 0 ? min(Int(size), limit) : 0
         var bytes: [UInt8] = []
         bytes.reserveCapacity(expected)
         var chunk = [UInt8](repeating: 0, count: max(8192, min(expected + 1, 4 << 20)))

@@ -24,11 +24,21 @@ package enum PrivateDirectory {
     /// - Throws: ``Refusal`` naming the directory and what is wrong with it.
     package static func prepare(_ path: String, purpose: String) throws(Refusal) {
         try checkAncestors(of: path, purpose: purpose)
-        if mkdir(path, 0o700) == 0 {
+        let made: Bool
+        do {
+            try FileSystem.makeDirectory(path, mode: 0o700)
+            made = true
+        } catch {
+            guard error.errno == EEXIST else { throw system("cannot create \(purpose)", path, errno: error.errno) }
+            made = false
+        }
+        if made {
             // mkdir applies the umask; the mode is exactly 0700 whatever it is.
-            guard chmod(path, 0o700) == 0 else { throw system("chmod", path) }
-        } else if errno != EEXIST {
-            throw system("cannot create \(purpose)", path)
+            do {
+                try FileSystem.changeMode(path, to: 0o700)
+            } catch {
+                throw system("chmod", path, errno: error.errno)
+            }
         }
         try checkOwnership(of: path, purpose: purpose)
     }
@@ -53,15 +63,19 @@ package enum PrivateDirectory {
         defer { free(resolved) }
         var folder = String(cString: resolved)
         while true {
-            var status = stat()
-            guard stat(folder, &status) == 0 else { throw system("stat", folder) }
-            if status.st_uid != 0 && status.st_uid != geteuid() {
-                throw Refusal(message: "\(purpose) \(path) lies in \(folder), owned by uid \(status.st_uid) (neither root nor this user); refusing to use it")
+            let status: FileStatus
+            do {
+                status = try FileStatus.at(folder)
+            } catch {
+                throw system("stat", folder, errno: error.errno)
             }
-            if status.st_mode & 0o022 != 0 && status.st_mode & S_ISVTX == 0 {
+            if status.owner != 0 && status.owner != geteuid() {
+                throw Refusal(message: "\(purpose) \(path) lies in \(folder), owned by uid \(status.owner) (neither root nor this user); refusing to use it")
+            }
+            if status.permissions & 0o022 != 0 && !status.isSticky {
                 throw Refusal(
                     message:
-                        "\(purpose) \(path) lies in \(folder), which other users may write to (mode \(String(status.st_mode & 0o7777, radix: 8)), not sticky); refusing to use it"
+                        "\(purpose) \(path) lies in \(folder), which other users may write to (mode \(String(status.permissions, radix: 8))), not sticky); refusing to use it"
                 )
             }
             if folder == "/" { return }
@@ -70,19 +84,23 @@ package enum PrivateDirectory {
     }
 
     private static func checkOwnership(of path: String, purpose: String, trustingRoot: Bool = false) throws(Refusal) {
-        var status = stat()
-        guard lstat(path, &status) == 0 else { throw system("lstat", path) }
-        switch status.st_mode & S_IFMT {
-        case S_IFDIR: break
-        case S_IFLNK: throw Refusal(message: "\(purpose) \(path) is a symbolic link; refusing to use it")
+        let status: FileStatus
+        do {
+            status = try FileStatus.at(path, followingLinks: false)
+        } catch {
+            throw system("lstat", path, errno: error.errno)
+        }
+        switch status.type {
+        case .directory: break
+        case .symbolicLink: throw Refusal(message: "\(purpose) \(path) is a symbolic link; refusing to use it")
         default: throw Refusal(message: "\(purpose) \(path) exists and is not a directory")
         }
-        guard status.st_uid == geteuid() || (trustingRoot && status.st_uid == 0) else {
-            throw Refusal(message: "\(purpose) \(path) is owned by uid \(status.st_uid), not by this process's uid \(geteuid()); refusing to use it")
+        guard status.owner == geteuid() || (trustingRoot && status.owner == 0) else {
+            throw Refusal(message: "\(purpose) \(path) is owned by uid \(status.owner), not by this process's uid \(geteuid()); refusing to use it")
         }
         // Another user who may write there could replace what we put in it.
-        guard status.st_mode & 0o022 == 0 else {
-            throw Refusal(message: "\(purpose) \(path) is writable by other users (mode \(String(status.st_mode & 0o7777, radix: 8))); refusing to use it")
+        guard status.permissions & 0o022 == 0 else {
+            throw Refusal(message: "\(purpose) \(path) is writable by other users (mode \(String(status.permissions, radix: 8))); refusing to use it")
         }
     }
 
@@ -90,13 +108,14 @@ package enum PrivateDirectory {
     /// with a random suffix (`mkdtemp`): it did not exist before, so nobody prepared it.
     package static func makeTemporary(prefix: String) throws(Refusal) -> String {
         let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        var template = Array("\(base.hasSuffix("/") ? String(base.dropLast()) : base)/\(prefix)-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        guard made != nil else { throw system("mkdtemp", "\(base)/\(prefix)-XXXXXX") }
-        return String(cString: template.map { UInt8(bitPattern: $0) })
+        do {
+            return try FileSystem.makeUniqueDirectory(template: "\(base.hasSuffix("/") ? String(base.dropLast()) : base)/\(prefix)-XXXXXX")
+        } catch {
+            throw system("mkdtemp", "\(base)/\(prefix)-XXXXXX", errno: error.errno)
+        }
     }
 
-    private static func system(_ call: String, _ path: String, errno code: Int32 = errno) -> Refusal {
+    private static func system(_ call: String, _ path: String, errno code: Int32) -> Refusal {
         Refusal(message: "\(call) \(path): \(String(cString: strerror(code)))", errno: code)
     }
 }

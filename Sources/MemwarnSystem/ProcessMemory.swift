@@ -27,7 +27,7 @@ public struct ProcessMemory: Sendable, Hashable {
     public static func current() -> ProcessMemory? {
         guard let text = statm(), let field = text.split(separator: " ").dropFirst().first, let pages = UInt64(field) else { return nil }
         let heap = memwarn_heap_in_use_bytes()
-        return ProcessMemory(residentBytes: pages * UInt64(sysconf(Int32(_SC_PAGESIZE))), heapInUseBytes: heap == 0 ? nil : heap)
+        return ProcessMemory(residentBytes: pages * UInt64(VirtualMemory.pageSize), heapInUseBytes: heap == 0 ? nil : heap)
     }
 
     private static func statm() -> String? {

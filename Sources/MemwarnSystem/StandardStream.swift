@@ -13,6 +13,10 @@ package enum StandardStream {
 
     private var descriptor: Int32 { self == .output ? STDOUT_FILENO : STDERR_FILENO }
 
+    /// Whether the stream is a terminal (`isatty`), where a line may be rewritten in place;
+    /// not a pipe or a file.
+    package var isTerminal: Bool { isatty(descriptor) == 1 }
+
     /// Writes `text` and a newline. A stream that is gone (a closed pipe) takes nothing: the
     /// rest is dropped, and nothing is thrown.
     package func writeLine(_ text: String) {

@@ -6,6 +6,7 @@ import Glibc
 
 /// A detached POSIX thread for blocking work (an epoll loop, a child's waiter, a pipe's
 /// reader), so that it never occupies a thread of Swift's cooperative pool.
+@usableFromInline
 package enum SystemThread {
     private final class Start {
         let name: String

@@ -65,7 +65,7 @@ package final class WaitedChild: Sendable {
     /// Sends the child a signal, unless it has been reaped (its pid may be another's by then).
     package func signal(_ number: Int32) {
         ending.withLock { ending in
-            if ending.exit == nil { _ = kill(pid, number) }
+            if ending.exit == nil { try? Signals.send(number, to: pid) }
         }
     }
 
@@ -74,6 +74,6 @@ package final class WaitedChild: Sendable {
     /// the group may live on (its members keep its id, which no new group can take while they
     /// live), so this also reaches what the child left behind.
     package func signalGroup(_ number: Int32) {
-        _ = kill(-pid, number)
+        try? Signals.send(number, to: -pid)
     }
 }

@@ -127,9 +127,9 @@ struct ReadMostlyLockTests {
         for thread in 0..<8 {
             try SystemThread.start(name: "reader-\(thread)") {
                 for _ in 0..<1_000 {
-                    let before = currentCPU()
+                    let before = CurrentCPU.number()
                     let slot = lock.lockShared()
-                    let after = currentCPU()
+                    let after = CurrentCPU.number()
                     if lock.readers[slot].count.load(ordering: .relaxed) < 1 { mismatches.add(1, ordering: .relaxed) }
                     lock.unlockShared(slot)
                     guard before == after && before >= 0 else { continue }

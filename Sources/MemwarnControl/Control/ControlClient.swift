@@ -20,14 +20,11 @@ package enum ControlClient {
 
     /// The `<pid>.sock` sockets in `directory`, by increasing pid; empty when it does not exist.
     package static func socketPaths(in directory: String) -> [String] {
-        guard let stream = opendir(directory) else { return [] }
-        defer { closedir(stream) }
+        guard let entries = try? FileSystem.entries(of: directory) else { return [] }
         var found: [(pid: Int32, path: String)] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            let path = directory + "/" + name
-            var status = stat()
-            guard let pid = ControlDirectory.pid(ofSocket: path), lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { continue }
+        for entry in entries {
+            let path = directory + "/" + entry.name
+            guard let pid = ControlDirectory.pid(ofSocket: path), FileType.at(path, followingLinks: false) == .socket else { continue }
             found.append((pid, path))
         }
         return found.sorted { $0.pid < $1.pid }.map(\.path)
@@ -35,7 +32,7 @@ package enum ControlClient {
 
     /// Whether a process with this pid exists (it may belong to another user).
     package static func processExists(_ pid: Int32) -> Bool {
-        kill(pid, 0) == 0 || errno != ESRCH
+        Signals.processExists(pid)
     }
 
     /// Removes stale sockets: those of processes that no longer exist, and those nothing
@@ -46,10 +43,9 @@ package enum ControlClient {
     @discardableResult
     package static func pruneStaleSockets(in directory: String) -> [String] {
         socketPaths(in: directory).filter { path in
-            var status = stat()
-            guard let pid = ControlDirectory.pid(ofSocket: path), lstat(path, &status) == 0, status.st_uid == geteuid() else { return false }
+            guard let pid = ControlDirectory.pid(ofSocket: path), (try? FileStatus.at(path, followingLinks: false))?.owner == geteuid() else { return false }
             guard !processExists(pid) || nothingListens(on: path) else { return false }
-            return unlink(path) == 0
+            return (try? FileSystem.removeFile(path)) != nil
         }
     }
 
@@ -67,17 +63,18 @@ package enum ControlClient {
             // The directory held open without following a link, and the socket looked at and
             // removed relative to it: a directory swapped for a symbolic link meanwhile cannot
             // send the unlink elsewhere.
-            let folder = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard folder >= 0 else { continue }
-            defer { close(folder) }
+            let folder: FileDescriptor
+            do {
+                folder = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+            } catch {
+                continue
+            }
             let name = "\(pid).sock"
-            var socket = stat()
-            var owner = stat()
-            guard fstat(folder, &owner) == 0, fstatat(folder, name, &socket, AT_SYMLINK_NOFOLLOW) == 0,
-                socket.st_mode & S_IFMT == S_IFSOCK, socket.st_uid == owner.st_uid, socket.st_uid == geteuid() || geteuid() == 0,
+            guard let owner = try? folder.status(), let socket = try? folder.status(ofEntry: name, followingLinks: false),
+                socket.type == .socket, socket.owner == owner.owner, socket.owner == geteuid() || geteuid() == 0,
                 nothingListens(on: ControlDirectory.socketPath(for: pid, in: directory))  // another PID namespace's live one
             else { continue }
-            if unlinkat(folder, name, 0) == 0 { removed = true }
+            if (try? folder.removeEntry(name)) != nil { removed = true }
         }
         return removed
     }

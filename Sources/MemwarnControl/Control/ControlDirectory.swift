@@ -1,8 +1,8 @@
 import CgroupKit
+import MemwarnSystem
 
 #if canImport(Glibc)
 import Glibc
-import MemwarnSystem
 #endif
 
 /// The per-user directory where control endpoints put their sockets, one `<pid>.sock` a
@@ -24,12 +24,11 @@ public enum ControlDirectory {
         if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
             return runtime + "/memwarn"
         }
-        var status = stat()
-        if stat("/run/user/\(uid)", &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+        if FileType.at("/run/user/\(uid)") == .directory {
             return "/run/user/\(uid)/memwarn"
         }
         // Root's must not be in /tmp, where any user could make it first.
-        if uid == 0, stat("/run", &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == 0 {
+        if uid == 0, let run = try? FileStatus.at("/run"), run.type == .directory, run.owner == 0 {
             return "/run/memwarn"
         }
         return temporaryPath(uid: uid)
@@ -42,9 +41,8 @@ public enum ControlDirectory {
     /// Whether `path` is there but is not a directory this user owns: another user made it
     /// first (anyone may create names in `/tmp`), or put something else there.
     static func isTakenByAnother(_ path: String, uid: uid_t = geteuid()) -> Bool {
-        var status = stat()
-        guard lstat(path, &status) == 0 else { return false }
-        return status.st_mode & S_IFMT != S_IFDIR || status.st_uid != uid
+        guard let status = try? FileStatus.at(path, followingLinks: false) else { return false }
+        return status.type != .directory || status.owner != uid
     }
 
     /// This user's own `/tmp/memwarn-<uid>.XXXXXX` directories (owned by the user, mode 0700,
@@ -53,8 +51,8 @@ public enum ControlDirectory {
     static func ownAlternates(uid: uid_t = geteuid()) -> [String] {
         let prefix = "memwarn-\(uid)."
         return names(in: "/tmp").filter { $0.hasPrefix(prefix) && $0.count > prefix.count }.map { "/tmp/" + $0 }.filter { path in
-            var status = stat()
-            return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR && status.st_uid == uid && status.st_mode & 0o077 == 0
+            guard let status = try? FileStatus.at(path, followingLinks: false) else { return false }
+            return status.type == .directory && status.owner == uid && status.permissions & 0o077 == 0
         }
     }
 
@@ -82,16 +80,14 @@ public enum ControlDirectory {
         let path = defaultPath
         let uid = geteuid()
         guard path == temporaryPath(uid: uid), isTakenByAnother(path, uid: uid) else { return (path, nil) }
-        var owner = stat()
-        _ = lstat(path, &owner)
-        let note = "\(path) was made by uid \(owner.st_uid), not this user (\(uid))"
+        let owner = (try? FileStatus.at(path, followingLinks: false))?.owner ?? 0
+        let note = "\(path) was made by uid \(owner), not this user (\(uid))"
         if let existing = ownAlternates(uid: uid).first { return (existing, note) }
-        var template = Array("\(path).XXXXXX".utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            let code = errno
-            throw ControlError(.systemCallFailed, "\(note), and mkdtemp \(path).XXXXXX failed: \(String(cString: strerror(code)))", errno: code)
+        do {
+            return (try FileSystem.makeUniqueDirectory(template: "\(path).XXXXXX"), note)
+        } catch {
+            throw ControlError(.systemCallFailed, "\(note), and mkdtemp \(path).XXXXXX failed: \(error.reason)", errno: error.errno)
         }
-        return (String(cString: template.map { UInt8(bitPattern: $0) }), note)
     }
 
     /// For root: every user's control directories by the names endpoints make them —
@@ -102,9 +98,8 @@ public enum ControlDirectory {
         guard geteuid() == 0 else { return searchPaths }
         var paths = searchPaths
         func add(_ path: String, owner: uid_t, privateOnly: Bool = false) {
-            var status = stat()
-            guard !paths.contains(path), lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == owner,
-                !privateOnly || status.st_mode & 0o077 == 0
+            guard !paths.contains(path), let status = try? FileStatus.at(path, followingLinks: false), status.type == .directory, status.owner == owner,
+                !privateOnly || status.permissions & 0o077 == 0
             else { return }
             paths.append(path)
         }
@@ -152,8 +147,7 @@ public enum ControlDirectory {
     /// - Parameter directory: the control directory, such as ``defaultPath``.
     /// - Throws: ``ControlError`` naming what is wrong.
     public static func check(_ directory: String) throws(ControlError) {
-        var status = stat()
-        guard lstat(directory, &status) == 0 else { return }
+        guard (try? FileStatus.at(directory, followingLinks: false)) != nil else { return }
         do {
             try PrivateDirectory.check(directory, purpose: "the control directory")
         } catch {

@@ -77,18 +77,18 @@ final class ControlEndpoint: @unchecked Sendable {
         do {
             try listener.bind(to: address)
         } catch  where error.errno == EADDRINUSE {
-            var status = stat()
-            guard lstat(address.path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { throw error }
-            unlink(address.path)  // our pid's socket: a process before us had this pid
+            guard FileType.at(address.path, followingLinks: false) == .socket else { throw error }
+            try? FileSystem.removeFile(address.path)  // our pid's socket: a process before us had this pid
             try listener.bind(to: address)
         }
-        var status = stat()
-        guard chmod(address.path, 0o600) == 0, lstat(address.path, &status) == 0 else {
-            let error = SystemError("chmod", path: address.path)
-            unlink(address.path)
+        do {
+            try FileSystem.changeMode(address.path, to: 0o600)
+            let status = try FileStatus.at(address.path, followingLinks: false)
+            return (status.device, status.inode)
+        } catch {
+            try? FileSystem.removeFile(address.path)
             throw error
         }
-        return (UInt64(status.st_dev), UInt64(status.st_ino))
     }
 
     /// Starts the endpoint's thread, which watches the socket.
@@ -281,9 +281,8 @@ final class ControlEndpoint: @unchecked Sendable {
     }
 
     private static func removeSocketFile(_ path: String, ifStill file: (device: UInt64, inode: UInt64)) {
-        var status = stat()
-        if lstat(path, &status) == 0, UInt64(status.st_dev) == file.device, UInt64(status.st_ino) == file.inode {
-            unlink(path)
+        if let status = try? FileStatus.at(path, followingLinks: false), status.device == file.device, status.inode == file.inode {
+            try? FileSystem.removeFile(path)
         }
     }
 }

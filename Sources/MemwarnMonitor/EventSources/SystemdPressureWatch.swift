@@ -40,13 +40,16 @@ final class SystemdPressureWatch: PressureSource {
 
     init(path: String, payload: [UInt8]) throws(CgroupError) {
         self.path = path
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw KernelFiles.openError(errno, path, writing: false) }
-        let type = info.st_mode & S_IFMT
+        let type: FileType
+        do {
+            type = try FileStatus.at(path).type
+        } catch {
+            throw KernelFiles.openError(error.errno, path, writing: false)
+        }
         var bytes = payload
         do throws(SystemError) {
             switch type {
-            case S_IFSOCK:
+            case .socket:
                 let address = try UnixSocketAddress(path: path)
                 // The connect may wait for the listener's backlog; the reads after it must not:
                 // the drain reads until "would block", which a blocking socket never says.
@@ -55,7 +58,7 @@ final class SystemdPressureWatch: PressureSource {
                 try socket.makeNonBlocking()
                 descriptor = socket
                 (events, isStream) = (.readable, true)
-            case S_IFIFO:
+            case .fifo:
                 // Read-write, so that the FIFO always has a writer (this one): a writer that
                 // closes its end is then no end of file, and the next writer is heard too.
                 descriptor = try FileDescriptor.open(path, O_RDWR | O_NONBLOCK)
@@ -73,7 +76,7 @@ final class SystemdPressureWatch: PressureSource {
         guard !bytes.isEmpty else { return }
         do {
             try descriptor.writeWhole(bytes)
-            if type == S_IFIFO {
+            if type == .fifo {
                 // Held open read-write, a FIFO hands the write back to this reader: read it
                 // away, or it would be taken for the first notification.
                 var buffer = [UInt8](repeating: 0, count: 512)

@@ -69,7 +69,7 @@ final class UsageSampling {
         self.cgroup = cgroup
         self.reason = reason
         rule = SamplingRule(policy: policy)
-        processors = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        processors = SystemConfiguration.onlineProcessors
         currentInterval = rule.longestInterval
         let ownFile = cgroup.flatMap { measuresSystem ? nil : Self.usagePath(of: $0, files: files) }
         firstFile = ownFile ?? "/proc/meminfo"

@@ -120,9 +120,7 @@ public struct SnapshotSampler: Sendable {
     }
 
     static func wallClock() -> Duration {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
+        KernelClock.sinceEpoch()
     }
 }
 

@@ -40,7 +40,7 @@ final class ReadMostlyLock: @unchecked Sendable {
     /// at most 64 (beyond, CPUs share counters). A writer reads every counter, so a lock on a
     /// 2-CPU machine has 2, not 64.
     @usableFromInline static let machineSlotCount: Int = {
-        let processors = max(1, min(64, sysconf(Int32(_SC_NPROCESSORS_CONF))))
+        let processors = min(64, SystemConfiguration.configuredProcessors)
         var count = 1
         while count < processors { count <<= 1 }
         return count
@@ -73,7 +73,7 @@ final class ReadMostlyLock: @unchecked Sendable {
     /// counter it took (``lockShared()`` returns it).
     @inlinable
     var slotOfThisThread: Int {
-        let cpu = currentCPU()
+        let cpu = CurrentCPU.number()
         if cpu >= 0 { return cpu & (slotCount - 1) }
         // No CPU number: the address of the thread's control block, hashed (threads' blocks lie
         // a stack apart; the top bits of a multiplicative hash spread them).
@@ -108,7 +108,7 @@ final class ReadMostlyLock: @unchecked Sendable {
         writer.lock()
         writerActive.store(true, ordering: .sequentiallyConsistent)
         for slot in 0..<slotCount {
-            while readers[slot].count.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
+            while readers[slot].count.load(ordering: .sequentiallyConsistent) != 0 { SystemThread.yield() }
         }
     }
 
