@@ -15,6 +15,10 @@ public struct KernelFiles: Sendable, Hashable {
     /// The directory that stands for `/`.
     public var root: String
 
+    /// Failures to force on reads, for tests (``ReadFaultPlan``); `nil`, as on the real host,
+    /// leaves every read to the kernel. Copies share the plan, and compare equal only with it.
+    package var faultPlan: ReadFaultPlan?
+
     /// The largest kernel file memwarn reads. `memory.stat` is about 1.5 KiB and
     /// `mountinfo` a few KiB on busy hosts; anything bigger is not a kernel file of ours.
     public static let maximumFileSize = 1 << 20
@@ -63,7 +67,9 @@ public struct KernelFiles: Sendable, Hashable {
         let realPath = path(hostPath)
         let bytes: [UInt8]
         do throws(SystemError) {
+            try faultPlan?.check(.open, of: hostPath, at: realPath)
             let file = try FileDescriptor.open(realPath, O_RDONLY)
+            try faultPlan?.check(.read, of: hostPath, at: realPath)
             bytes = try file.readToEnd(limit: Self.maximumFileSize)
         } catch  where error.call == "open" {
             throw Self.openError(error.errno, realPath, writing: false)

@@ -40,6 +40,8 @@ package final class UsageFile {
     package let format: Format
     private let realPath: String
     private let descriptor: FileDescriptor
+    /// Failures forced on its open and reads (tests only; `nil` on a real host).
+    private let faultPlan: ReadFaultPlan?
     private let buffer: UnsafeMutableRawBufferPointer
 
     /// Opens the file.
@@ -52,7 +54,9 @@ package final class UsageFile {
     ///   be opened.
     package init(_ hostPath: String, format: Format, files: KernelFiles = .host) throws(CgroupError) {
         realPath = files.path(hostPath)
+        faultPlan = files.faultPlan
         do {
+            try faultPlan?.check(.open, of: hostPath, at: realPath)
             descriptor = try FileDescriptor.open(realPath, O_RDONLY)
         } catch {
             throw KernelFiles.openError(error.errno, realPath, writing: false)
@@ -75,6 +79,7 @@ package final class UsageFile {
     package func read() throws(CgroupError) -> UInt64 {
         let count: Int
         do {
+            try faultPlan?.check(.read, of: hostPath, at: realPath)
             count = try descriptor.read(into: buffer, atOffset: 0)
         } catch {
             let code: CgroupError.Code = error.errno == ENODEV || error.errno == ENOENT ? .notFound : .unreadable

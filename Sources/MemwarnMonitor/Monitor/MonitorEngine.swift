@@ -533,7 +533,7 @@ final class MonitorEngine {
         switch usageSampling.sample(at: now) {
         case .wake(let hint, let signal, _):
             samples.add()
-            endTransientEpisode()  // a retry still scheduled finds nothing to do
+            endTransientEpisode()
             wake(hint: hint, source: signal)
             if sampleDeadline == nil { scheduleSample(after: .now) }  // the full reading failed transiently
         case .quiet, .gone:
@@ -548,9 +548,13 @@ final class MonitorEngine {
         }
     }
 
-    /// Reads succeed again: a transient episode, if one was under way, is over.
+    /// Reads succeed again: a transient episode, if one was under way, is over — unless its retry
+    /// still owes a read that failed (a source to drain again, a wake whose reading failed): a read
+    /// of another file succeeding does not do that one's work, so the episode lasts until the
+    /// retry does it. (Ending it here dropped the retry: a `memory.events` change whose read failed
+    /// once was never seen, a crossing whose full reading failed waited for the next poll.)
     private func endTransientEpisode() {
-        guard let episode = transient else { return }
+        guard let episode = transient, episode.wake == nil, episode.source == nil else { return }
         transient = nil
         logger.notice("memory monitor reads again after transient errors", metadata: ["failures": "\(episode.failures)"])
         output.engineNoted(transientError: nil)
