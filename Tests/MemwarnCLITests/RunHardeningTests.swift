@@ -97,12 +97,16 @@ extension RunCommandTests {
         /// `memwarn run --memory-max 64M -- memwarn-hog` in a new PID namespace, where its pid is
         /// one that no process has here: the namespace's shell starts throwaway processes until
         /// the next pid is that one (`unshare --kill-child`: the namespace ends with the returned child).
+        /// The namespace gets its own `/proc` (`--mount-proc`), as a container, bwrap or systemd's
+        /// `PrivatePIDs=` gives it: with the host's, a thread id names another process's (or no)
+        /// `/proc` entry, and libdispatch's thread pool, which reads `/proc/<tid>/stat`, traps
+        /// (SIGILL) now and then — in any Swift program there, memwarn or not.
         static func runInOwnPIDNamespace(in parent: TestCgroup) throws -> (LineChild, Int32) {
             guard let pid = (100..<30_000).first(where: { kill(Int32($0), 0) != 0 && errno == ESRCH }).map(Int32.init) else {
                 throw ChildProcessError("no free pid below 30000")
             }
             let script = "i=2; while [ $i -lt \(pid) ]; do /bin/true; i=$((i+1)); done; '\(Self.memwarn)' run --memory-max 64M -- '\(RunCommandTests.hog)'"
-            return (try LineChild(["/usr/bin/unshare", "--pid", "--fork", "--kill-child", "/bin/sh", "-c", script], in: parent), pid)
+            return (try LineChild(["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "/bin/sh", "-c", script], in: parent), pid)
         }
 
         /// The `memwarn-run-` cgroups below a test cgroup.
