@@ -13,8 +13,8 @@
 //   MemwarnStores   the stores on that core: the discardable cache, purgeable data, media, shared
 //                   resources (no libcgroup: a program that needs only a cache links this)
 //   MemwarnMonitor  detection: readings, policy, growth, event sources, the pressure monitor and its
-//                   release thread, admission
-//   MemwarnControl  the control endpoint and client (memwarn status/trigger/agent speak to it), leases
+//                   release thread, admission, a node agent's leases
+//   MemwarnControl  the control endpoint and client (memwarn status/trigger/agent speak to it)
 //   Memwarn         the library services link: re-exports the four above, and the DocC articles
 //   MemwarnLifeCycle  UIKit's life cycle for a service and its units: states, background tasks,
 //                   will-terminate, and terminate-suspended through the release order
@@ -110,7 +110,6 @@ let package = Package(
                 "CgroupKit",
                 "MemwarnRelease",
                 "MemwarnSystem",
-                "CLinuxCalls",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -204,7 +203,6 @@ let package = Package(
             name: "memwarn-v2-scenarios",
             dependencies: [
                 "Memwarn",
-                "MemwarnLifeCycle",
                 "MemwarnTestKit",
                 "MemwarnSystem",
                 "CgroupKit",
@@ -286,10 +284,7 @@ let package = Package(
             dependencies: [
                 "CgroupKit",
                 "Memwarn",
-                "MemwarnControl",
-                "MemwarnMonitor",
                 "MemwarnRelease",
-                "MemwarnStores",
                 "MemwarnLifeCycle",
                 "MemwarnSystem",
                 "MemwarnTestKit",

@@ -60,7 +60,7 @@ public final class ConstrainedRun: Sendable {
     }
 
     /// Why a run could not start.
-    public struct StartError: Error, CustomStringConvertible {
+    public struct StartError: Error, CustomStringConvertible, CustomDebugStringConvertible {
         /// The kind of failure.
         public struct Code: Sendable, Hashable, CustomStringConvertible {
             private enum Base: String, Sendable, Hashable { case noCommand, commandNotFound, couldNotStart, setupFailed }
@@ -84,16 +84,27 @@ public final class ConstrainedRun: Sendable {
         public var code: Code
         /// What went wrong, in words.
         public var description: String
+        /// The source file that threw it (`#fileID`).
+        public var file: String
+        /// The line that threw it.
+        public var line: Int
 
         /// An error.
         ///
         /// - Parameters:
         ///   - code: the kind of failure.
         ///   - description: what went wrong, in words.
-        public init(_ code: Code, description: String) {
+        ///   - file: where it is thrown; the default is the caller's.
+        ///   - line: where it is thrown; the default is the caller's.
+        public init(_ code: Code, description: String, file: String = #fileID, line: Int = #line) {
             self.code = code
             self.description = description
+            self.file = file
+            self.line = line
         }
+
+        /// The description, the code and where it was thrown.
+        public var debugDescription: String { "\(description) [\(code), thrown at \(file):\(line)]" }
     }
 
     public let options: Options

@@ -68,7 +68,7 @@ public struct Soak: Sendable {
     /// Why the soak could not be carried out (not why the service did not survive): the command
     /// was not found, never became ready, exited 0 early, its load failed at once, or no cgroup
     /// could be made. `memwarn soak` exits 2 with it.
-    public struct SetupError: Error, CustomStringConvertible {
+    public struct SetupError: Error, CustomStringConvertible, CustomDebugStringConvertible {
         /// The kind of failure: how the leg that could not be carried out ended.
         public struct Code: Sendable, Hashable, CustomStringConvertible {
             private enum Base: String, Sendable, Hashable { case notReady, loadFailed, exitedEarly, failed }
@@ -103,16 +103,27 @@ public struct Soak: Sendable {
         public var code: Code
         /// What went wrong, in words.
         public var description: String
+        /// The source file that threw it (`#fileID`).
+        public var file: String
+        /// The line that threw it.
+        public var line: Int
 
         /// An error.
         ///
         /// - Parameters:
         ///   - code: the kind of failure.
         ///   - description: what went wrong, in words.
-        public init(_ code: Code, _ description: String) {
+        ///   - file: where it is thrown; the default is the caller's.
+        ///   - line: where it is thrown; the default is the caller's.
+        public init(_ code: Code, _ description: String, file: String = #fileID, line: Int = #line) {
             self.code = code
             self.description = description
+            self.file = file
+            self.line = line
         }
+
+        /// The description, the code and where it was thrown.
+        public var debugDescription: String { "\(description) [\(code), thrown at \(file):\(line)]" }
     }
 
     public var subject: Subject

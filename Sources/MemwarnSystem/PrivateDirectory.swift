@@ -75,7 +75,7 @@ package enum PrivateDirectory {
             if status.permissions & 0o022 != 0 && !status.isSticky {
                 throw Refusal(
                     message:
-                        "\(purpose) \(path) lies in \(folder), which other users may write to (mode \(String(status.permissions, radix: 8))), not sticky); refusing to use it"
+                        "\(purpose) \(path) lies in \(folder), which other users may write to (mode \(String(status.permissions, radix: 8)), not sticky); refusing to use it"
                 )
             }
             if folder == "/" { return }

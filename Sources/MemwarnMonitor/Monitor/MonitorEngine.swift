@@ -339,7 +339,6 @@ final class MonitorEngine {
             fail(error)
             return
         }
-        endTransientEpisode()
         let forecast = growth.observe(snapshot, ledgerBefore: ledgerBefore, ledgerAfter: ledger.current)
         var hint = hint
         var source = source
@@ -353,6 +352,9 @@ final class MonitorEngine {
             source = .forecast
         }
         evaluate(snapshot, hint: hint, source: source, forecast: forecast)
+        // Last: the evaluation re-plans sampling from this reading, which may read a new limit's
+        // usage file and fail too (then the episode goes on, its retry owing that read).
+        endTransientEpisode()
     }
 
     private func evaluate(_ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal, forecast: PressureForecast?) {
@@ -554,7 +556,7 @@ final class MonitorEngine {
     /// retry does it. (Ending it here dropped the retry: a `memory.events` change whose read failed
     /// once was never seen, a crossing whose full reading failed waited for the next poll.)
     private func endTransientEpisode() {
-        guard let episode = transient, episode.wake == nil, episode.source == nil else { return }
+        guard failure == nil, let episode = transient, episode.wake == nil, episode.source == nil else { return }
         transient = nil
         logger.notice("memory monitor reads again after transient errors", metadata: ["failures": "\(episode.failures)"])
         output.engineNoted(transientError: nil)
