@@ -133,7 +133,7 @@ struct TriggerCommand: ParsableCommand {
             }
             return all
         }
-        guard ControlClient.processExists(pid) else { throw ControlError(.noEndpoint, "no process with pid \(pid)") }
+        guard Signals.processExists(pid) else { throw ControlError(.noEndpoint, "no process with pid \(pid)") }
         guard let path = directories.map({ ControlDirectory.socketPath(for: pid, in: $0) }).first(where: { FileManager.default.fileExists(atPath: $0) }) else {
             throw ControlError(
                 .noEndpoint,

@@ -28,11 +28,7 @@ struct SyntheticHostMonitorTests {
         #expect(monitor.watchedSources.contains { $0.hasPrefix("sample /sys/fs/cgroup/app/memory.current adaptively") }, "\(monitor.watchedSources)")
         try await withRunningMonitor(monitor) { iterator in
             #expect(try await next(&iterator).source == .initial)
-            for (fraction, level) in [(0.85, MemoryPressureLevel.warning), (0.95, .critical)] {
-                try host.setUsage(fraction)
-                let event = try await next(&iterator, within: .seconds(5))
-                #expect(event.level == level && event.source == .usageSample, "\(event.level) from \(event.source)")
-            }
+            try await SyntheticLevelScenarios.climbFindsBothMarks(&iterator, setUsage: host.setUsage)
         }
         #expect(monitor.usageSampleCount > 0)
     }
@@ -72,9 +68,7 @@ struct SyntheticHostMonitorTests {
         }
     }
 
-    /// The level logic on plain files, as an ordinary user: between the recovery and the
-    /// warning marks the level holds (hysteresis); below the recovery mark it steps down only once
-    /// the lower level has held for `hold_time`, and then straight to what the reading says.
+    /// The level logic on plain files, as an ordinary user (``SyntheticLevelScenarios``).
     @Test func aFallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime() async throws {
         let host = try SyntheticHost(limit: Self.limit)
         var policy = PressurePolicy()
@@ -82,19 +76,8 @@ struct SyntheticHostMonitorTests {
         let monitor = Self.monitor(host, policy: policy)
         try await withRunningMonitor(monitor) { iterator in
             #expect(try await next(&iterator).level == .normal)
-            try host.setUsage(0.95)
-            let critical = try await next(&iterator, within: .seconds(5))
-            #expect(critical.level == .critical, "\(critical.level) from \(critical.source)")
-            // 0.75: under the warning mark (0.80) but above the recovery mark (0.70): it holds.
-            try host.setUsage(0.75)
-            let held = try await next(&iterator, within: .seconds(5))
-            #expect(held.level == .warning, "from critical, a reading under the critical mark steps to warning, not lower: \(held.level)")
-            #expect(held.snapshot.time - critical.snapshot.time >= policy.holdTime, "stepped down before the hold time")
-            // 0.5: below the recovery mark: normal, once it has held.
-            try host.setUsage(0.5)
-            let normal = try await next(&iterator, within: .seconds(5))
-            #expect(normal.level == .normal && normal.previous == .warning, "\(normal.level) after \(String(describing: normal.previous))")
-            #expect(normal.snapshot.time - held.snapshot.time >= policy.holdTime, "stepped down before the hold time")
+            try await SyntheticLevelScenarios.fallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime(
+                &iterator, holdTime: policy.holdTime, setUsage: host.setUsage)
         }
     }
 

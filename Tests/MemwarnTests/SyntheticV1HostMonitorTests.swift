@@ -54,11 +54,7 @@ struct SyntheticV1HostMonitorTests {
             let first = try await next(&iterator)
             #expect(first.source == .initial && first.level == .normal)
             #expect(first.snapshot.capacityBytes == Self.limit, "the v1 limit is read: \(String(describing: first.snapshot.capacityBytes))")
-            for (fraction, level) in [(0.85, MemoryPressureLevel.warning), (0.95, .critical)] {
-                try host.setUsage(fraction)
-                let event = try await next(&iterator, within: .seconds(5))
-                #expect(event.level == level && event.source == .usageSample, "\(event.level) from \(event.source)")
-            }
+            try await SyntheticLevelScenarios.climbFindsBothMarks(&iterator, setUsage: host.setUsage)
         }
     }
 
@@ -70,17 +66,8 @@ struct SyntheticV1HostMonitorTests {
         let monitor = Self.monitor(host, policy: policy)
         try await withRunningMonitor(monitor) { iterator in
             #expect(try await next(&iterator).level == .normal)
-            try host.setUsage(0.95)
-            let critical = try await next(&iterator, within: .seconds(5))
-            #expect(critical.level == .critical)
-            try host.setUsage(0.75)
-            let held = try await next(&iterator, within: .seconds(5))
-            #expect(held.level == .warning, "between the recovery and the warning marks the level holds at warning: \(held.level)")
-            #expect(held.snapshot.time - critical.snapshot.time >= policy.holdTime, "stepped down before the hold time")
-            try host.setUsage(0.5)
-            let normal = try await next(&iterator, within: .seconds(5))
-            #expect(normal.level == .normal)
-            #expect(normal.snapshot.time - held.snapshot.time >= policy.holdTime, "stepped down before the hold time")
+            try await SyntheticLevelScenarios.fallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime(
+                &iterator, holdTime: policy.holdTime, setUsage: host.setUsage)
         }
     }
 }

@@ -30,11 +30,6 @@ package enum ControlClient {
         return found.sorted { $0.pid < $1.pid }.map(\.path)
     }
 
-    /// Whether a process with this pid exists (it may belong to another user).
-    package static func processExists(_ pid: Int32) -> Bool {
-        Signals.processExists(pid)
-    }
-
     /// Removes stale sockets: those of processes that no longer exist, and those nothing
     /// listens on any more (a connection is refused) — a pid may have been reused by a process
     /// with no endpoint. Only sockets owned by this process's user are removed.
@@ -44,7 +39,7 @@ package enum ControlClient {
     package static func pruneStaleSockets(in directory: String) -> [String] {
         socketPaths(in: directory).filter { path in
             guard let pid = ControlDirectory.pid(ofSocket: path), (try? FileStatus.at(path, followingLinks: false))?.owner == geteuid() else { return false }
-            guard !processExists(pid) || nothingListens(on: path) else { return false }
+            guard !Signals.processExists(pid) || nothingListens(on: path) else { return false }
             return (try? FileSystem.removeFile(path)) != nil
         }
     }
@@ -57,7 +52,7 @@ package enum ControlClient {
     /// - Returns: whether a socket was removed.
     @discardableResult
     package static func removeSocket(ofEnded pid: Int32, in directories: [String] = ControlDirectory.everyUsersPaths) -> Bool {
-        guard !processExists(pid) else { return false }
+        guard !Signals.processExists(pid) else { return false }
         var removed = false
         for directory in directories {
             // The directory held open without following a link, and the socket looked at and

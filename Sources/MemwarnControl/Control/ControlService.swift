@@ -100,7 +100,7 @@ public final class ControlService: Service, Sendable {
         if isWithheld {
             logger.notice("control endpoint withheld by \(Self.environmentVariable)")
             decide(nil)
-            await GracefulShutdown.wait()
+            try? await gracefulShutdown()  // returns on shutdown, throws on cancellation: both end the wait
             return
         }
         var directory = self.directory ?? ControlDirectory.defaultPath
@@ -123,12 +123,12 @@ public final class ControlService: Service, Sendable {
                     "directory": "\(directory)", "reason": "\(error)",
                 ])
             decide(nil)
-            await GracefulShutdown.wait()
+            try? await gracefulShutdown()  // returns on shutdown, throws on cancellation: both end the wait
             return
         }
         decide(membership.socketPath)
         logger.debug("control endpoint listening", metadata: ["socket": "\(membership.socketPath)"])
-        await GracefulShutdown.wait()
+        try? await gracefulShutdown()  // returns on shutdown, throws on cancellation: both end the wait
         serving.withLock { $0.socketPath = nil }
         await ControlEndpoints.leave(membership)
     }

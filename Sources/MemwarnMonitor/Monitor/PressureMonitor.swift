@@ -296,14 +296,14 @@ public final class PressureMonitor: Service, Sendable {
             throw error
         case .disabled:
             // Turned off: the service runs on as if memwarn were not linked.
-            await GracefulShutdown.wait()
+            try? await gracefulShutdown()  // returns on shutdown, throws on cancellation: both end the wait
             levelEvents.finish()
             return
         case .needsArming:
             levelEvents.reopen()
             do {
                 if try configuration.isDisabled() {
-                    await GracefulShutdown.wait()
+                    try? await gracefulShutdown()  // returns on shutdown, throws on cancellation: both end the wait
                     levelEvents.finish()
                     return
                 }
