@@ -15,10 +15,7 @@ struct SyntheticHostMonitorTests {
     static let limit: UInt64 = 128 << 20
 
     static func monitor(_ host: SyntheticHost, policy: PressurePolicy = PressurePolicy()) -> PressureMonitor {
-        var configuration = MonitorConfiguration(policy: policy, environment: [:])
-        configuration.files = host.files
-        configuration.watchesPressureStall = false
-        return PressureMonitor(configuration: configuration, logger: testLogger)
+        SyntheticLevelScenarios.monitor(files: host.files, policy: policy)
     }
 
     @Test func usageWrittenAcrossTheMarksIsFoundByAdaptiveSampling() async throws {

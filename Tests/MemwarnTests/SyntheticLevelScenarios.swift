@@ -1,3 +1,4 @@
+import CgroupKit
 import Memwarn
 import MemwarnTestKit
 import Testing
@@ -5,6 +6,14 @@ import Testing
 /// The level logic's scenarios on a synthetic host of any layout (v2, v1, hybrid, a container's
 /// view): each host kind's suite supplies its monitor's event stream and how to write usage.
 enum SyntheticLevelScenarios {
+    /// A monitor reading a synthetic host's `files`, without PSI (a trigger needs the kernel).
+    static func monitor(files: KernelFiles, policy: PressurePolicy = PressurePolicy()) -> PressureMonitor {
+        var configuration = MonitorConfiguration(policy: policy, environment: [:])
+        configuration.files = files
+        configuration.watchesPressureStall = false
+        return PressureMonitor(configuration: configuration, logger: testLogger)
+    }
+
     /// Usage written past the warning and then the critical mark is found, each by sampling.
     static func climbFindsBothMarks(
         _ iterator: inout AsyncStream<LevelEvent>.Iterator, setUsage: (Double) throws -> Void

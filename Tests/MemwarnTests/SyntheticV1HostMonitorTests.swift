@@ -36,10 +36,7 @@ struct SyntheticV1HostMonitorTests {
     }
 
     static func monitor(_ host: Host, policy: PressurePolicy = PressurePolicy()) -> PressureMonitor {
-        var configuration = MonitorConfiguration(policy: policy, environment: [:])
-        configuration.files = host.tree.files
-        configuration.watchesPressureStall = false
-        return PressureMonitor(configuration: configuration, logger: testLogger)
+        SyntheticLevelScenarios.monitor(files: host.tree.files, policy: policy)
     }
 
     @Test(arguments: [false, true])
