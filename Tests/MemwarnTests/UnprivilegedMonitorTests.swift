@@ -41,10 +41,16 @@ struct UnprivilegedMonitorTests {
     /// Issue 28, item 3, where usage is sampled (a normal user on cgroup v1; v2 alike): the
     /// marks followed a new limit only at the next full reading, up to a poll interval later. The
     /// limit file's write now wakes the monitor. `memwarn watch` runs as nobody in a 1 GiB cgroup
-    /// whose limit is cut to 100 MiB under 85 MiB of usage.
+    /// whose limit is cut to 100 MiB under 85 MiB of usage. Its full reading comes once a minute
+    /// (`poll_interval = 60s`): with the default second, a loaded machine could wake it for the
+    /// write and the poll at once, and the poll, taken first, named itself the source.
     @Test func aNormalUsersMonitorHearsALoweredLimitAtOnce() async throws {
+        let policy = FileManager.default.temporaryDirectory.appendingPathComponent("memwarn-limit-change-\(getpid()).conf").path
+        try "poll_interval = 60s\n".write(toFile: policy, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: policy) }
         try await withTestCgroup(limit: 1 << 30) { cgroup in
-            let watch = try JSONLineChild(ChildProcess.asNobody + [ChildProcess.productsDirectory + "/memwarn", "watch", "--json"], in: cgroup)
+            let watch = try JSONLineChild(
+                ChildProcess.asNobody + [ChildProcess.productsDirectory + "/memwarn", "watch", "--json", "--config", policy], in: cgroup)
             defer {
                 watch.child.signal(SIGTERM)  // watch runs until told to stop
                 _ = watch.stop()
