@@ -50,12 +50,44 @@ public struct CgroupDiscovery: Sendable {
 
     /// The layout of a process's cgroups.
     ///
+    /// A cgroup outside this process's cgroup namespace (its path in `/proc/PID/cgroup` starts
+    /// with `/..`) is placed exactly under a mount of the whole hierarchy seen from inside the
+    /// namespace (mount root `/..`, `/../..`, …), such as the host's cgroup tree bind-mounted
+    /// into a container; see ``layout(pid:preferringMountAt:)``.
+    ///
     /// - Parameter pid: the process; `nil` means this process (`/proc/self`).
     /// - Returns: the mode, the memory cgroup and the cgroup2 group.
     /// - Throws: ``CgroupError`` when a file is missing or malformed, or the cgroup lies
-    ///   outside this process's cgroup namespace.
+    ///   outside this process's cgroup namespace and no mount shows it.
     public func layout(pid: Int32? = nil) throws(CgroupError) -> CgroupLayout {
-        let mounts = try mounts()
+        try layout(pid: pid, preferringMountAt: nil)
+    }
+
+    /// The layout of a process's cgroups, placed in one mount first when several mounts of a
+    /// hierarchy show them.
+    ///
+    /// A node agent in a container compares a service's cgroup with a parent named under the
+    /// host's cgroup tree, bind-mounted at (say) `/host/sys/fs/cgroup` beside the container's own
+    /// `/sys/fs/cgroup`: both mounts may show the same cgroup, and the agent wants it named under
+    /// the parent's. A cgroup outside this process's cgroup namespace, written
+    /// `/../../a/b` (one `..` for each level above the namespace root), is placed under a mount
+    /// whose root is written `/..` repeated (the mount shows the namespace root's ancestor that
+    /// many levels up): the namespace root is the one cgroup that many levels below the mount's
+    /// root that holds this process at its own cgroup path (its `cgroup.procs` lists this
+    /// process), and the cgroup is its ancestor `j` levels up for `j` leading `..`, then `a/b`.
+    ///
+    /// - Parameters:
+    ///   - pid: the process; `nil` means this process (`/proc/self`).
+    ///   - mountPoint: the mount point to try first for each hierarchy; `nil` keeps
+    ///     `mountinfo`'s order.
+    /// - Returns: the mode, the memory cgroup and the cgroup2 group.
+    /// - Throws: ``CgroupError`` when a file is missing or malformed (`.malformed` for a path
+    ///   with `..` after a name), or `.outsideNamespace` when the cgroup lies outside this
+    ///   process's cgroup namespace and no mount shows it, or the namespace root cannot be found
+    ///   exactly under the mount that would.
+    public func layout(pid: Int32?, preferringMountAt mountPoint: String?) throws(CgroupError) -> CgroupLayout {
+        let found = try mounts()
+        let mounts = mountPoint.map { point in found.filter { $0.mountPoint == point } + found.filter { $0.mountPoint != point } } ?? found
         let mode = try mode(mounts: mounts)
         let procPath = "/proc/\(pid.map(String.init) ?? "self")/cgroup"
         let memberships = try CgroupMembership.parse(files.read(procPath), path: files.path(procPath))
@@ -63,11 +95,17 @@ public struct CgroupDiscovery: Sendable {
         var notes: [String] = []
 
         var unified: CgroupLocation?
+        let v1Memory = mounts.filter { $0.fileSystemType == "cgroup" && $0.superOptions.contains("memory") }
         if let line = memberships.first(where: \.isUnified) {
-            unified = try locate(line.path, version: .v2, in: mounts.filter { $0.fileSystemType == "cgroup2" }, pid: processID)
+            do throws(CgroupError) {
+                unified = try locate(line.path, version: .v2, in: mounts.filter { $0.fileSystemType == "cgroup2" }, pid: processID)
+            } catch  where error.code == .outsideNamespace && !v1Memory.isEmpty {
+                // Memory is on v1 (a hybrid host): a container that mounts only the host's memory
+                // hierarchy cannot place the cgroup2 group, and needs only the memory cgroup.
+                notes.append("the cgroup2 group \(line.path) lies outside this cgroup namespace and no mount shows it: \(error.message)")
+            }
         }
         var memory: CgroupLocation?
-        let v1Memory = mounts.filter { $0.fileSystemType == "cgroup" && $0.superOptions.contains("memory") }
         if !v1Memory.isEmpty {
             guard let line = memberships.first(where: { $0.controllers.contains("memory") }) else {
                 throw CgroupError(.malformed, "a v1 memory hierarchy is mounted but the process has no memory line", path: files.path(procPath))
@@ -146,91 +184,5 @@ public struct CgroupDiscovery: Sendable {
         let rootControllers = CgroupLocation(version: .v2, mountPoint: location.mountPoint, path: "/").file("cgroup.controllers")
         guard files.exists(rootControllers) else { return files.exists(location.file("memory.current")) }
         return try files.read(rootControllers).split(whereSeparator: \.isWhitespace).contains("memory")
-    }
-
-    /// Places a namespace-relative cgroup path inside one of the mounts of its hierarchy.
-    func locate(_ cgroupPath: String, version: CgroupVersion, in mounts: [MountEntry], pid: Int32?) throws(CgroupError) -> CgroupLocation {
-        var lastError = CgroupError(.notFound, "no \(version.rawValue) mount shows this cgroup", path: cgroupPath)
-        for mount in mounts {
-            do throws(CgroupError) {
-                switch try Self.resolve(cgroupPath: cgroupPath, mountRoot: mount.root) {
-                case .inside(let path):
-                    return CgroupLocation(version: version, mountPoint: mount.mountPoint, path: path)
-                case .belowUnnamedAncestors(let depth, let rest):
-                    guard let pid else {
-                        throw CgroupError(
-                            .outsideNamespace,
-                            "the mount's root \(mount.root) lies above this cgroup namespace; name the cgroup by its path under \(mount.mountPoint)",
-                            path: cgroupPath)
-                    }
-                    return try findNamespaceRoot(mount: mount, version: version, depth: depth, rest: rest, pid: pid)
-                }
-            } catch {
-                lastError = error
-            }
-        }
-        throw lastError
-    }
-
-    /// How a cgroup path relates to a mount's root.
-    enum Resolution: Equatable {
-        /// The cgroup is at this path inside the mount.
-        case inside(String)
-        /// The mount's root lies `depth` levels above the namespace root, whose names are
-        /// invisible; the cgroup is `rest` below the namespace root.
-        case belowUnnamedAncestors(depth: Int, rest: String)
-    }
-
-    /// Resolves a `/proc/PID/cgroup` path against a mountinfo root. Both are relative to the
-    /// reader's cgroup-namespace root.
-    ///
-    /// - Throws: ``CgroupError`` `.outsideNamespace` when the cgroup path climbs out of the
-    ///   namespace (`/..`), `.notFound` when the mount does not contain the cgroup.
-    static func resolve(cgroupPath: String, mountRoot: String) throws(CgroupError) -> Resolution {
-        let path = cgroupPath.split(separator: "/")
-        let root = mountRoot.split(separator: "/")
-        guard !path.contains("..") else {
-            throw CgroupError(.outsideNamespace, "the cgroup lies outside this process's cgroup namespace", path: cgroupPath)
-        }
-        let ups = root.prefix { $0 == ".." }.count
-        if ups > 0 {
-            guard ups == root.count else {
-                throw CgroupError(.notFound, "mount root \(mountRoot) is beside, not above, this cgroup namespace", path: cgroupPath)
-            }
-            return .belowUnnamedAncestors(depth: ups, rest: "/" + path.joined(separator: "/"))
-        }
-        guard path.starts(with: root) else {
-            throw CgroupError(.notFound, "not inside the mount's root \(mountRoot)", path: cgroupPath)
-        }
-        return .inside("/" + path.dropFirst(root.count).joined(separator: "/"))
-    }
-
-    /// Finds the namespace root `depth` levels below a mount's root: the one directory at
-    /// that depth whose `rest` holds `pid` in its `cgroup.procs`.
-    func findNamespaceRoot(mount: MountEntry, version: CgroupVersion, depth: Int, rest: String, pid: Int32) throws(CgroupError) -> CgroupLocation {
-        var level = ["/"]
-        for _ in 0..<depth {
-            var next: [String] = []
-            for path in level {
-                let directory = CgroupLocation(version: version, mountPoint: mount.mountPoint, path: path)
-                for name in (try? files.list(directory.directory)) ?? [] where files.exists(directory.child(name).file("cgroup.procs")) {
-                    next.append(directory.child(name).path)
-                }
-            }
-            level = next
-        }
-        let wanted = String(pid)
-        let matches = level.compactMap { base -> CgroupLocation? in
-            let candidate = CgroupLocation(version: version, mountPoint: mount.mountPoint, path: rest == "/" ? base : base + rest)
-            guard let procs = try? files.read(candidate.file("cgroup.procs")) else { return nil }
-            return procs.split(separator: "\n").contains { $0 == wanted } ? candidate : nil
-        }
-        guard matches.count == 1, let match = matches.first else {
-            throw CgroupError(
-                .outsideNamespace,
-                "the mount's root \(mount.root) lies above this cgroup namespace and \(matches.isEmpty ? "no" : "more than one") cgroup \(depth) levels down holds pid \(pid)",
-                path: rest)
-        }
-        return match
     }
 }

@@ -79,7 +79,10 @@ struct ServiceFinder {
     private func admit(_ peer: PeerCredentials, socket: String, discovery: CgroupDiscovery) throws(ControlError) -> AgentService {
         let layout: CgroupLayout
         do {
-            layout = try discovery.layout(pid: peer.pid)
+            // The parent's mount first: in a container the host's tree, bind-mounted beside the
+            // container's own cgroup mount, shows the services outside the container's cgroup
+            // namespace, and another mount of the hierarchy may show a cgroup under another name.
+            layout = try discovery.layout(pid: peer.pid, preferringMountAt: parent?.mountPoint)
         } catch {
             throw ControlError(.serviceUnreadable, "the cgroup of process \(peer.pid) (listening on \(socket)) could not be read: \(error)")
         }

@@ -26,16 +26,23 @@ struct AgentCommand: AsyncParsableCommand {
             units) in the same order if the parent is still at or above its critical mark. The \
             marks are the policy's (--config). With --min-available the node's MemAvailable is \
             guarded too, as the kubelet's eviction threshold reads it (all services on the node are asked). \
-            Cgroups under the parent with no memwarn service are listed, never touched.
+            Cgroups under the parent with no memwarn service are listed, never touched. \
+            In a container with its own cgroup namespace (a DaemonSet with hostPID), name the parent \
+            under the host's cgroup tree mounted read-only: services outside the namespace \
+            (/proc/PID/cgroup paths starting with /..) are placed exactly under that mount, by the \
+            agent's own cgroup found there; one that cannot be placed so is reported, not guessed.
             Exit status: 0 when interrupted (SIGTERM, SIGINT: the leases end at once); 1 when the \
             parent cannot be read or has no limit of its own and no --min-available is given, or \
             the --metrics-file cannot be written; 64 for bad arguments.
             Example: memwarn agent --cgroup /system.slice --json --metrics-file /var/lib/node_exporter/memwarn.prom
+            From a container: memwarn agent --cgroup /host/sys/fs/cgroup/kubepods.slice --control-dir '/host/run/memwarn/pods/*/memwarn' --min-available 750Mi --json
             """)
 
     @Option(
         name: .long,
-        help: ArgumentHelp("The parent cgroup whose limit its services share: a path as in /proc/PID/cgroup, or under the cgroup mount.", valueName: "path"))
+        help: ArgumentHelp(
+            "The parent cgroup whose limit its services share: a path as in /proc/PID/cgroup, or under a cgroup mount, such as the host's tree mounted read-only into the agent's container (/host/sys/fs/cgroup/kubepods.slice), seen from a private cgroup namespace.",
+            valueName: "path"))
     var cgroup: String?
 
     @Option(
