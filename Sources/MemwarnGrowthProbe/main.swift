@@ -28,6 +28,8 @@
 //                         one {"event":"control","socket":..} line once it listens
 //   --start-after SECONDS wait this long before the first insert (an agent finds the service first)
 //   --hold SECONDS        stay up this long after the last insert (holding the cache), then end
+//   --log-level LEVEL     the monitor's logger (swift-log's, to standard error): trace … critical
+//                         (default critical: silent)
 //   --releaser NAME       memwarn (default) | rise-only (the release before the growth work:
 //                         on a rise only, to the recovery mark, on the monitor's thread) |
 //                         poller (every 100 ms: at or above the warning mark, release to the
@@ -63,6 +65,7 @@ struct Options {
     var startAfterSeconds = 0.0
     var leakMiBPerMinute = 0.0
     var floorMiB = 0.0
+    var logLevel = Logger.Level.critical
 
     init(_ arguments: [String]) throws {
         var iterator = arguments.makeIterator()
@@ -87,6 +90,10 @@ struct Options {
             case "--start-after": startAfterSeconds = try number(argument)
             case "--leak": leakMiBPerMinute = try number(argument)
             case "--floor": floorMiB = try number(argument)
+            case "--log-level":
+                let name = try value(argument)
+                guard let level = Logger.Level(rawValue: name) else { throw Failure("unknown log level \(name)") }
+                logLevel = level
             case "--releaser":
                 releaser = try value(argument)
                 guard ["memwarn", "rise-only", "poller", "none"].contains(releaser) else { throw Failure("unknown releaser \(releaser)") }
@@ -222,7 +229,7 @@ func startPoller(policy: PressurePolicy, coordinator: ReleaseCoordinator) throws
 do {
     let options = try Options(Array(CommandLine.arguments.dropFirst()))
     var logger = Logger(label: "memwarn-growth-probe")
-    logger.logLevel = .critical
+    logger.logLevel = options.logLevel
     let environment = ProcessInfo.processInfo.environment
     let policy = try PressurePolicy.load(environment: environment)
     let cache = DiscardableCache<Int, [UInt8]>()

@@ -1,5 +1,7 @@
 /// A size given on a command line: bytes, or with a binary unit — `64M`, `1.5G`, `512KiB`,
-/// `256m` (K, M, G and T are powers of 1024, as in systemd and cgroup tools).
+/// `256m`, `750Mi` (K, M, G and T are powers of 1024, as in systemd and cgroup tools; `Ki`, `Mi`,
+/// `Gi` and `Ti` as Kubernetes writes them in a manifest. A bare `M` is a mebibyte here, as in
+/// systemd, not Kubernetes' 10⁶ bytes).
 package enum ByteSize {
     /// The bytes `text` names, or `nil` when it is not a size (`0` is not one: see
     /// ``parse(_:allowingZero:)``).
@@ -21,12 +23,12 @@ package enum ByteSize {
         return UInt64(bytes)
     }
 
-    /// The units, each alone, with `b` or with `ib` (`64`, `64b`, `64k`, `64kb`, `64KiB`): nothing
-    /// else (`64ib` and `64bb` are not sizes).
+    /// The units, each alone, with `b`, with `ib` or with `i` (`64`, `64b`, `64k`, `64kb`, `64KiB`,
+    /// `64Ki`): nothing else (`64ib`, `64i` and `64bb` are not sizes).
     private static let units: [String: Double] = {
         var units: [String: Double] = ["": 1, "b": 1]
         for (letter, scale) in [("k", 1_024.0), ("m", 1_048_576), ("g", 1_073_741_824), ("t", 1_099_511_627_776)] {
-            for suffix in ["", "b", "ib"] { units[letter + suffix] = scale }
+            for suffix in ["", "b", "ib", "i"] { units[letter + suffix] = scale }
         }
         return units
     }()

@@ -19,7 +19,11 @@ import FoundationXML
         #expect(ByteSize.parse("64mb") == 64 << 20)
         #expect(ByteSize.parse("1.5G") == 3 << 29)
         #expect(ByteSize.parse("512k") == 512 << 10)
-        for bad in ["", "M", "lots", "-5M", "64X", "0", "1e30", "nan"] { #expect(ByteSize.parse(bad) == nil, "\(bad)") }
+        // Kubernetes' binary suffixes, as a manifest writes them (the DaemonSet's --min-available 750Mi).
+        #expect(ByteSize.parse("750Mi") == 750 << 20)
+        #expect(ByteSize.parse("2Gi") == 2 << 30)
+        #expect(ByteSize.parse("64Ki") == 64 << 10)
+        for bad in ["", "M", "lots", "-5M", "64X", "0", "1e30", "nan", "64i", "64ii", "64Mii"] { #expect(ByteSize.parse(bad) == nil, "\(bad)") }
         #expect(ByteSize.describe(256 << 20) == "256.0 MiB")
         #expect(ByteSize.describe(3 << 29) == "1.50 GiB")
     }

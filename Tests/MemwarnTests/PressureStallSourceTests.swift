@@ -89,6 +89,31 @@ struct PressureStallSourceTests {
         }
     }
 
+    /// A container's view: runc and crun mount the cgroup file system read-only, so opening
+    /// `memory.pressure` for writing fails with `EROFS`. The group is bind-mounted read-only
+    /// (root, for `mount`) under a private temporary folder, unmounted whatever happens.
+    @Test(.tags(.root, .cgroupV2), .needsUnifiedCgroups) func aTriggerOnAReadOnlyCgroupMountFallsBackToSampling() async throws {
+        try await withUnifiedTestCgroup { cgroup in
+            let mountPoint = try FileSystem.makeUniqueDirectory(template: NSTemporaryDirectory() + "/memwarn-ro-cgroup-XXXXXX")
+            defer { try? FileSystem.removeDirectory(mountPoint) }
+            let bound = try ChildProcess.run(["/bin/mount", "--bind", cgroup.location.directory, mountPoint])
+            try #require(bound.status == 0, "mount --bind: \(bound.standardError)")
+            defer { _ = try? ChildProcess.run(["/bin/umount", mountPoint]) }
+            let readOnly = try ChildProcess.run(["/bin/mount", "-o", "remount,bind,ro", mountPoint])
+            try #require(readOnly.status == 0, "mount -o remount,bind,ro: \(readOnly.standardError)")
+            let path = mountPoint + "/memory.pressure"
+            let watch = try PressureWatch.make(path: path, kind: .some, percent: 10, window: .seconds(2), privileged: Self.privileged)
+            guard case .sampling(let sampler) = watch else {
+                Issue.record("expected the sampling fallback on a read-only mount, got \(watch)")
+                return
+            }
+            #expect(sampler.reason.errno == EROFS)
+            #expect(sampler.reason.description.contains(path))
+            // The file is still read: sampling works on the read-only mount.
+            _ = try PressureStall.parse(KernelFiles.host.read(path), path: path)
+        }
+    }
+
     @Test func aMissingPressureFileFallsBackInsteadOfFailing() throws {
         let watch = try PressureWatch.make(
             path: "/sys/fs/cgroup/unified/memwarn-no-such-group/memory.pressure", kind: .full, percent: 5, window: .seconds(2), privileged: false)

@@ -103,8 +103,9 @@ enum PressureWatch {
     case trigger(PressureTrigger)
     case sampling(PressureSampler)
 
-    /// The errnos after which memwarn samples instead (documented fallback).
-    static let fallbackErrors: Set<Int32> = [EPERM, EACCES, EINVAL, ENOENT, EOPNOTSUPP, ENODEV]
+    /// The errnos after which memwarn samples instead (documented fallback). `EROFS`: the cgroup
+    /// file system is mounted read-only, as OCI runtimes mount it in a container by default.
+    static let fallbackErrors: Set<Int32> = [EPERM, EACCES, EINVAL, ENOENT, EOPNOTSUPP, ENODEV, EROFS]
 
     /// Registers a trigger for `percent` of `window` on `path`, or falls back to sampling.
     ///
