@@ -1,0 +1,100 @@
+# A systemd service as shipped: Examples/systemd/my-service.service copied unchanged, its
+# executable a service written as the README teaches (memwarn-growth-probe: the default policy, a
+# monitor, one cache), and a drop-in with the limit this VM can exercise: MemoryMax=128M,
+# MemoryHigh=115M (90 %, as the shipped 460M is of 512M).
+#   1. It survives growth to three times its limit at two rates the guest sustains; its JSON lines
+#      reach the journal; the cgroup's memory.events counts no OOM kill.
+#   2. Counterfactual: the same service without memwarn's releases (--releaser none) is
+#      OOM-killed (systemd's Result=oom-kill).
+#   3. memwarn status names the unit's cgroup and limit (the lower of MemoryMax= and MemoryHigh=);
+#      a limit lowered at run time with systemctl set-property is followed: the monitor reads the
+#      new limit and warns.
+unit=my-service.service
+install_probe_executable my-service
+install_example_unit "$unit" "[Service]
+MemoryMax=128M
+MemoryHigh=115M"
+systemctl daemon-reload
+# The unit's cgroup exists only while it runs; OOM kills are counted on system.slice (memory.events
+# is hierarchical), before and after.
+slice=/sys/fs/cgroup/system.slice
+journalctl --sync
+note "unit as shipped (+ MemoryMax=128M, MemoryHigh=115M); systemd 252 on MemoryPressureWatch=: $( (journalctl -b -o cat --no-pager _PID=1; systemd-analyze verify "/etc/systemd/system/$unit" 2>&1) | grep -m1 'MemoryPressure' || echo 'nothing said'); its property: '$(systemctl show -p MemoryPressureWatch --value "$unit" 2>&1)' (empty: unknown to this systemd)"
+
+for rate in 40 100; do
+    probe_arguments my-service --rate "$rate" --total 384 --control default
+    kills_before="$(memory_event "$slice" oom_kill)"
+    mark="$(journal_mark)"
+    run_unit_to_end "$unit" 120
+    result="$(unit_result "$unit")"
+    lines="$(unit_lines "$unit" "$mark")"
+    kills=$(($(memory_event "$slice" oom_kill) - kills_before))
+    done_line="$(jq -c 'select(.event=="done")' <<<"$lines")"
+    releases="$(jq -s '[.[] | select(.event=="release")] | length' <<<"$lines")"
+    freed="$(jq -s '[.[] | select(.event=="release") | .freed] | add // 0' <<<"$lines")"
+    expect "at $rate MiB/s the service did not survive: Result=$result, OOM kills $kills; $(tail -3 <<<"$lines")" test "$result" = success -a "$kills" = 0
+    expect "at $rate MiB/s no done line reached the journal" test -n "$done_line"
+    expect "at $rate MiB/s no release line reached the journal" test "$releases" -gt 0
+    note "with memwarn, $rate MiB/s to 384 MiB under 128 MiB: survived (Result=$result), $releases releases freeing $(mib "$freed") MiB, $(grep -c . <<<"$lines") JSON lines in the journal"
+done
+
+# The counterfactuals: no releases, Restart=no so that systemd does not start it again (a drop-in
+# named to sort after system-vm.conf, whose settings it overrides).
+# As shipped (MemoryHigh= below MemoryMax=) the kernel throttles the service at memory.high: it
+# crawls (given 60 s here) or dies at MemoryMax. Without MemoryHigh= it is OOM-killed.
+probe_arguments my-service --rate 40 --total 384 --releaser none
+mkdir -p /etc/systemd/system/$unit.d
+printf '[Service]\nRestart=no\n' >/etc/systemd/system/$unit.d/zz-counterfactual.conf
+systemctl daemon-reload
+mark="$(journal_mark)"
+timeout 60 systemctl start --wait "$unit" >/dev/null 2>&1
+ended=$?
+high_events="$(memory_event "$slice/my-service.service" high)"
+usage="$(cat "$slice/my-service.service/memory.current" 2>/dev/null || echo 0)"
+systemctl kill -s KILL "$unit" 2>/dev/null
+timeout 30 systemctl stop "$unit" >/dev/null 2>&1
+result="$(unit_result "$unit")"
+done_line="$(unit_lines "$unit" "$mark" | jq -c 'select(.event=="done")')"
+if [ "$ended" -eq 124 ]; then
+    note "counterfactual as shipped, without memwarn's releases at 40 MiB/s: throttled at memory.high, not done after 60 s (usage $(mib "$usage") MiB, memory.events high $high_events), then killed by the scenario"
+else
+    expect "as shipped without memwarn's releases the service finished its growth: $done_line" test -z "$done_line"
+    note "counterfactual as shipped, without memwarn's releases at 40 MiB/s: Result=$result (the OOM killer at MemoryMax)"
+fi
+printf '[Service]\nRestart=no\nMemoryHigh=infinity\n' >/etc/systemd/system/$unit.d/zz-counterfactual.conf
+systemctl daemon-reload
+kills_before="$(memory_event "$slice" oom_kill)"
+run_unit_to_end "$unit" 120
+result="$(unit_result "$unit")"
+kills="$(memory_event "$slice" oom_kill)"
+rm /etc/systemd/system/$unit.d/zz-counterfactual.conf
+systemctl daemon-reload
+expect "without memwarn's releases (and no MemoryHigh=) the service was not OOM-killed: Result=$result" test "$result" = oom-kill
+note "counterfactual without memwarn's releases and without MemoryHigh=: Result=$result (the kernel's OOM killer; system.slice memory.events oom_kill $kills_before -> $kills)"
+
+# memwarn status and a limit changed at run time.
+probe_arguments my-service --rate 30 --total 60 --hold 90 --control default
+mark="$(journal_mark)"
+systemctl start "$unit"
+expect "the service did not finish its 60 MiB" wait_for_line "$unit" "$mark" '"event":"done"' 60 >/dev/null
+status="$(memwarn status --cgroup /system.slice/my-service.service --json)"
+limit="$(jq -r '.limitBytes' <<<"$status")"
+path="$(jq -r '.cgroupPath' <<<"$status")"
+# The effective limit is the lower of memory.max and memory.high: MemoryHigh=115M here.
+expect "memwarn status names $path, limit $limit from $(jq -r .limitFile <<<"$status")" \
+    test "$path" = /system.slice/my-service.service -a "$limit" = $((115 << 20)) -a "$(jq -r .limitFile <<<"$status" | xargs basename)" = memory.high
+note "memwarn status --cgroup: cgroup $path, limit $(mib "$limit") MiB (from $(jq -r '.limitFile' <<<"$status")), usage $(mib "$(jq -r '.usageBytes' <<<"$status")") MiB, level $(jq -r '.level' <<<"$status")"
+pid="$(systemctl show -p MainPID --value "$unit")"
+status="$(memwarn status --pid "$pid" --json 2>&1)" && note "memwarn status --pid $pid: cgroup $(jq -r '.cgroupPath' <<<"$status"), limit $(mib "$(jq -r '.limitBytes' <<<"$status")") MiB"
+systemctl set-property --runtime "$unit" MemoryMax=72M
+changed="$(wait_for_line "$unit" "$mark" '"level":"(warning|critical)"' 30)"
+expect "after set-property MemoryMax=72M the monitor did not warn within 30 s" test -n "$changed"
+status="$(memwarn status --cgroup /system.slice/my-service.service --json)"
+expect "memwarn status does not read the new limit: $(jq -r '.limitBytes' <<<"$status")" test "$(jq -r '.limitBytes' <<<"$status")" = $((72 << 20))
+release="$(wait_for_line "$unit" "$mark" '"event":"release"' 30)"
+note "set-property MemoryMax=72M at run time: the monitor said $(jq -c '{level, source, usage}' <<<"$changed"), then released $(mib "$(jq -r '.freed' <<<"$release")") MiB; memwarn status reads 72 MiB"
+systemctl stop "$unit" 2>/dev/null
+result="$(unit_result "$unit")"
+expect "the service did not stop cleanly on SIGTERM: Result=$result" test "$result" = success
+systemctl set-property --runtime "$unit" MemoryMax=128M
+note "SIGTERM (systemctl stop): graceful shutdown, Result=$result"

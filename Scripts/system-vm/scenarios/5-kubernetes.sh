@@ -1,0 +1,130 @@
+# A Kubernetes-shaped tree, as the kubelet's systemd cgroup driver makes it: kubepods.slice with the
+# node's allocatable memory as its limit (the kubelet sets memory.max there; 256 MiB here), the
+# QoS slice kubepods-burstable.slice, a slice per pod with the pod's limit (240 MiB) and a scope per
+# container with its own (230 MiB), made by crun's systemd cgroup manager from the cgroupsPath
+# "kubepods-burstable-pod<uid>.slice:cri-containerd:<id>" as containerd passes it. Each container
+# runs memwarn-growth-probe (the README's service) as pid 1 in its own namespaces (cgroupfs
+# read-only), as uid 65532, with XDG_RUNTIME_DIR on the host's /run/memwarn/pods/<uid> as pod.yaml
+# mounts it: 150 MiB at 60 MiB/s (large), 90 at 30 (medium), 45 at 12 (small), whose sum passes
+# the node's limit. The agent runs as Examples/kubernetes/agent-daemonset.yaml says, read from the
+# manifest (agent-daemonset.json): its command and arguments, hostPID (no pid namespace), uid 0
+# with no capability but those it adds, a read-only root, the host's cgroup tree and endpoint
+# directories bind-mounted read-only where the manifest mounts them, in its own cgroup namespace.
+#   1. With the agent: no OOM kill below kubepods.slice, all three exit 0; the agent found the
+#      three (from its private cgroup namespace, through the read-only host mount), its first
+#      round is led by the largest, the smallest is never asked.
+#   2. Counterfactual: no agent. Each container's monitor sees its own limit only (its cgroup
+#      namespace hides the node's): the kernel kills below kubepods.slice.
+recipe="$examples/container/make-bundle"
+settings="$(cat "$examples/kubernetes/agent-daemonset.json")" || fail "the DaemonSet's settings are missing"
+work=/var/lib/memwarn-system/pods
+rm -rf "$work"
+mkdir -p "$work"
+node=/sys/fs/cgroup/kubepods.slice
+printf '[Unit]\nDescription=kubelet: pods (node allocatable)\n[Slice]\nMemoryMax=256M\n' >/etc/systemd/system/kubepods.slice
+printf '[Unit]\nDescription=kubelet: burstable pods\n' >/etc/systemd/system/kubepods-burstable.slice
+declare -A rate=([large]=60 [medium]=30 [small]=12) total=([large]=150 [medium]=90 [small]=45) uid=()
+for name in large medium small agent; do
+    uid[$name]="$(cat /proc/sys/kernel/random/uuid | tr - _)"
+    printf '[Unit]\nDescription=kubelet: pod %s\n[Slice]\nMemoryMax=%s\n' "$name" "$([ "$name" = agent ] && echo 64M || echo 240M)" \
+        >"/etc/systemd/system/kubepods-burstable-pod${uid[$name]}.slice"
+done
+systemctl daemon-reload
+# The node's endpoint directories, made 1777 beforehand as the pod.yaml's README says (the pods'
+# services run as uid 65532); the kubelet makes each pod's with the parent's mode.
+install -d -m 1777 /run/memwarn/pods
+
+# A pod's container: a bundle by the recipe, its endpoint directory mounted as pod.yaml mounts it.
+make_pod() {  # name
+    local name=$1 bundle="$work/$1"
+    install -d -m 1777 "/run/memwarn/pods/${uid[$name]}"
+    "$recipe" --memory 230M --runtime crun "$bundle" /usr/local/bin/memwarn-growth-probe -- \
+        --rate "${rate[$name]}" --total "${total[$name]}" --control default --start-after 1 --hold 2 >/dev/null ||
+        fail "make-bundle for pod $name failed"
+    mkdir -p "$bundle/rootfs/run/my-service"
+    jq --arg path "kubepods-burstable-pod${uid[$name]}.slice:cri-containerd:$name" \
+        --arg source "/run/memwarn/pods/${uid[$name]}" '
+        .linux.cgroupsPath = $path
+        | .process.env += ["XDG_RUNTIME_DIR=/run/my-service"]
+        | .mounts += [{destination: "/run/my-service", type: "bind", source: $source, options: ["rbind", "rw"]}]' \
+        "$bundle/config.json" >"$bundle/config.new" && mv "$bundle/config.new" "$bundle/config.json"
+}
+
+# The agent's container, from the DaemonSet's settings.
+make_agent() {
+    local bundle="$work/agent" user
+    user="$(jq -r '"\(.runAsUser):\(.runAsGroup)"' <<<"$settings")"
+    "$recipe" --user "$user" --runtime crun "$bundle" /usr/local/bin/memwarn -- agent >/dev/null || fail "make-bundle for the agent failed"
+    mkdir -p "$bundle/rootfs/usr/local/bin"
+    cp /usr/local/bin/memwarn "$bundle/rootfs/usr/local/bin/memwarn"
+    local mounts='[]'
+    while read -r mount; do
+        local path source
+        path="$(jq -r .path <<<"$mount")"
+        mkdir -p "$bundle/rootfs$path"
+        if source="$(jq -er .hostPath <<<"$mount")"; then
+            mounts="$(jq --arg path "$path" --arg source "$source" --argjson ro "$(jq .readOnly <<<"$mount")" \
+                '. + [{destination: $path, type: "bind", source: $source, options: (["rbind"] + (if $ro then ["ro"] else ["rw"] end))}]' <<<"$mounts")"
+        else
+            mounts="$(jq --arg path "$path" '. + [{destination: $path, type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "size=1m"]}]' <<<"$mounts")"
+        fi
+    done < <(jq -c '.mounts[]' <<<"$settings")
+    jq --argjson settings "$settings" --argjson mounts "$mounts" --arg path "kubepods-burstable-pod${uid[agent]}.slice:cri-containerd:agent" '
+        .process.args = $settings.command
+        | .process.noNewPrivileges = $settings.noNewPrivileges
+        | .root.readonly = $settings.readOnlyRootFilesystem
+        | .process.capabilities = {bounding: $settings.capabilities, effective: $settings.capabilities, permitted: $settings.capabilities}
+        | .linux.namespaces |= (if $settings.hostPID then map(select(.type != "pid")) else . end)
+        | .mounts += $mounts
+        | .linux.cgroupsPath = $path' "$bundle/config.json" >"$bundle/config.new" && mv "$bundle/config.new" "$bundle/config.json"
+}
+
+# Runs the three pods at once to their end; prints the node's new OOM kills, then each pod's exit.
+run_pods() {
+    local before pids=() name
+    before="$(memory_event "$node" oom_kill)"
+    # Every bundle first (make-bundle takes seconds under emulation), then the three at once.
+    for name in large medium small; do
+        rm -rf "$work/$name" "/run/memwarn/pods/${uid[$name]}"
+        make_pod "$name"
+    done
+    for name in large medium small; do
+        timeout 150 crun --systemd-cgroup run --bundle "$work/$name" "pod-$name" >"$work/$name.out" 2>"$work/$name.err" </dev/null &
+        pids+=($!)
+    done
+    local statuses="" names=(large medium small) status
+    for index in 0 1 2; do
+        wait "${pids[$index]}"
+        status=$?
+        statuses+="${names[$index]}=$status "
+    done
+    echo "$(($(memory_event "$node" oom_kill) - before)) $statuses"
+}
+
+make_agent
+note "the agent's container, from the DaemonSet: $(jq -c '{args: .process.args[1:], user: .process.user, caps: .process.capabilities.effective, namespaces: [.linux.namespaces[].type], readonlyRoot: .root.readonly, mounts: [.mounts[] | select(.destination | test("^/host|^/var/lib/memwarn")) | "\(.source) -> \(.destination) \(.options | map(select(. == "ro" or . == "rw")) | join(""))"]}' "$work/agent/config.json")"
+crun --systemd-cgroup run --bundle "$work/agent" agent >"$work/agent.out" 2>"$work/agent.err" </dev/null &
+agent=$!
+grep -q -m1 '"event":"started"' < <(timeout 30 tail -n +1 -f "$work/agent.out") ||
+    fail "the agent in its container did not start: $(tail -5 "$work/agent.err") $(tail -3 "$work/agent.out")"
+note "the agent in its container: $(head -1 "$work/agent.out" | cut -c1-300)"
+note "the tree: kubepods.slice memory.max $(cat "$node/memory.max"), kubepods-burstable.slice $(cat "$node/kubepods-burstable.slice/memory.max" 2>&1)"
+read -r kills statuses < <(run_pods)
+crun kill agent TERM 2>/dev/null
+wait "$agent"
+records="$(grep '^{' "$work/agent.out")"
+expect "with the agent: OOM kills $kills below kubepods.slice, pods $statuses; agent: $(tail -4 <<<"$records") $(tail -3 "$work/agent.err")" test "$kills" = 0
+expect "with the agent a pod did not exit 0: $statuses" test "$statuses" = "large=0 medium=0 small=0"
+found="$(jq -s '[.[] | select(.event=="found")] | length' <<<"$records")"
+first="$(jq -rs '[.[] | select(.event=="round")][0].order[0].cgroup // "none"' <<<"$records")"
+asked="$(jq -rs '[.[] | select(.event=="ask") | .cgroup | capture("cri-containerd-(?<id>[a-z]+)") | .id] | join(", ")' <<<"$records")"
+expect "the agent found $found pods' services, not 3: $(grep -m3 -E 'found|unreadable|unreachable|refused' <<<"$records")" test "$found" = 3
+expect "the first round is led by $first, not the large pod's container: $(grep -v '"event":"renewed"' <<<"$records" | head -12 | cut -c1-300)" test "$first" != "${first/cri-containerd-large/}"
+expect "the smallest was asked: $asked" test "${asked/small/}" = "$asked"
+expect "the agent never asked" test -n "$asked"
+note "with the agent as the DaemonSet runs it: pods $statuses; OOM kills below kubepods.slice 0; found 3 through its read-only host mount, first round led by $(grep -o 'cri-containerd-[a-z]*' <<<"$first"), asked: $asked; leases: $(jq -rs '[.[] | select(.event | test("lease"))] | map(.event) | group_by(.) | map("\(.[0]) \(length)") | join(", ")' <<<"$records")"
+
+read -r kills statuses < <(run_pods)
+expect "without the agent nobody was OOM-killed: pods $statuses, OOM kills $kills" test "$kills" -gt 0 -a "$statuses" != "large=0 medium=0 small=0"
+note "counterfactual, no agent (each container sees only its own limit): pods $statuses; OOM kills below kubepods.slice $kills"
+rm -rf "$work"

@@ -1,0 +1,149 @@
+# Sourced by the VM stages (Scripts/v2-vm-test, Scripts/system-vm-test): what both need from
+# Debian's packages and from the build. Nothing else is downloaded.
+#   linux-image-cloud-amd64   the metapackage, resolved to its linux-image-<version>-cloud-amd64,
+#                             fetched with apt-get download and unpacked with dpkg -x (not installed)
+#   busybox-static            fetched and unpacked the same way
+#   the products              static executables in $scratch (libcgroup.a links in statically)
+# The caller sets: vm_name (for messages), cache (a folder, made absolute here), scratch (the
+# static build's folder), products (the executables to build), refresh (1: fetch again).
+# shellcheck shell=bash
+started=$SECONDS
+say() { echo "== $vm_name [$((SECONDS - started))s] $*" >&2; }
+die() { echo "$vm_name: $*" >&2; exit 1; }
+
+mkdir -p "$cache"
+cache="$(cd "$cache" && pwd)"    # absolute: apt-get download runs in a sub-folder
+: >"$cache/apt.log"              # this run's apt output only (empty when nothing was fetched)
+export DEBIAN_FRONTEND=noninteractive
+
+# apt's package lists, refreshed once per run and only when a package is actually needed.
+apt_lists_fresh=0
+apt_update_once() {
+    if [ "$apt_lists_fresh" -eq 0 ]; then
+        say "apt-get update"
+        apt-get update -qq >>"$cache/apt.log" 2>&1 || { cat "$cache/apt.log" >&2; die "apt-get update failed"; }
+        apt_lists_fresh=1
+    fi
+}
+
+# Installs a Debian package when the command it provides is missing.
+install_when_missing() {
+    local command_name="$1" package="$2"
+    command -v "$command_name" >/dev/null 2>&1 && return 0
+    [ "$(id -u)" -eq 0 ] || die "$package is missing; install it: sudo apt-get install -y --no-install-recommends $package"
+    apt_update_once
+    say "installing $package"
+    apt-get install -y -qq --no-install-recommends "$package" >>"$cache/apt.log" 2>&1 ||
+        { tail -20 "$cache/apt.log" >&2; die "apt-get install $package failed"; }
+}
+
+# Downloads one package's .deb into a folder (apt-get download writes to the current one);
+# prints the file's path. Refreshes the package lists once if apt does not know the package.
+download_deb() {
+    local package="$1" folder="$2"
+    mkdir -p "$folder"
+    if ! apt-cache show "$package" >/dev/null 2>&1; then apt_update_once; fi
+    (cd "$folder" && apt-get download -q "$package" >>"$cache/apt.log" 2>&1) ||
+        { apt_update_once; (cd "$folder" && apt-get download -q "$package" >>"$cache/apt.log" 2>&1); } ||
+        { tail -5 "$cache/apt.log" >&2; die "apt-get download $package failed"; }
+    # apt names the file <name>_<version with ':' as %3a>_<arch>.deb; the newest is ours.
+    ls -t "$folder/${package%%=*}"_*.deb | head -1
+}
+
+# The kernel: the cloud metapackage names the real image package in its Depends.
+fetch_kernel() {
+    local kernel_dir="$cache/kernel"
+    if [ "$refresh" -eq 0 ] && [ -f "$kernel_dir/vmlinuz" ] && [ -f "$kernel_dir/modules/brd.ko" ]; then
+        say "kernel: cached $(cat "$kernel_dir/package")"
+        return
+    fi
+    rm -rf "$cache/debs" "$kernel_dir"
+    say "kernel: apt-get download linux-image-cloud-amd64"
+    local meta real_package real_deb unpacked
+    meta="$(download_deb linux-image-cloud-amd64 "$cache/debs")"
+    # Depends: linux-image-6.1.0-56-cloud-amd64 (= 6.1.192-2)
+    real_package="$(dpkg-deb -f "$meta" Depends | sed -E 's/^ *([^ ,]+) *\(= *([^)]+)\).*/\1=\2/')"
+    [[ "$real_package" == linux-image-*-cloud-amd64=* ]] || die "unexpected Depends in $meta: $(dpkg-deb -f "$meta" Depends)"
+    say "kernel: apt-get download $real_package"
+    real_deb="$(download_deb "$real_package" "$cache/debs")"
+    unpacked="$(mktemp -d "$cache/unpack.XXXXXX")"
+    dpkg -x "$real_deb" "$unpacked"
+    mkdir -p "$kernel_dir"
+    # The serial console, cgroup2, memcg and PSI are built in. Of the modules only brd is kept:
+    # the system VM makes a RAM disk with it, for file-backed pages (its root is a tmpfs).
+    cp "$unpacked"/boot/vmlinuz-* "$kernel_dir/vmlinuz"
+    cp "$unpacked"/boot/config-* "$kernel_dir/config"
+    mkdir -p "$kernel_dir/modules"
+    cp "$unpacked"/lib/modules/*/kernel/drivers/block/brd.ko "$kernel_dir/modules/" || die "the kernel package has no brd.ko"
+    rm -rf "$unpacked" "$cache/debs"
+    for option in CONFIG_SERIAL_8250_CONSOLE=y CONFIG_MEMCG=y CONFIG_PSI=y CONFIG_BLK_DEV_INITRD=y CONFIG_RD_GZIP=y; do
+        grep -qx "$option" "$kernel_dir/config" || die "the kernel lacks $option"
+    done
+    echo "$real_package" >"$kernel_dir/package"
+}
+
+# busybox-static: the VM's shell, mount, timeout, poweroff.
+fetch_busybox() {
+    local busybox_dir="$cache/busybox"
+    if [ "$refresh" -eq 0 ] && [ -x "$busybox_dir/busybox" ]; then
+        say "busybox: cached"
+        return
+    fi
+    say "busybox: apt-get download busybox-static"
+    local deb unpacked
+    deb="$(download_deb busybox-static "$cache/debs")"
+    unpacked="$(mktemp -d "$cache/unpack.XXXXXX")"
+    dpkg -x "$deb" "$unpacked"
+    mkdir -p "$busybox_dir"
+    cp "$unpacked/bin/busybox" "$busybox_dir/busybox"
+    rm -rf "$unpacked" "$cache/debs"
+}
+
+# The products as static executables (libcgroup.a from libcgroup-dev links in statically).
+build_products() {
+    if ! pkg-config --exists libcgroup 2>/dev/null; then
+        apt_update_once
+        say "installing libcgroup-dev"
+        apt-get install -y -qq libcgroup-dev pkg-config >>"$cache/apt.log" 2>&1 || die "apt-get install libcgroup-dev failed"
+    fi
+    [ -f "$(pkg-config --variable=libdir libcgroup)/libcgroup.a" ] || die "libcgroup-dev ships no libcgroup.a here: cannot link statically"
+    local log="$cache/build.log"
+    : >"$log"
+    for product in "${products[@]}"; do
+        say "building $product (static, release)"
+        if ! swift build -c release --product "$product" --scratch-path "$scratch" \
+            --static-swift-stdlib -Xswiftc -static-executable >>"$log" 2>&1; then
+            grep -E "error" "$log" | sort -u | head -40 >&2
+            die "building $product failed; the whole log is in $log"
+        fi
+    done
+    # Static glibc warns about getpwnam and dlopen at link time (not our code); ours must be clean.
+    if grep -E "^$(pwd)/Sources/.*warning:" "$log" | sort -u; then
+        die "the static build has warnings in memwarn's own code (see $log)"
+    fi
+}
+
+# Boots the cache's kernel with an initramfs under bounded memory (vm_memory MiB) and time
+# (vm_timeout s), the console to the terminal and to a log, and judges the verdict line the
+# guest prints: "<MARKER>: PASS" passes, "<MARKER>: FAIL n" fails, no line (a hang, a crash, a
+# timeout) fails. Arguments: initramfs, kernel command line, marker, console log.
+boot_and_judge() {
+    local initramfs="$1" append="$2" marker="$3" console="$4"
+    say "booting the VM (-accel $vm_accel, ${vm_memory} MiB, at most ${vm_timeout} s)"
+    set +e
+    timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 \
+        -accel "$vm_accel" -m "$vm_memory" -smp 2 -nographic -no-reboot \
+        -kernel "$cache/kernel/vmlinuz" -initrd "$initramfs" \
+        -append "$append" </dev/null 2>&1 | stdbuf -o0 tr -d '\r' | tee "$console"
+    local qemu_status=${PIPESTATUS[0]}
+    set -e
+    [ "$qemu_status" -eq 124 ] && echo "$vm_name: the VM did not finish within ${vm_timeout} s" >&2
+    local verdict
+    verdict="$(grep -aoE "$marker: (PASS|FAIL [0-9]+)" "$console" | tail -1 || true)"
+    say "VM finished (qemu status $qemu_status); console log: $console"
+    case "$verdict" in
+        "$marker: PASS") say "PASS"; return 0 ;;
+        "") die "no verdict line from the VM: it hung, crashed or timed out (qemu status $qemu_status)" ;;
+        *) die "the scenarios failed: ${verdict#"$marker": }" ;;
+    esac
+}
