@@ -5,7 +5,10 @@ set -uo pipefail
 examples=/usr/local/share/memwarn
 
 note() { echo "  $*"; }
-fail() { echo "  FAILED: $*"; exit 1; }
+# To standard error (the console too): a failure inside a command substitution is still seen.
+fail() { echo "  FAILED: $*" >&2; exit 1; }
+# The runner's bound sends SIGTERM: exit, so that a scenario's EXIT trap (its clean-up) runs.
+trap 'exit 143' TERM
 expect() {  # expect "what failed" command...
     local what="$1"
     shift
@@ -21,21 +24,22 @@ memory_event() {
 pressure_line() { grep "^$2 " "$1/memory.pressure" 2>/dev/null || echo "$2 (unreadable)"; }
 
 
-# The journal's position now: a run's lines are those after it ("since" below). (A unit's
-# invocation id is no filter: journald reads it from the cgroup, gone once a short run ended.)
+# The journal's position now: a run's lines are those from it on. (A unit's invocation id is no
+# filter: journald reads it from the cgroup, gone once a short run ended. --cursor, not
+# --after-cursor: with a unit filter, systemd before 255 skips the first matching entry after it.)
 journal_mark() { journalctl -n 0 --show-cursor --no-pager 2>/dev/null | sed -n 's/^-- cursor: //p'; }
 
 # The JSON lines a unit wrote since a mark (the journal flushed first).
 unit_lines() {  # unit mark
     journalctl --sync 2>/dev/null
-    journalctl -o cat --no-pager -u "$1" --after-cursor="$2" | grep '^{' || true
+    journalctl -o cat --no-pager -u "$1" --cursor="$2" | grep '^{' || true
 }
 
 # Waits for the first line a unit wrote since a mark that matches an extended regex, at most
 # SECONDS; prints it and returns 0, or returns 1 when none came. Follows the journal (no polling).
 wait_for_line() {  # unit mark pattern seconds
     local line fd follower
-    exec {fd}< <(timeout "$4" journalctl -f -o cat --no-pager -u "$1" --after-cursor="$2")
+    exec {fd}< <(timeout "$4" journalctl -f -o cat --no-pager -u "$1" --cursor="$2")
     follower=$!
     line="$(grep -m1 -E "$3" <&"$fd")"
     exec {fd}<&-

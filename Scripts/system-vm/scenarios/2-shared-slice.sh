@@ -9,6 +9,12 @@
 #   3. Counterfactual: no agent, and each service sees only its own cgroup, as a container in a pod
 #      does (MEMWARN_ANCESTOR_LIMITS=ignore): the kernel kills in the slice.
 slice=/sys/fs/cgroup/shared.slice
+cleanup() {
+    systemctl stop memwarn-agent@shared.service shared-large.service shared-medium.service shared-small.service 2>/dev/null
+    rm -f /etc/systemd/system/shared-*.service.d/zz-counterfactual.conf
+    systemctl daemon-reload
+}
+trap cleanup EXIT
 install_example_unit shared.slice "[Slice]
 MemoryMax=256M"
 install_example_unit memwarn-agent@.service
@@ -36,6 +42,7 @@ run_three() {  # extra probe arguments…
     local before
     before="$(memory_event "$slice" oom_kill)"
     timeout 150 systemctl start --wait "${services[@]}" >/dev/null 2>&1
+    [ $? -eq 124 ] && fail "the three services had not ended after 150 s: $(results)"
     echo $(($(memory_event "$slice" oom_kill) - before))
 }
 results() { for unit in "${services[@]}"; do echo -n "${unit%.service}=$(unit_result "$unit") "; done; }

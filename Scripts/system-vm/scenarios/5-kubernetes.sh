@@ -20,6 +20,18 @@ settings="$(cat "$examples/kubernetes/agent-daemonset.json")" || fail "the Daemo
 work=/var/lib/memwarn-system/pods
 rm -rf "$work"
 mkdir -p "$work"
+cleanup() {
+    for name in agent pod-large pod-medium pod-small; do
+        crun --systemd-cgroup kill "$name" KILL 2>/dev/null
+        crun --systemd-cgroup delete -f "$name" 2>/dev/null
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+# What this scenario models: a container that is not privileged and drops every capability but
+# those it adds. A manifest that asked for more would not be what runs here: say so, not pass.
+expect "the DaemonSet runs privileged: the scenario models an unprivileged agent" test "$(jq -r .privileged <<<"$settings")" = false
+expect "the DaemonSet does not drop ALL capabilities: the scenario gives the agent only those it adds" test "$(jq -r .dropsAll <<<"$settings")" = true
 node=/sys/fs/cgroup/kubepods.slice
 printf '[Unit]\nDescription=kubelet: pods (node allocatable)\n[Slice]\nMemoryMax=256M\n' >/etc/systemd/system/kubepods.slice
 printf '[Unit]\nDescription=kubelet: burstable pods\n' >/etc/systemd/system/kubepods-burstable.slice
@@ -109,7 +121,8 @@ grep -q -m1 '"event":"started"' < <(timeout 30 tail -n +1 -f "$work/agent.out") 
     fail "the agent in its container did not start: $(tail -5 "$work/agent.err") $(tail -3 "$work/agent.out")"
 note "the agent in its container: $(head -1 "$work/agent.out" | cut -c1-300)"
 note "the tree: kubepods.slice memory.max $(cat "$node/memory.max"), kubepods-burstable.slice $(cat "$node/kubepods-burstable.slice/memory.max" 2>&1)"
-read -r kills statuses < <(run_pods)
+run_pods >"$work/pods.run"
+read -r kills statuses <"$work/pods.run"
 crun kill agent TERM 2>/dev/null
 wait "$agent"
 records="$(grep '^{' "$work/agent.out")"
@@ -124,7 +137,7 @@ expect "the smallest was asked: $asked" test "${asked/small/}" = "$asked"
 expect "the agent never asked" test -n "$asked"
 note "with the agent as the DaemonSet runs it: pods $statuses; OOM kills below kubepods.slice 0; found 3 through its read-only host mount, first round led by $(grep -o 'cri-containerd-[a-z]*' <<<"$first"), asked: $asked; leases: $(jq -rs '[.[] | select(.event | test("lease"))] | map(.event) | group_by(.) | map("\(.[0]) \(length)") | join(", ")' <<<"$records")"
 
-read -r kills statuses < <(run_pods)
+run_pods >"$work/pods.run"
+read -r kills statuses <"$work/pods.run"
 expect "without the agent nobody was OOM-killed: pods $statuses, OOM kills $kills" test "$kills" -gt 0 -a "$statuses" != "large=0 medium=0 small=0"
 note "counterfactual, no agent (each container sees only its own limit): pods $statuses; OOM kills below kubepods.slice $kills"
-rm -rf "$work"
