@@ -96,13 +96,16 @@ public struct CgroupDiscovery: Sendable {
 
         var unified: CgroupLocation?
         let v1Memory = mounts.filter { $0.fileSystemType == "cgroup" && $0.superOptions.contains("memory") }
+        let v2Mounts = mounts.filter { $0.fileSystemType == "cgroup2" }
         if let line = memberships.first(where: \.isUnified) {
+            // The kernel writes the `0::` line once cgroup2 is mounted anywhere on the host, also
+            // where this process sees no cgroup2 mount (runc on a hybrid host mounts the v1
+            // hierarchies only). The group is needed only when it holds memory: with memory on v1,
+            // or no cgroup2 mount to place it in, it is left out with a note, not an error.
             do throws(CgroupError) {
-                unified = try locate(line.path, version: .v2, in: mounts.filter { $0.fileSystemType == "cgroup2" }, pid: processID)
-            } catch  where error.code == .outsideNamespace && !v1Memory.isEmpty {
-                // Memory is on v1 (a hybrid host): a container that mounts only the host's memory
-                // hierarchy cannot place the cgroup2 group, and needs only the memory cgroup.
-                notes.append("the cgroup2 group \(line.path) lies outside this cgroup namespace and no mount shows it: \(error.message)")
+                unified = try locate(line.path, version: .v2, in: v2Mounts, pid: processID)
+            } catch  where !v1Memory.isEmpty || v2Mounts.isEmpty {
+                notes.append("the cgroup2 group \(line.path) is left out (no PSI or freezer of its own): \(error.message)")
             }
         }
         var memory: CgroupLocation?

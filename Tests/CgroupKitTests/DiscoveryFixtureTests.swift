@@ -25,6 +25,21 @@ struct DiscoveryFixtureTests {
         #expect(layout.notes.isEmpty)
     }
 
+    /// runc on a hybrid host mounts the v1 hierarchies only, but the kernel writes the `0::` line
+    /// once cgroup2 is mounted anywhere on the host: the unified group has no mount to be placed
+    /// in, and memory, on v1, does not need it (found by running `memwarn status` in runc here).
+    @Test("A container on a hybrid host sees a 0:: line but no cgroup2 mount: the memory cgroup is placed, the unified group left out with a note")
+    func containerOnHybridHostWithoutCgroup2Mount() throws {
+        let tree = try ScratchTree(copying: "v1-host")
+        let cgroup = try String(contentsOfFile: tree.root + "/proc/self/cgroup", encoding: .utf8)
+        try tree.write("/proc/self/cgroup", cgroup + "0::/\n")
+        let layout = try tree.discovery.layout()
+        #expect(layout.mode == .v1)
+        #expect(layout.memory == CgroupLocation(version: .v1, mountPoint: "/sys/fs/cgroup/memory", path: "/system.slice/app.service"))
+        #expect(layout.unified == nil)
+        #expect(layout.notes.contains { $0.contains("the cgroup2 group / is left out") }, "\(layout.notes)")
+    }
+
     @Test("A pure cgroup2 host has mode v2 and its memory cgroup is its unified group")
     func pureV2HostLayout() throws {
         let layout = try Fixture.discovery("v2-host").layout()

@@ -38,6 +38,25 @@ struct CLITests {
         }
     }
 
+    /// runc on a hybrid host mounts the v1 hierarchies only; the kernel still writes `0::/` in
+    /// /proc/self/cgroup. memwarn in such a container must read its v1 limit and arm, not fail
+    /// on the cgroup2 group it cannot place (it did: "no v2 mount shows this cgroup").
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"), "needs util-linux's unshare"))
+    func statusWhereTheKernelNamesACgroup2GroupThatNoMountShowsReadsTheV1Limit() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            let script = #"umount -l /sys/fs/cgroup/unified && grep -q '^0::' /proc/self/cgroup && exec "$1" status --json"#
+            let result = try ChildProcess.run(["/usr/bin/unshare", "--mount", "/bin/sh", "-c", script, "sh", Self.memwarn], in: cgroup)
+            #expect(result.status == 0, "\(result.standardError)")
+            let status = try Self.object(result.standardOutput)
+            #expect(status["cgroupPath"] as? String == cgroup.location.path)
+            #expect(status["limitBytes"] as? Int == Int(Self.limit))
+            let notes = try #require(status["notes"] as? [String])
+            #expect(notes.contains { $0.contains("the cgroup2 group / is left out") }, "\(notes)")
+            let monitor = try #require(status["monitor"] as? [String: Any])
+            #expect(monitor["error"] == nil, "the monitor arms: \(monitor)")
+        }
+    }
+
     @Test func statusAcceptsTheAbsoluteMountPathToo() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
             let result = try ChildProcess.run([Self.memwarn, "status", "--json", "--cgroup", cgroup.location.directory])

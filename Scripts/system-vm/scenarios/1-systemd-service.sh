@@ -99,6 +99,12 @@ path="$(jq -r '.cgroupPath' <<<"$status")"
 # The effective limit is the lower of memory.max and memory.high: MemoryHigh=115M here.
 expect "memwarn status names $path, limit $limit from $(jq -r .limitFile <<<"$status")" \
     test "$path" = /system.slice/my-service.service -a "$limit" = $((115 << 20)) -a "$(jq -r .limitFile <<<"$status" | xargs basename)" = memory.high
+# A system service runs as root with every capability: its monitor writes PSI triggers on the
+# unit's own memory.pressure (the window the policy asks for), where a container cannot.
+triggers="$(jq -r '[.monitor.sources[]? | select(startswith("psi-trigger"))] | join(" | ")' <<<"$status")"
+expect "the monitor on the unit's cgroup registers no PSI trigger: $(jq -c .monitor <<<"$status")" \
+    grep -q "/system.slice/my-service.service/memory.pressure" <<<"$triggers"
+note "its monitor's PSI triggers: $triggers"
 note "memwarn status --cgroup: cgroup $path, limit $(mib "$limit") MiB (from $(jq -r '.limitFile' <<<"$status")), usage $(mib "$(jq -r '.usageBytes' <<<"$status")") MiB, level $(jq -r '.level' <<<"$status")"
 pid="$(systemctl show -p MainPID --value "$unit")"
 status="$(memwarn status --pid "$pid" --json 2>&1)" && note "memwarn status --pid $pid: cgroup $(jq -r '.cgroupPath' <<<"$status"), limit $(mib "$(jq -r '.limitBytes' <<<"$status")") MiB"
