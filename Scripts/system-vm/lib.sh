@@ -93,3 +93,18 @@ run_unit_to_end() {  # unit seconds
 
 # MiB, one decimal, from bytes.
 mib() { jq -n "$1 / 1048576 | . * 10 | round / 10"; }
+
+# The agent's promise, from its JSON records on stdin: every round ordered by the kernel's count
+# (largest first) and every ask the service its round ranked there. Prints the breaches, one a
+# line (none: kept). How far down the order a round goes depends on the machine's pace, and is
+# not judged.
+agent_order_breaches() {
+    jq -rs '
+        ([.[] | select(.event == "round") | .order | select((map(.usageBytes)) != (map(.usageBytes) | sort | reverse))
+          | "a round out of order: \(map(.usageBytes))"]
+        + (reduce .[] as $r ({order: null, bad: []};
+            if $r.event == "round" then .order = $r.order
+            elif $r.event == "ask" and (.order == null or .order[$r.rank - 1].cgroup != $r.cgroup)
+            then .bad += ["ask #\($r.rank) of \($r.cgroup) against its round \(.order | map(.cgroup))"]
+            else . end) | .bad))[]'
+}

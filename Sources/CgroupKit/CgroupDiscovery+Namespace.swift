@@ -55,11 +55,12 @@ extension CgroupDiscovery {
         throw failure ?? refusal ?? CgroupError(.notFound, "no \(version.rawValue) mount shows this cgroup", path: cgroupPath)
     }
 
-    private static func unnamedAncestors(_ mount: MountEntry, _ cgroupPath: String) -> CgroupError {
+    /// Thrown where the caller is.
+    private static func unnamedAncestors(_ mount: MountEntry, _ cgroupPath: String, file: String = #fileID, line: Int = #line) -> CgroupError {
         CgroupError(
             .outsideNamespace,
             "the mount's root \(mount.root) lies above this cgroup namespace; name the cgroup by its path under \(mount.mountPoint)",
-            path: cgroupPath)
+            path: cgroupPath, file: file, line: line)
     }
 
     /// How a cgroup path relates to a mount's root.

@@ -126,13 +126,15 @@ public struct KernelFiles: Sendable, Hashable {
     ///   - error: the `errno` of the failed `open`.
     ///   - path: the path that was opened.
     ///   - writing: whether it was opened for writing (`.unwritable`, else `.unreadable`).
+    ///   - file: where it is thrown; the default is the caller's.
+    ///   - line: where it is thrown; the default is the caller's.
     /// - Returns: the error, naming `path` and carrying `error`.
-    public static func openError(_ error: Int32, _ path: String, writing: Bool) -> CgroupError {
+    public static func openError(_ error: Int32, _ path: String, writing: Bool, file: String = #fileID, line: Int = #line) -> CgroupError {
         let reason = String(cString: strerror(error))
         switch error {
-        case ENOENT, ENOTDIR, ENODEV: return CgroupError(.notFound, "does not exist (\(reason))", path: path, errno: error)
-        case EACCES, EPERM: return CgroupError(.permissionDenied, "permission denied", path: path, errno: error)
-        default: return CgroupError(writing ? .unwritable : .unreadable, "cannot open: \(reason)", path: path, errno: error)
+        case ENOENT, ENOTDIR, ENODEV: return CgroupError(.notFound, "does not exist (\(reason))", path: path, errno: error, file: file, line: line)
+        case EACCES, EPERM: return CgroupError(.permissionDenied, "permission denied", path: path, errno: error, file: file, line: line)
+        default: return CgroupError(writing ? .unwritable : .unreadable, "cannot open: \(reason)", path: path, errno: error, file: file, line: line)
         }
     }
 }

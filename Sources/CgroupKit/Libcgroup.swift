@@ -51,7 +51,11 @@ public enum Libcgroup {
         return recorded != 0 ? recorded : callErrno
     }
 
-    static func error(_ status: Int32, _ call: String, path: String? = nil, callErrno: Int32 = 0) -> CgroupError {
+    /// The error for a libcgroup call that returned `status`, thrown where the caller is
+    /// (`file` and `line`: the caller's by default, as ``CgroupError`` records them).
+    static func error(
+        _ status: Int32, _ call: String, path: String? = nil, callErrno: Int32 = 0, file: String = #fileID, line: Int = #line
+    ) -> CgroupError {
         let lastErrno = status == Int32(ECGOTHER) ? otherErrno(callErrno: callErrno) : 0
         let code: CgroupError.Code =
             switch lastErrno {
@@ -60,7 +64,8 @@ public enum Libcgroup {
             default: status == Int32(ECGROUPNOTEXIST) ? .notFound : .libcgroup
             }
         return CgroupError(
-            code, "\(call) failed: \(message(for: status, callErrno: callErrno)) (libcgroup \(status))", path: path, errno: lastErrno == 0 ? nil : lastErrno)
+            code, "\(call) failed: \(message(for: status, callErrno: callErrno)) (libcgroup \(status))", path: path, errno: lastErrno == 0 ? nil : lastErrno,
+            file: file, line: line)
     }
 
     /// The path of a process's cgroup in a v1 controller's hierarchy, as libcgroup resolves it.

@@ -76,13 +76,13 @@ public final class MemoryCgroup: Sendable {
     }
 
     /// Why `mkdir` of a new cgroup failed: one that exists is never adopted (it may be
-    /// someone else's, with their processes and their limit).
-    private static func creationError(_ code: Int32, _ location: CgroupLocation) -> CgroupError {
+    /// someone else's, with their processes and their limit). Thrown where the caller is.
+    private static func creationError(_ code: Int32, _ location: CgroupLocation, file: String = #fileID, line: Int = #line) -> CgroupError {
         code == EEXIST
             ? CgroupError(
                 .unwritable, "a cgroup of that name already exists; a new one is made, never an existing one adopted",
-                path: location.directory, errno: code)
-            : KernelFiles.openError(code, location.directory, writing: true)
+                path: location.directory, errno: code, file: file, line: line)
+            : KernelFiles.openError(code, location.directory, writing: true, file: file, line: line)
     }
 
     /// Moves a process into the cgroup.

@@ -18,13 +18,19 @@ package struct AgentConfiguration: Sendable {
     /// The lease given to each service (renewed every ``renewEvery``): how long a service waits
     /// before counting the parent's limit again when the agent stops renewing (it died).
     package var lease: Duration = .seconds(5)
-    /// How often leases are renewed.
-    package var renewEvery: Duration = .seconds(1)
+    /// How often leases are renewed: every third of the lease, at most every second, so that a
+    /// renewal that waits on a hung endpoint's batch (at most 250 ms) or a missed turn still
+    /// comes before the lease runs out (a 1 s lease is renewed every 333 ms).
+    package var renewEvery: Duration { min(.seconds(1), lease / 3) }
     /// How often the control directories and the parent's children are searched again (a
-    /// listing; only a new socket costs an exchange).
+    /// listing; only a new socket costs an exchange), on the roster's thread.
     package var discoverEvery: Duration = .milliseconds(250)
-    /// The wait between two rounds of asks while the parent stays above its recovery mark.
+    /// The wait between two rounds of asks while the parent is between its recovery and warning
+    /// marks (the releases of the last round take effect).
     package var roundCooldown: Duration = .seconds(1)
+    /// The wait between two rounds while the parent is still past its warning mark after a round:
+    /// growth outpaces the releases, and the next round follows almost at once.
+    package var pressingRoundPause: Duration = .milliseconds(20)
 
     package init(parent: CgroupLocation?, minAvailableBytes: UInt64?, controlDirectories: [String], policy: PressurePolicy) {
         self.parent = parent

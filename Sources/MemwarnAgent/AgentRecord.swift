@@ -1,20 +1,22 @@
 import MemwarnSystem
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// One decision or finding of the agent: a JSON line with `--json` (keys sorted, absent values
 /// left out), else a line of text.
 package struct AgentRecord: Encodable, Sendable {
-    /// `started`, `found`, `lost`, `round` (the order of a round of asks), `unreachable` (a socket whose status exchange failed: `cgroup`
-    /// holds the socket's path), `unlinked`, `crossing`, `ask`, `unanswered`, `relieved`,
-    /// `lease-refused`, `lease-unrenewed` (a renewal failed: tried again in 5 s), `metrics-unwritten`,
-    /// `stopped`.
+    /// `started`, `watching` (how the parent's changes reach the agent), `found`, `lost`, `round`
+    /// (the order of a round of asks), `unreachable` (a socket whose status exchange failed:
+    /// `socket` holds its path), `unsearched` (a control directory that is not searched: `socket`
+    /// holds its path), `unlinked`, `crossing`, `ask`, `unanswered`, `relieved`, `lease-refused`,
+    /// `lease-unrenewed` (a renewal failed: tried again in 5 s), `metrics-unwritten`, `stopped`.
     package var event: String
-    package var time: Double
+    /// When, as ISO 8601 in UTC to the millisecond (`2026-11-22T00:21:31.481Z`), as every JSON
+    /// line of memwarn's tools writes it (`memwarn watch` too).
+    package var time: String
     package var pid: Int32?
+    /// The service's memory cgroup (`unlinked`: the parent's child that holds none).
     package var cgroup: String?
+    /// The socket or control directory an `unreachable` or `unsearched` record is about.
+    package var socket: String?
     package var level: String?
     /// The service's place in the order of the round (1: the largest).
     package var rank: Int?
@@ -45,19 +47,13 @@ package struct AgentRecord: Encodable, Sendable {
 
     init(_ event: String) {
         self.event = event
-        time = Self.wallClock()
-    }
-
-    private static func wallClock() -> Double {
-        let now = KernelClock.sinceEpoch().components
-        let seconds = Double(now.seconds) + Double(now.attoseconds) / 1e18
-        return (seconds * 1000).rounded() / 1000
+        time = ISO8601Time.now()
     }
 
     /// The record as a line of text.
     package var text: String {
         func size(_ bytes: UInt64?) -> String { bytes.map(ByteSize.describe) ?? "?" }
-        func signed(_ bytes: Int64?) -> String { bytes.map { $0 < 0 ? "-" + ByteSize.describe(UInt64(-$0)) : ByteSize.describe(UInt64($0)) } ?? "?" }
+        func signed(_ bytes: Int64?) -> String { bytes.map { ($0 < 0 ? "-" : "") + ByteSize.describe($0.magnitude) } ?? "?" }
         let ms = milliseconds.map { String(format: "%.1f ms", $0) } ?? ""
         switch event {
         case "started":
@@ -80,7 +76,11 @@ package struct AgentRecord: Encodable, Sendable {
         case "round":
             return "round: " + (order ?? []).map { "\($0.pid) (\(ByteSize.describe($0.usageBytes)))" }.joined(separator: ", ")
         case "unreachable":
-            return "unreachable: \(cgroup ?? "?") (\(reason ?? "")); tried again in 5 s"
+            return "unreachable: \(socket ?? "?") (\(reason ?? "")); tried again in 5 s"
+        case "unsearched":
+            return "not searched: \(socket ?? "?") (\(reason ?? ""))"
+        case "watching":
+            return "watching: \(reason ?? "")"
         case "lease-unrenewed":
             return "lease not renewed: process \(pid ?? 0): \(reason ?? "")"
         case "lease-refused":

@@ -8,11 +8,21 @@ import Glibc
 
 /// The node agent (`memwarn agent`): one per node or per parent cgroup. It finds the memwarn
 /// services below the parent, takes the parent's pressure off their own monitors (a lease each,
-/// renewed every second), watches the parent, and when the parent crosses its warning mark asks
-/// the services to release — the largest first by kernel-measured usage, one at a time, reading
-/// the parent again after each — until the parent is back under its recovery mark: warning
-/// releases first, then, if the parent is still at or above its critical mark, critical ones
-/// (which terminate suspended units), in the same order.
+/// renewed every third of it), watches the parent, and when the parent crosses its warning mark
+/// asks the services to release — the largest first by kernel-measured usage, one at a time,
+/// reading the parent again after each — until the parent is back under its recovery mark:
+/// warning releases first, then, if the parent is still at or above its critical mark, critical
+/// ones (which terminate suspended units), in the same order.
+///
+/// Never worse than no agent:
+/// - the parent is watched on a thread that waits on nothing but the kernel: its events where the
+///   host has them (``ParentEvents``) and adaptive sampling; finding and leasing services runs on
+///   a thread of its own (``ServiceRoster``), so junk or hung sockets in the search path cannot
+///   delay a crossing;
+/// - while the parent stays past its warning mark the next round follows at once
+///   (``AgentConfiguration/pressingRoundPause``), not after the cool-down;
+/// - each service keeps a backstop: its monitor counts the parent again when the agent leaves a
+///   crossing unanswered for a second, or at the critical mark (MemwarnMonitor's `AgentLeases`).
 ///
 /// Safe by construction: the order comes from the kernel (an endpoint that lies about its size
 /// cannot move itself), each ask is bounded by ``AgentConfiguration/askTimeout``, a service is
@@ -22,36 +32,18 @@ import Glibc
 package final class NodeAgent {
     private let configuration: AgentConfiguration
     private let files: KernelFiles
-    private let emit: (AgentRecord) -> Void
+    private let say: (AgentRecord) -> Void
     private let metrics: AgentMetrics?
     private let gauge: ParentGauge
-    private let finder: ServiceFinder
+    private let roster: ServiceRoster
     private let rule: SamplingRule
+    private var events: ParentEvents?
 
-    private var services: [AgentService] = []
-    /// Services whose lease was refused (they cannot see the parent): not renewed.
-    private var leaseRefused: Set<Int32> = []
-    private var unlinkedSeen: [String] = []
-    /// Sockets of services outside the parent, with their pids: not asked again while they live.
-    private var outsideSockets: [String: Int32] = [:]
-    /// Services whose lease renewal failed, with when to try again: a hung endpoint does not cost
-    /// the renewal of the others a timeout every second.
-    private var renewalFailed: [Int32: ContinuousClock.Instant] = [:]
-    /// Sockets already reported unreachable (a stale socket of another user's, say): said once.
-    private var reportedUnreachable: Set<String> = []
-    /// Whether the metrics file could not be written last time (said once until it can).
-    private var metricsUnwritten = false
-    /// Sockets whose status exchange failed, with when to try them again.
-    private var failedSockets: [String: ContinuousClock.Instant] = [:]
     /// Services that did not answer an ask, with when they may be asked again: a hung endpoint
     /// costs its timeout once, not at every round.
     private var unanswered: [Int32: ContinuousClock.Instant] = [:]
     /// How long a service that did not answer is left out of the rounds.
     static let retryUnansweredAfter = Duration.seconds(30)
-    /// How long a socket that failed is left alone.
-    static let retryUnreachableAfter = Duration.seconds(5)
-    private var lastDiscovery: ContinuousClock.Instant?
-    private var lastRenewal: ContinuousClock.Instant?
     private var episode: Episode?
     private var last: (usage: UInt64, at: ContinuousClock.Instant)?
     private var rising = 0.0
@@ -69,12 +61,12 @@ package final class NodeAgent {
     package init(configuration: AgentConfiguration, files: KernelFiles = .host, metricsFile: String? = nil, emit: @escaping (AgentRecord) -> Void) {
         self.configuration = configuration
         self.files = files
-        self.emit = emit
-        metrics = metricsFile.map(AgentMetrics.init(path:))
+        let sink = RecordSink(emit)  // both threads report: one line at a time
+        say = sink.say
+        let metrics = metricsFile.map { AgentMetrics(path: $0, say: sink.say) }
+        self.metrics = metrics
         gauge = ParentGauge(parent: configuration.parent, minAvailableBytes: configuration.minAvailableBytes, files: files)
-        finder = ServiceFinder(
-            directories: configuration.controlDirectories, parent: configuration.parent, files: files,
-            timeout: .milliseconds(250))
+        roster = ServiceRoster(configuration: configuration, files: files, metrics: metrics, say: sink.say)
         rule = SamplingRule(policy: configuration.policy)
     }
 
@@ -83,140 +75,56 @@ package final class NodeAgent {
     /// How far below the recovery mark an ask aims, as a share of the limit.
     static let targetMargin = 0.02
 
-    /// Runs until `isStopped` says so (checked at least every poll interval), then ends every
+    /// The longest wait between two readings of the parent: the loop then also looks at `isStopped`.
+    static let longestWait = Duration.milliseconds(250)
+
+    /// Runs until `isStopped` says so (checked at least every ``longestWait``), then ends every
     /// lease (the services count the parent's limit again at once).
     ///
     /// - Throws: CgroupKit's `CgroupError` when the parent cannot be read (gone, no limit and no
-    ///   `--min-available`).
+    ///   `--min-available`), or the roster's thread cannot be started.
     package func run(isStopped: () -> Bool) throws(CgroupError) {
         var reading = try gauge.read()
         var started = AgentRecord("started")
         (started.measure, started.parentUsageBytes, started.parentLimitBytes) = (try gauge.describe(), reading.usageBytes, reading.capacityBytes)
-        emit(started)
-        defer { endLeases() }
+        say(started)
+        roster.searchNow()  // the services there now are known before the first crossing
+        do {
+            try roster.start()
+        } catch {
+            throw CgroupError(.unsupported, "the agent's roster thread could not be started: \(error)")
+        }
+        defer { roster.stop() }
+        watchEvents(for: reading)
         while !isStopped() {
-            let now = ContinuousClock.now
-            if lastDiscovery.map({ now - $0 >= configuration.discoverEvery }) ?? true { discover() }
-            renewIfDue()
             do {
                 reading = try gauge.read()
             } catch  where error.isTransient {
-                nap(.milliseconds(5))
+                SystemThread.sleep(for: .milliseconds(5))
                 continue
             }
+            if reading.capacityBytes != events?.plannedCapacity, configuration.parent?.version == .v1 { watchEvents(for: reading) }
             record(reading)
             act(on: reading)
-            nap(wait(after: reading))
+            _ = events?.wait(upTo: wait(after: reading))
         }
-        emit(AgentRecord("stopped"))
+        say(AgentRecord("stopped"))
     }
 
-    // MARK: Services
-
-    private func discover() {
-        lastDiscovery = .now
-        let now = ContinuousClock.now
-        failedSockets = failedSockets.filter { $0.value > now }
-        outsideSockets = outsideSockets.filter { Signals.processExists($0.value) }
-        let found = finder.search(known: services, skipping: Set(failedSockets.keys).union(outsideSockets.keys))
-        outsideSockets.merge(found.outside) { $1 }
-        reportedUnreachable = reportedUnreachable.filter { files.exists($0) }
-        for failure in found.failures {
-            // Asked again in a while, not at every search: a hung endpoint would stall each one.
-            failedSockets[failure.socket] = now + Self.retryUnreachableAfter
-            guard reportedUnreachable.insert(failure.socket).inserted else { continue }  // said once while it is there
-            var record = AgentRecord("unreachable")
-            (record.cgroup, record.reason) = (failure.socket, failure.reason)
-            emit(record)
+    /// Registers the kernel's events for the parent's marks (again when its limit changed).
+    private func watchEvents(for reading: ParentReading) {
+        let next = ParentEvents(parent: configuration.parent, capacityBytes: reading.capacityBytes, policy: policy, files: files)
+        if next.description != events?.description {
+            var record = AgentRecord("watching")
+            record.reason = next.description
+            say(record)
         }
-        for service in found.services where !services.contains(where: { $0.pid == service.pid }) {
-            var record = AgentRecord("found")
-            (record.pid, record.cgroup) = (service.pid, service.cgroup.path)
-            emit(record)
-        }
-        for gone in services where !found.services.contains(where: { $0.pid == gone.pid }) {
-            var record = AgentRecord("lost")
-            (record.pid, record.cgroup, record.reason) = (gone.pid, gone.cgroup.path, "its endpoint no longer answers or has gone")
-            emit(record)
-        }
-        let newcomers = found.services.filter { service in !services.contains { $0.pid == service.pid } }
-        services = found.services
-        leaseRefused = leaseRefused.filter { pid in services.contains { $0.pid == pid } }
-        renewalFailed = renewalFailed.filter { pid, _ in services.contains { $0.pid == pid } }
-        for service in newcomers { lease(service) }
-        let unlinked = found.unlinked.map(\.cgroup)
-        if unlinked != unlinkedSeen {
-            for child in found.unlinked where !unlinkedSeen.contains(child.cgroup) {
-                var record = AgentRecord("unlinked")
-                (record.cgroup, record.serviceUsageBytes) = (child.cgroup, child.usageBytes)
-                emit(record)
-            }
-            unlinkedSeen = unlinked
-        }
-        metrics?.set("memwarn_agent_services", Double(services.count))
-        metrics?.set("memwarn_agent_unlinked_cgroups", Double(unlinked.count))
-        writeMetrics()
-    }
-
-    /// Leases the parent to a service's monitor (nothing to lease on a node without a parent).
-    /// A refusal for good (the parent is no ancestor the service sees: a container's, say) is not
-    /// asked again; any other refusal or failure is tried again later (``retryUnreachableAfter``).
-    private func lease(_ service: AgentService, duration: Duration? = nil) {
-        guard let parent = configuration.parent, !leaseRefused.contains(service.pid) else { return }
-        let request = ControlRequest.coordinate(cgroupPath: parent.path, lease: duration ?? configuration.lease)
-        var failure: String
-        do {
-            let exchange = try ControlClient.exchange(request.line, with: service.socketPath, timeout: .milliseconds(250)) { (peer) throws(ControlError) in
-                guard peer.pid == service.pid else { throw ControlError(.endpointReplaced, Self.replaced + "the socket now belongs to process \(peer.pid)") }
-            }
-            guard case .failure(let message) = try ControlReply(line: Array(exchange.reply.utf8)) else {
-                renewalFailed[service.pid] = nil
-                return
-            }
-            guard !message.hasPrefix(ControlRequest.refusedForGood) else {
-                leaseRefused.insert(service.pid)
-                var record = AgentRecord("lease-refused")
-                (record.pid, record.cgroup, record.reason) = (service.pid, service.cgroup.path, message)
-                emit(record)
-                return
-            }
-            failure = message
-        } catch  where error.code == .endpointReplaced {
-            services.removeAll { $0.pid == service.pid }  // another process listens there now: found afresh by the next search
-            failedSockets[service.socketPath] = nil
-            return
-        } catch {
-            failure = error.message
-        }
-        guard duration != .zero else { return }
-        let first = renewalFailed[service.pid] == nil
-        renewalFailed[service.pid] = .now + Self.retryUnreachableAfter
-        guard first else { return }
-        var record = AgentRecord("lease-unrenewed")
-        (record.pid, record.cgroup, record.reason) = (service.pid, service.cgroup.path, failure + "; tried again in 5 s (its lease runs out meanwhile)")
-        emit(record)
-    }
-
-    /// How the failure of a service whose socket another process took begins.
-    private static let replaced = "replaced: "
-
-    private func renewIfDue() {
-        guard configuration.parent != nil else { return }
-        let now = ContinuousClock.now
-        guard lastRenewal.map({ now - $0 >= configuration.renewEvery }) ?? true else { return }
-        lastRenewal = now
-        for service in services where (renewalFailed[service.pid] ?? now) <= now && (unanswered[service.pid] ?? now) <= now {
-            lease(service)
-        }
-    }
-
-    private func endLeases() {
-        for service in services { lease(service, duration: .zero) }
+        events = next
     }
 
     /// A service's kernel-measured usage: its memory cgroup's, unless another service shares the
     /// cgroup (or it is the parent itself), then its resident set (`/proc/PID/statm`).
-    private func measuredUsage(_ service: AgentService) -> UInt64? {
+    private func measuredUsage(_ service: AgentService, among services: [AgentService]) -> UInt64? {
         let shared = services.contains { $0.pid != service.pid && $0.cgroup == service.cgroup } || service.cgroup == configuration.parent
         if !shared, let usage = try? CgroupMemoryReader(location: service.cgroup, files: files).usage() { return usage }
         guard let text = try? files.read("/proc/\(service.pid)/statm") else { return nil }
@@ -245,9 +153,9 @@ package final class NodeAgent {
                 var record = AgentRecord("relieved")
                 (record.milliseconds, record.asks, record.measuredFreedBytes) = ((now - current.began).seconds * 1000, current.asks, current.freed)
                 (record.parentUsageBytes, record.parentLimitBytes, record.measure) = (reading.usageBytes, reading.capacityBytes, reading.measure)
-                emit(record)
+                say(record)
                 metrics?.set("memwarn_agent_relief_seconds", (now - current.began).seconds)
-                writeMetrics()
+                metrics?.publish()
                 episode = nil
                 return
             }
@@ -260,7 +168,7 @@ package final class NodeAgent {
         var record = AgentRecord("crossing")
         (record.level, record.measure) = (reading.ratio >= policy.criticalRatio ? "critical" : "warning", reading.measure)
         (record.parentUsageBytes, record.parentLimitBytes) = (reading.usageBytes, reading.capacityBytes)
-        emit(record)
+        say(record)
         metrics?.add("memwarn_agent_episodes_total")
         var current = Episode(began: now, nextRound: now)
         round(from: reading, episode: &current)
@@ -271,37 +179,45 @@ package final class NodeAgent {
     /// recovery mark; then, if it is still at or above its critical mark, at critical.
     private func round(from reading: ParentReading, episode: inout Episode) {
         var current = reading
-        let order = services.map { ($0, measuredUsage($0) ?? 0) }.sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0.pid < $1.0.pid }
+        let services = roster.services
+        let now = ContinuousClock.now
+        unanswered = unanswered.filter { $0.value > now }
+        let order = services.map { ($0, measuredUsage($0, among: services) ?? 0) }.sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0.pid < $1.0.pid }
         guard !order.isEmpty else {
             episode.nextRound = .now + configuration.roundCooldown  // nobody to ask (yet): the crossing said so
             return
         }
+        metrics?.rank(order.map(\.0.cgroup.path))
         var announced = AgentRecord("round")
         announced.order = order.map { AgentRecord.Ranked(pid: $0.0.pid, cgroup: $0.0.cgroup.path, usageBytes: $0.1) }
-        emit(announced)
+        say(announced)
         levels: for level in [MemoryPressureLevel.warning, .critical] {
             if level == .critical && current.ratio < policy.criticalRatio { break }
             for (rank, entry) in order.enumerated() where (unanswered[entry.0.pid] ?? .now) <= .now {
                 if current.ratio < policy.recoveryRatio { break levels }
-                current = ask(entry.0, rank: rank + 1, level: level, parent: current, episode: &episode)
-                renewIfDue()
+                current = ask(entry.0, rank: rank + 1, level: level, parent: current, among: services, episode: &episode)
             }
         }
-        episode.nextRound = .now + configuration.roundCooldown
-        writeMetrics()
+        // Still past the warning mark after every service was asked: growth outpaces the
+        // releases, and the next round follows at once (a short pause: the services' releases
+        // take effect, and the parent's growth is read again); between the marks, the cool-down.
+        episode.nextRound = .now + (current.ratio >= policy.warningRatio ? configuration.pressingRoundPause : configuration.roundCooldown)
+        metrics?.publish()
     }
 
     /// Asks one service to release enough to bring the parent under its recovery mark.
     ///
     /// - Returns: the parent read again after the ask (the reading before, if it cannot be read).
-    private func ask(_ service: AgentService, rank: Int, level: MemoryPressureLevel, parent: ParentReading, episode: inout Episode) -> ParentReading {
+    private func ask(
+        _ service: AgentService, rank: Int, level: MemoryPressureLevel, parent: ParentReading, among services: [AgentService], episode: inout Episode
+    ) -> ParentReading {
         // To the recovery mark, 2 % of the limit below it, and what the parent grows by while the
         // ask is under way (its measured rise over twice the last ask's time, at least 100 ms;
         // at most 10 % of the limit): a parent left a page above the mark would cost another ask.
         let lead = max(0.1, 2 * lastAskSeconds)
         let growthAllowance = min(rising * lead, Double(parent.capacityBytes) / 10)
         let target = Int(clamping: parent.excess(over: max(0, policy.recoveryRatio - Self.targetMargin)) + UInt64(growthAllowance))
-        let before = measuredUsage(service)
+        let before = measuredUsage(service, among: services)
         let began = ContinuousClock.now
         let labels = [("cgroup", service.cgroup.path), ("level", level.rawValue)]
         metrics?.add("memwarn_agent_asks_total", labels)
@@ -329,23 +245,27 @@ package final class NodeAgent {
         switch outcome {
         case .success(let reported):
             lastAskSeconds = took / 1000
-            let freed = before.flatMap { before in measuredUsage(service).map { Int64(before) - Int64($0) } }
-            episode.freed += max(0, freed ?? 0)
+            let freed = before.flatMap { before in measuredUsage(service, among: services).map { Int64(before) - Int64($0) } }
+            let (sum, overflow) = episode.freed.addingReportingOverflow(max(0, freed ?? 0))
+            episode.freed = overflow ? .max : sum
             var record = AgentRecord("ask")
             (record.pid, record.cgroup, record.level, record.rank) = (service.pid, service.cgroup.path, level.rawValue, rank)
             (record.serviceUsageBytes, record.targetBytes, record.reportedFreedBytes, record.measuredFreedBytes) = (before, target, reported, freed)
             (record.parentUsageBytes, record.parentAfterBytes, record.parentLimitBytes) = (parent.usageBytes, after.usageBytes, after.capacityBytes)
             record.milliseconds = took
-            emit(record)
             metrics?.add("memwarn_agent_freed_bytes_total", [labels[0]], Double(max(0, freed ?? 0)))
             metrics?.set("memwarn_agent_last_ask_freed_bytes", [labels[0]], Double(freed ?? 0))
+            metrics?.publish()  // the file shows each ask by the time its line is out
+            say(record)
         case .failure(let error):
             unanswered[service.pid] = .now + Self.retryUnansweredAfter
+            roster.noteUnanswered(service.pid, until: .now + Self.retryUnansweredAfter)
             var record = AgentRecord("unanswered")
             (record.pid, record.cgroup, record.level, record.rank, record.milliseconds) = (service.pid, service.cgroup.path, level.rawValue, rank, took)
             (record.serviceUsageBytes, record.reason) = (before, error.message)
-            emit(record)
             metrics?.add("memwarn_agent_unanswered_total", [labels[0]])
+            metrics?.publish()
+            say(record)
         }
         record(after)
         return after
@@ -353,8 +273,9 @@ package final class NodeAgent {
 
     // MARK: Time
 
-    /// The next reading's wait: as adaptive sampling's rule sets it for the parent's marks,
-    /// never past the next search, lease renewal or round.
+    /// The next reading's wait: as adaptive sampling's rule sets it for the parent's marks
+    /// (the kernel's events, where the host has them, wake the agent sooner), never past the
+    /// next round nor ``longestWait``.
     private func wait(after reading: ParentReading) -> Duration {
         let capacity = Double(reading.capacityBytes)
         func mark(_ ratio: Double) -> UInt64 { UInt64(capacity * ratio) }
@@ -362,28 +283,9 @@ package final class NodeAgent {
             usage: reading.usageBytes, marksAbove: [mark(policy.warningRatio), mark(policy.criticalRatio), reading.capacityBytes],
             marksBelow: [mark(policy.recoveryRatio), mark(policy.warningRatio), mark(policy.criticalRatio)],
             risingBytesPerSecond: rising, fallingBytesPerSecond: falling)
-        wait = min(wait, configuration.discoverEvery)  // new services are found within it
-        if configuration.parent != nil { wait = min(wait, configuration.renewEvery) }
-        if let episode { wait = min(wait, max(.milliseconds(5), episode.nextRound - .now)) }
+        wait = min(wait, Self.longestWait)
+        if let episode { wait = min(wait, max(.milliseconds(1), episode.nextRound - .now)) }
         return wait
-    }
-
-    private func nap(_ duration: Duration) {
-        SystemThread.sleep(for: duration)  // at most the search interval: the loop then looks at isStopped
-    }
-
-    private func writeMetrics() {
-        guard let metrics else { return }
-        do {
-            try metrics.write()
-            metricsUnwritten = false
-        } catch {
-            guard !metricsUnwritten else { return }
-            metricsUnwritten = true
-            var record = AgentRecord("metrics-unwritten")
-            record.reason = "\(error)"
-            emit(record)
-        }
     }
 
     /// Writes the metrics file once, before the agent starts: a path that cannot be written is

@@ -10,60 +10,81 @@ import Glibc
 /// asked for its status, kept when the process that listens (its `SO_PEERCRED` pid) is in a
 /// memory cgroup at or below the parent. A socket already known is not asked again while it
 /// exists and its process lives: a search is a directory listing, and costs an exchange only
-/// for a new socket. Also lists the parent's child cgroups that hold no such
-/// service (services that do not link memwarn): listed, never asked.
+/// for a new socket; the new ones are asked together (``ControlClient/exchangeEach``), so a
+/// search costs at most one timeout whatever the sockets do. Also lists the parent's child
+/// cgroups that hold no such service (services that do not link memwarn): listed, never asked.
+///
+/// Only directories that nobody but their owner can change are searched (``DirectoryTrust``).
 struct ServiceFinder {
     let directories: [String]
     let parent: CgroupLocation?
     let files: KernelFiles
     let timeout: Duration
 
-    /// One search.
-    ///
-    /// - Returns: the services found, the sockets that failed (path and why), and the unlinked
-    ///   children of the parent (path and usage).
-    func search(known: [AgentService], skipping skipped: Set<String>)
-        -> (services: [AgentService], outside: [String: Int32], failures: [(socket: String, reason: String)], unlinked: [(cgroup: String, usageBytes: UInt64)])
-    {
+    /// What one search found.
+    struct Search {
         var services: [AgentService] = []
+        /// Sockets of services outside the parent, with their pids.
         var outside: [String: Int32] = [:]
-        var failures: [(String, String)] = []
-        let discovery = CgroupDiscovery(files: files)
-        for directory in directories.flatMap(Self.expand) where !skipped.contains(directory) {
-            // Unlike `memwarn trigger`, the agent does not trust a directory for its owner: it
-            // believes only the pid the kernel gives for a socket, and that pid's cgroup. A
-            // directory of any user is searched; a symbolic link is not followed.
-            guard let type = FileType.at(directory, followingLinks: false) else { continue }  // not made yet: searched once it is
-            guard type == .directory else {
-                failures.append((directory, "not searched: not a directory (a symbolic link is not followed)"))
-                continue
-            }
-            for socket in ControlClient.socketPaths(in: directory) where !skipped.contains(socket) {
-                if let service = known.first(where: { $0.socketPath == socket }), Signals.processExists(service.pid) {
-                    services.append(service)
+        /// Sockets that failed, each with why and when.
+        var failures: [(socket: String, reason: String, at: ContinuousClock.Instant)] = []
+        /// Directories not searched, with why.
+        var untrusted: [(directory: String, reason: String)] = []
+        /// The parent's children with no service, with their usage.
+        var unlinked: [(cgroup: String, usageBytes: UInt64)] = []
+    }
+
+    /// One search.
+    func search(known: [AgentService], skipping skipped: Set<String>) -> Search {
+        var found = Search()
+        var asked: [String] = []
+        for pattern in directories {
+            for directory in Self.expand(pattern) where !skipped.contains(directory) {
+                // Unlike `memwarn trigger`, the agent does not trust a directory for its owner: it
+                // believes only the pid the kernel gives for a socket, and that pid's cgroup. A
+                // directory that someone other than its owner may change is not searched.
+                guard let type = FileType.at(directory, followingLinks: false) else { continue }  // not made yet: searched once it is
+                if let refusal = DirectoryTrust.refusal(of: directory, foundByPattern: pattern != directory, type: type) {
+                    found.untrusted.append((directory, refusal))
                     continue
                 }
-                var found: AgentService?
-                var listener: Int32 = 0
-                do {
-                    let exchange = try ControlClient.exchange(ControlRequest.status.line, with: socket, timeout: timeout) { (peer) throws(ControlError) in
-                        listener = peer.pid
-                        found = try admit(peer, socket: socket, discovery: discovery)
+                for socket in ControlClient.socketPaths(in: directory) where !skipped.contains(socket) {
+                    if let service = known.first(where: { $0.socketPath == socket }), Signals.processExists(service.pid) {
+                        if !found.services.contains(where: { $0.pid == service.pid }) { found.services.append(service) }
+                    } else {
+                        asked.append(socket)
                     }
-                    guard case .status = try ControlReply(line: Array(exchange.reply.utf8)) else {
-                        throw ControlError(.unexpectedReply, "answered status with something else")
-                    }
-                } catch let error as ControlError where error.code == .serviceOutOfScope {
-                    outside[socket] = listener  // another subtree's service: not ours, not asked again while it lives
-                    continue
-                } catch {
-                    failures.append((socket, "\(error)"))
-                    continue
                 }
-                if let found, !services.contains(where: { $0.pid == found.pid }) { services.append(found) }
             }
         }
-        return (services, outside, failures, unlinked(besides: services))
+        guard !asked.isEmpty else {
+            found.unlinked = unlinked(besides: found.services)
+            return found
+        }
+        let discovery = CgroupDiscovery(files: files)
+        var admitted: [String: AgentService] = [:]
+        var listeners: [String: Int32] = [:]
+        let outcomes = ControlClient.exchangeEach(ControlRequest.status.line, with: asked, timeout: timeout) { (socket, peer) throws(ControlError) in
+            listeners[socket] = peer.pid
+            admitted[socket] = try admit(peer, socket: socket, discovery: discovery)
+        }
+        let now = ContinuousClock.now
+        for (socket, outcome) in outcomes.sorted(by: { $0.key < $1.key }) {
+            switch outcome {
+            case .failure(let error) where error.code == .serviceOutOfScope:
+                found.outside[socket] = listeners[socket]  // another subtree's service: not ours, not asked again while it lives
+            case .failure(let error):
+                found.failures.append((socket, "\(error)", now))
+            case .success(let exchange):
+                guard case .status = try? ControlReply(line: Array(exchange.reply.utf8)) else {
+                    found.failures.append((socket, "\(ControlError(.unexpectedReply, "answered status with something else"))", now))
+                    continue
+                }
+                if let service = admitted[socket], !found.services.contains(where: { $0.pid == service.pid }) { found.services.append(service) }
+            }
+        }
+        found.unlinked = unlinked(besides: found.services)
+        return found
     }
 
     private static let outside = "outside the parent: "
@@ -72,7 +93,7 @@ struct ServiceFinder {
     /// one per pod, each pod's endpoint named by its pid inside the pod), matched afresh at each search.
     static func expand(_ pattern: String) -> [String] {
         guard pattern.contains("*") || pattern.contains("?") || pattern.contains("[") else { return [pattern] }
-        return FileSystem.paths(matching: pattern).filter { FileType.at($0) == .directory }
+        return FileSystem.paths(matching: pattern).filter { FileType.at($0, followingLinks: false) == .directory }
     }
 
     /// The service an endpoint's peer is, if its memory cgroup lies under the parent.

@@ -29,9 +29,10 @@ struct RunCommand: AsyncParsableCommand {
               64     bad arguments; nothing was started
               125    memwarn failed before the command started: no permission to
                      create the cgroup, no memory controller, a --config or --report
-                     file it cannot use
+                     file it cannot use, out of file descriptors or processes to
+                     start the command with
               126    the command could not join the cgroup before exec
-              127    the command was not found, is not executable, or could not start
+              127    the command was not found, is not executable, or its exec failed
               1      the command exited 0 but the --report file could not be written
             Examples:
               memwarn run --memory-max 256M -- ./my-service --port 8080
@@ -94,10 +95,15 @@ struct RunCommand: AsyncParsableCommand {
         let options = ConstrainedRun.Options(
             command: command, memoryMaxBytes: ByteSize.parse(memoryMax) ?? 0, memoryHigh: Self.memoryHighSetting(memoryHigh), policy: policy)
         // The report's file is made before the command starts: a path that cannot be written
-        // is an error now, not after the run.
-        if let report, !FileManager.default.createFile(atPath: report, contents: nil) {
-            Output.errorLine("Error: cannot write the report to \(report): \(String(cString: strerror(errno)))")
-            throw ExitCode(125)
+        // is an error now, not after the run. Like the report itself, it is a new file renamed
+        // over the name: a symbolic link there is replaced, never written through.
+        if let report {
+            do {
+                try FileSystem.replaceFile(report, with: [], mode: 0o644)
+            } catch {
+                Output.errorLine("Error: cannot write the report to \(report): \(error.reason)")
+                throw ExitCode(125)
+            }
         }
         // Trapped before the command starts (it gets the default dispositions back before exec).
         // A hang-up or a closed output pipe ends the run as SIGTERM does: the command is told,
@@ -119,7 +125,10 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode(125)
         } catch {
             Output.errorLine("Error: \(error)")
-            throw ExitCode(error is ConstrainedRun.StartError ? 127 : 125)
+            // Only a command that is not there is the command's failure: memwarn's own (out of
+            // descriptors starting it, say) is 125, as for anything else before it started.
+            let notFound = (error as? ConstrainedRun.StartError).map { $0.code == .commandNotFound || $0.code == .noCommand } ?? false
+            throw ExitCode(notFound ? 127 : 125)
         }
         let forwarding = Task {
             for await signal in signals {
@@ -144,9 +153,9 @@ struct RunCommand: AsyncParsableCommand {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             do {
-                try encoder.encode(result).write(to: URL(fileURLWithPath: report))
+                try FileSystem.replaceFile(report, with: encoder.encode(result), mode: 0o644)
             } catch {
-                Output.errorLine("Error: cannot write the report to \(report): \((error as NSError).localizedDescription)")
+                Output.errorLine("Error: cannot write the report to \(report): \((error as? SystemError)?.reason ?? "\(error)")")
                 throw ExitCode(result.exitCode == 0 ? 1 : result.exitCode)
             }
         }

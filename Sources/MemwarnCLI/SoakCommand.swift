@@ -245,9 +245,13 @@ struct SoakCommand: AsyncParsableCommand {
         }
         if let samples {
             do {
-                try report.samplesJSON().write(to: URL(fileURLWithPath: samples))
+                // A new file renamed over the name: a symbolic link there is replaced, never written through.
+                try FileSystem.replaceFile(samples, with: report.samplesJSON(), mode: 0o644)
+            } catch let error as SystemError {
+                Output.errorLine("Error: cannot write the samples to \(samples): \(error.reason)")
+                throw ExitCode(2)
             } catch {
-                Output.errorLine("Error: cannot write the samples to \(samples): \((error as NSError).localizedDescription)")
+                Output.errorLine("Error: cannot write the samples to \(samples): \(error)")
                 throw ExitCode(2)
             }
         }

@@ -23,11 +23,16 @@ struct StatusCommand: AsyncParsableCommand {
             growth is measured). --json prints them as one JSON array of the objects \
             status --json prints. Cgroups that vanish meanwhile are left out, and so are \
             cgroup2 groups without the memory controller (the cgroup2 root among them).
+            With --pid: the memory cgroup of that process, and what its control endpoint (a \
+            memwarn ControlService of this user or root) says: the ancestors a node agent \
+            coordinates for it under a lease (coordinatedCgroups; text: "coordinated by the \
+            node agent: PATH (lease)"). A process without an endpoint is still read, with a note.
             Exit status: 0 on success; 1 when the cgroup does not exist or a file or the \
             policy cannot be read (with --all: when a cgroup that still exists could not be \
             read; the others are printed); 64 for bad arguments.
             Examples:
               memwarn status --json --cgroup /system.slice/app.service
+              memwarn status --pid 4242
               memwarn status --all --cgroup /
               memwarn status --all --json --cgroup /system.slice
             """)
@@ -38,12 +43,22 @@ struct StatusCommand: AsyncParsableCommand {
     var all = false
 
     @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("A process: its memory cgroup, and the leases a node agent holds for it (asked of its control endpoint).", valueName: "pid"))
+    var pid: Int32?
+
+    @Option(
         name: .customLong("growth-sample"), parsing: .unconditional,
         help: ArgumentHelp(
             "How long to read usage to measure growth (11 readings over this time; 0s for none).", valueName: "DURATION"))
     var growthSample = "500ms"
 
     func validate() throws {
+        if let pid {
+            guard pid > 0 else { throw ValidationError("--pid takes a positive process ID; got \(pid)") }
+            guard target.cgroup == nil else { throw ValidationError("give either --pid or --cgroup: a process is read in its own cgroup") }
+            guard !all else { throw ValidationError("--all reads cgroups, not a process: drop --pid") }
+        }
         guard let duration = PressurePolicy.parseDuration(growthSample), duration <= .seconds(60) else {
             throw ValidationError("--growth-sample must be a duration such as 500ms or 2s, at most 60s; got \"\(growthSample)\"")
         }
@@ -52,7 +67,8 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let policy = try PressurePolicy.load(file: target.config, environment: ProcessInfo.processInfo.environment)
         let discovery = CgroupDiscovery()
-        let layout = try target.cgroup.map { try discovery.layout(cgroupPath: $0) } ?? discovery.layout()
+        if let pid, !Signals.processExists(pid) { throw CgroupError(.notFound, "no process with pid \(pid)") }
+        let layout = try target.cgroup.map { try discovery.layout(cgroupPath: $0) } ?? discovery.layout(pid: pid)
         // What `memwarn run`s killed before they could clean up left under this process's cgroup.
         if let own = try? discovery.layout().memory {
             var logger = Logger(label: "memwarn")
@@ -76,16 +92,18 @@ struct StatusCommand: AsyncParsableCommand {
         // arming takes and how usage reaches it. Its thresholds register while growth is measured.
         var logger = Logger(label: "memwarn")
         logger.logLevel = .critical
-        let monitor = PressureMonitor(configuration: MonitorConfiguration(policy: policy, cgroupPath: target.cgroup), logger: logger)
+        let monitor = PressureMonitor(
+            configuration: MonitorConfiguration(policy: policy, cgroupPath: pid == nil ? target.cgroup : layout.memory?.path), logger: logger)
         let span = PressurePolicy.parseDuration(growthSample) ?? .zero
         let (snapshot, forecast) =
             span > .zero
             ? try await PressureForecast.measure(sampler: sampler, readings: 11, interval: span / 10, policy: policy)
             : (try sampler.sample(), nil)
         let level = PressureMonitor.level(of: snapshot, policy: policy)
-        let report = StatusReport(
-            layout: layout, snapshot: snapshot, level: level, forecast: forecast,
+        var report = StatusReport(
+            layout: layout, snapshot: snapshot, level: level, forecast: forecast, policy: policy,
             monitor: await Self.summary(of: monitor))
+        if let pid { report.addLeases(askingEndpointOf: pid) }
         if target.json {
             print(try report.json())
         } else {

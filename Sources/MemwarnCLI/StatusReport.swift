@@ -29,10 +29,12 @@ struct StatusReport: Encodable {
     var limitFile: String?
     var limitCgroup: String?
     /// Every limit that applies (the cgroup's own and each limited ancestor's), nearest first,
-    /// each with the usage it is measured against; the binding one has `binding: true`.
+    /// each with the usage it is measured against and the policy's marks on it; the binding one
+    /// has `binding: true`.
     var limits: [Limit]
-    /// Ancestors whose limits a node agent coordinates for the watched process (none for
-    /// `status`, which has no agent; `watch` shows its own monitor's).
+    /// Ancestors whose limits a node agent coordinates for the watched process: with `--pid`,
+    /// the process's own, as its control endpoint says; else none (the monitor `status` arms
+    /// holds no lease).
     var coordinatedCgroups: [String]
     var systemTotalBytes: UInt64?
     var ratio: Double
@@ -55,6 +57,35 @@ struct StatusReport: Encodable {
         var binding: Bool
         /// Set above the cgroup namespace: usage is the cgroup's own, a lower bound.
         var hidden: Bool
+        /// Where the policy's marks lie on this limit.
+        var marks: Marks
+    }
+
+    /// The policy's marks on one limit: where `warning` and `critical` begin, and `recovery`,
+    /// below which the level steps back to normal.
+    struct Marks: Encodable {
+        var warning: Mark
+        var critical: Mark
+        var recovery: Mark
+
+        /// The marks of `policy` on a limit of `limitBytes`.
+        init(policy: PressurePolicy, limitBytes: UInt64) {
+            warning = Mark(ratio: policy.warningRatio, limitBytes: limitBytes)
+            critical = Mark(ratio: policy.criticalRatio, limitBytes: limitBytes)
+            recovery = Mark(ratio: policy.recoveryRatio, limitBytes: limitBytes)
+        }
+    }
+
+    /// One mark: its ratio of the limit, and the usage in bytes where it lies (the ratio times
+    /// the limit, rounded down, as the monitor places it).
+    struct Mark: Encodable {
+        var ratio: Double
+        var bytes: UInt64
+
+        init(ratio: Double, limitBytes: UInt64) {
+            self.ratio = ratio
+            bytes = UInt64(Double(limitBytes) * ratio)
+        }
     }
 
     /// A monitor armed by `status` on the cgroup, as a service's would be.
@@ -71,7 +102,10 @@ struct StatusReport: Encodable {
         var error: String?
     }
 
-    init(layout: CgroupLayout, snapshot: PressureSnapshot, level: MemoryPressureLevel, forecast: PressureForecast?, monitor: MonitorSummary? = nil) {
+    init(
+        layout: CgroupLayout, snapshot: PressureSnapshot, level: MemoryPressureLevel, forecast: PressureForecast?, policy: PressurePolicy,
+        monitor: MonitorSummary? = nil
+    ) {
         self.monitor = monitor
         mode = layout.mode.rawValue
         cgroupPath = snapshot.cgroup?.path
@@ -83,7 +117,8 @@ struct StatusReport: Encodable {
         limits = snapshot.constraints.map { constraint in
             Limit(
                 cgroup: constraint.cgroupPath, file: constraint.limit.file, usageBytes: constraint.usageBytes, limitBytes: constraint.limit.bytes,
-                headroomBytes: constraint.headroomBytes, binding: constraint == binding, hidden: constraint.isHidden)
+                headroomBytes: constraint.headroomBytes, binding: constraint == binding, hidden: constraint.isHidden,
+                marks: Marks(policy: policy, limitBytes: constraint.limit.bytes))
         }
         coordinatedCgroups = snapshot.coordinatedCgroups
         limitBytes = snapshot.limit?.bytes
@@ -159,6 +194,22 @@ struct StatusReport: Encodable {
         try JSONLine.encode(self)
     }
 
+    /// What the control endpoint of `pid` (`status --pid`) says of the node agent's leases:
+    /// ``coordinatedCgroups``, or a note saying why they are unknown.
+    mutating func addLeases(askingEndpointOf pid: Int32) {
+        do {
+            coordinatedCgroups = try ServiceEndpoint.status(of: pid).coordinatedCgroups
+        } catch {
+            let why = error.code == .noEndpoint ? error.message : "process \(pid)'s control endpoint could not be asked: \(error.message)"
+            notes.append(Output.printable(why) + "; the leases a node agent may hold for it are unknown")
+            return
+        }
+        if !coordinatedCgroups.isEmpty {
+            notes.append(
+                "process \(pid)'s own monitor leaves the limits a node agent coordinates (coordinatedCgroups) to the agent; this snapshot counts every limit")
+        }
+    }
+
     func text(policy: PressurePolicy) -> String {
         let width = 40
         let filled = min(width, Int((ratio * Double(width)).rounded()))
@@ -177,7 +228,7 @@ struct StatusReport: Encodable {
                 (limit.binding ? "binds     " : "limit     ") + "\(limit.cgroup): \(Self.bytes(limit.usageBytes)) of \(Self.bytes(limit.limitBytes)) "
                     + "(\(limit.file)), \(Self.bytes(limit.headroomBytes)) left" + (limit.hidden ? " [set above the cgroup namespace]" : ""))
         }
-        for cgroup in coordinatedCgroups { lines.append("agent     \(cgroup): its limit is left to the node agent (memwarn agent)") }
+        for cgroup in coordinatedCgroups { lines.append("agent     coordinated by the node agent: \(cgroup) (lease)") }
         if let systemTotalBytes { lines.append("system    \(Self.bytes(usageBytes)) used of \(Self.bytes(systemTotalBytes))") }
         if let psi {
             lines.append("psi some  avg10 \(psi.some.avg10)%  avg60 \(psi.some.avg60)%  avg300 \(psi.some.avg300)%")

@@ -21,7 +21,8 @@ struct StatusTree {
             do throws(CgroupError) {
                 let layout = try discovery.layout(cgroupPath: location.directory)
                 let snapshot = try SnapshotSampler(layout: layout, files: files, includesAncestors: policy.countsAncestorLimits).sample()
-                reports.append(StatusReport(layout: layout, snapshot: snapshot, level: PressureMonitor.level(of: snapshot, policy: policy), forecast: nil))
+                reports.append(
+                    StatusReport(layout: layout, snapshot: snapshot, level: PressureMonitor.level(of: snapshot, policy: policy), forecast: nil, policy: policy))
             } catch  where error.code == .notFound || error.code == .noMemoryController || !files.isDirectory(location.directory) {
                 continue  // gone meanwhile, or not a memory cgroup
             } catch {

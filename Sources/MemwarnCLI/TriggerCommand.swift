@@ -133,12 +133,6 @@ struct TriggerCommand: ParsableCommand {
             }
             return all
         }
-        guard Signals.processExists(pid) else { throw ControlError(.noEndpoint, "no process with pid \(pid)") }
-        guard let path = directories.map({ ControlDirectory.socketPath(for: pid, in: $0) }).first(where: { FileManager.default.fileExists(atPath: $0) }) else {
-            throw ControlError(
-                .noEndpoint,
-                "process \(pid) has no control endpoint in \(named) (it runs no memwarn ControlService, has MEMWARN_CONTROL=off, or belongs to another user)")
-        }
-        return [path]
+        return [try ServiceEndpoint.socket(of: pid, in: directories)]
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Memwarn
+import MemwarnSystem
 import ServiceLifecycle
 
 /// `memwarn watch`: the monitor's level changes, as they happen.
@@ -64,10 +65,7 @@ struct WatchLine: Encodable {
     var secondsToLimit: Double?
 
     init(_ event: LevelEvent) {
-        let seconds = Double(event.snapshot.time.components.seconds) + Double(event.snapshot.time.components.attoseconds) / 1e18
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        time = formatter.string(from: Date(timeIntervalSince1970: seconds))
+        time = ISO8601Time.string(sinceEpoch: event.snapshot.time)
         level = event.level.rawValue
         previous = event.previous?.rawValue
         usageBytes = event.snapshot.usageBytes

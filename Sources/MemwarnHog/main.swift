@@ -10,11 +10,13 @@ import MemwarnSystem
 // Or, for `memwarn run` and its tests: `memwarn-hog --allocate <size>` touches that much
 // memory, then exits 0 (if the cgroup lets it live that long).
 //
-// Or, for the node agent's tests: `memwarn-hog --endpoint <dir> hang|lie` also serves a control
-// endpoint, `<dir>/<pid>.sock`, that misbehaves: `hang` answers status and coordinate as a
+// Or, for the node agent's tests: `memwarn-hog --endpoint <dir> hang|lie|overflow|mute` also serves a
+// control endpoint, `<dir>/<pid>.sock`, that misbehaves: `hang` answers status and coordinate as a
 // memwarn service would (its real usage unknown to it: it claims none) and never answers a release;
 // `lie` answers every request as a memwarn service would, claiming 64 GiB of usage and 1 GiB
-// freed by each release, and frees nothing. Commands on stdin as above.
+// freed by each release, and frees nothing; `overflow` answers a release with two entries of
+// 2^63-1 bytes each (a sum that overflows); `mute` accepts every connection and never answers
+// anything. Commands on stdin as above.
 //
 // A size is bytes or has a binary unit, as memwarn's own options take it (ByteSize):
 // `104857600`, `100M`, `64MiB`, `1.5G`; `0` holds nothing.
@@ -75,7 +77,8 @@ func byteCount(_ text: some StringProtocol) -> Int? {
 }
 
 /// Serves a misbehaving control endpoint on a thread of its own (see the header).
-func serveEndpoint(directory: String, lying: Bool) throws(SystemError) {
+func serveEndpoint(directory: String, mode: String) throws(SystemError) {
+    let lying = mode != "hang"
     let path = directory + "/\(getpid()).sock"
     let ready = ConditionLock<Result<Void, SystemError>?>(nil)
     try SystemThread.start(name: "hog-endpoint") {
@@ -103,6 +106,10 @@ func serveEndpoint(directory: String, lying: Bool) throws(SystemError) {
             guard (try? connection.waitUntilReady(for: .readable, timeout: .seconds(5))) == true,
                 let count = try? connection.receive(into: &chunk), count > 0
             else { continue }
+            if mode == "mute" {
+                hung.append(connection.take())
+                continue
+            }
             let request = String(decoding: chunk[0..<count], as: UTF8.self)
             let pid = getpid()
             let claim = lying ? 68_719_476_736 : 0
@@ -115,6 +122,10 @@ func serveEndpoint(directory: String, lying: Bool) throws(SystemError) {
             } else if !lying {
                 hung.append(connection.take())
                 continue
+            } else if mode == "overflow" {
+                let most = Int64.max
+                reply =
+                    #"{"ok":true,"request":"warn","pid":\#(pid),"report":{"level":"warning","targetBytes":1,"headroomBytes":0,"growthBytesPerSecond":0,"freedBytes":\#(most),"metTarget":true,"trimmedHeap":false,"durationMicroseconds":1,"entries":[{"consumer":"a","tier":"caches","bytesBefore":\#(most),"bytesAfter":0,"bytesFreed":\#(most),"durationMicroseconds":1},{"consumer":"b","tier":"caches","bytesBefore":\#(most),"bytesAfter":0,"bytesFreed":\#(most),"durationMicroseconds":1}]}}"#
             } else {
                 reply =
                     #"{"ok":true,"request":"warn","pid":\#(pid),"report":{"level":"warning","targetBytes":1,"headroomBytes":0,"growthBytesPerSecond":0,"freedBytes":1073741824,"metTarget":true,"trimmedHeap":false,"durationMicroseconds":1,"entries":[{"consumer":"claims","tier":"caches","bytesBefore":1073741824,"bytesAfter":0,"bytesFreed":1073741824,"durationMicroseconds":1}]}}"#
@@ -128,16 +139,17 @@ func serveEndpoint(directory: String, lying: Bool) throws(SystemError) {
 var holder = Holder()
 if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--allocate", let bytes = byteCount(CommandLine.arguments[2]) {
     exit(holder.hold(bytes) ? 0 : 1)
-} else if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--endpoint", ["hang", "lie"].contains(CommandLine.arguments[3]) {
+} else if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--endpoint", ["hang", "lie", "overflow", "mute"].contains(CommandLine.arguments[3]) {
     do {
-        try serveEndpoint(directory: CommandLine.arguments[2], lying: CommandLine.arguments[3] == "lie")
+        try serveEndpoint(directory: CommandLine.arguments[2], mode: CommandLine.arguments[3])
     } catch {
         StandardStream.error.writeLine("memwarn-hog: the endpoint could not be served: \(error)")
         exit(1)
     }
 } else if CommandLine.arguments.count > 1 {
     StandardStream.error.writeLine(
-        "usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)")
+        "usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie|overflow|mute]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)"
+    )
     exit(2)
 }
 while let line = readLine() {

@@ -1,3 +1,5 @@
+import MemwarnSystem
+
 /// What one release did, consumer by consumer, in the order they were asked.
 public struct ReleaseReport: Sendable, Hashable {
     /// One consumer's part.
@@ -57,8 +59,9 @@ public struct ReleaseReport: Sendable, Hashable {
     public var growthBytesPerSecond: Double = 0
     /// The consumers asked, in order.
     public var entries: [Entry]
-    /// The bytes freed in all.
-    public var freedBytes: Int { entries.reduce(0) { $0 + $1.bytesFreed } }
+    /// The bytes freed in all: the entries' ``Entry/bytesFreed`` summed, held at `Int.max` (and
+    /// `Int.min`) rather than overflowing, since a report may come from another process.
+    public var freedBytes: Int { entries.lazy.map(\.bytesFreed).saturatingSum() }
     /// Whether the target was met.
     public var metTarget: Bool { freedBytes >= targetBytes }
     /// Whether freed heap was returned to the kernel (`malloc_trim(0)`, and the free pages of

@@ -1,3 +1,5 @@
+import MemwarnSystem
+
 /// What a coordinator has released since it was made: releases, and bytes freed by tier and by
 /// consumer. `memwarn soak` reads it through the control endpoint's `status`.
 ///
@@ -27,12 +29,13 @@ public struct ReleaseTotals: Sendable, Hashable {
     mutating func add(_ report: ReleaseReport) {
         guard report.level > .normal else { return }
         releases += 1
+        // Each sum held at Int.max: a consumer's word is not checked, and a total never traps.
         for entry in report.entries where entry.bytesFreed > 0 {
-            freedBytesByTier[entry.tier.name, default: 0] += entry.bytesFreed
+            freedBytesByTier[entry.tier.name] = freedBytesByTier[entry.tier.name, default: 0].addingSaturating(entry.bytesFreed)
             let name =
                 freedBytesByConsumer[entry.consumer] != nil || freedBytesByConsumer.count < Self.maximumConsumerNames
                 ? entry.consumer : Self.otherConsumers
-            freedBytesByConsumer[name, default: 0] += entry.bytesFreed
+            freedBytesByConsumer[name] = freedBytesByConsumer[name, default: 0].addingSaturating(entry.bytesFreed)
         }
     }
 }

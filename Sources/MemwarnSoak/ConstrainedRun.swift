@@ -71,7 +71,10 @@ public final class ConstrainedRun: Sendable {
             public static let noCommand = Code(.noCommand)
             /// The command is not found on `PATH`, or not executable.
             public static let commandNotFound = Code(.commandNotFound)
-            /// Starting the command in its cgroup failed (the error says why).
+            /// memwarn could not start the command in its cgroup: its own failure, not the
+            /// command's (out of file descriptors opening the cgroup's `cgroup.procs`, out of
+            /// memory or processes to fork; the error says which). A command that cannot be
+            /// executed ends with status 127 instead, as a shell's does.
             public static let couldNotStart = Code(.couldNotStart)
             /// What the run needs besides the command could not be prepared (the soak's data
             /// folder, output files, or its watch of the service).
@@ -178,7 +181,7 @@ public final class ConstrainedRun: Sendable {
         levelEvents = monitor.events()
         self.monitor = monitor
         start = .now
-        do {
+        do throws(SystemError) {
             var spawn = ChildSpawn([executable] + options.command.dropFirst(), environment: options.environment.map { "\($0.key)=\($0.value)" })
             spawn.arguments[0] = name
             spawn.cgroupProcsFile = cgroup.location.file("cgroup.procs")
@@ -191,11 +194,26 @@ public final class ConstrainedRun: Sendable {
         } catch {
             monitor.disarm()  // its sources closed before the cgroup goes, so it reads nothing gone
             try? cgroup.remove()
-            throw StartError(.couldNotStart, description: "\(name): \(error)")
+            throw StartError(.couldNotStart, description: Self.startFailure(error, command: name))
         }
         self.cgroup = cgroup
         self.options = options
         self.logger = logger
+    }
+
+    /// Why memwarn could not start `command`, in words that say whose failure it was: running
+    /// out of descriptors or processes is memwarn's, and says so (with the limit to raise).
+    private static func startFailure(_ error: SystemError, command: String) -> String {
+        switch error.errno {
+        case EMFILE:
+            "memwarn ran out of file descriptors starting \(command): \(error) (raise its limit: ulimit -n)"
+        case ENFILE:
+            "memwarn ran out of file descriptors starting \(command): \(error) (the system's limit: fs.file-max)"
+        case EAGAIN, ENOMEM:
+            "memwarn could not start \(command): \(error) (out of processes or memory: ulimit -u, or the system's limits)"
+        default:
+            "memwarn could not start \(command): \(error)"
+        }
     }
 
     /// Creates the run's cgroup, `<prefix>-<pid>-<n>`, exclusively: a cgroup that already has

@@ -1,4 +1,5 @@
 import Foundation
+import MemwarnSystem
 
 /// What the demo service said about itself, read from its JSON event lines.
 public struct DemoRecord: Sendable, Codable {
@@ -48,7 +49,8 @@ public struct DemoRecord: Sendable, Codable {
     /// Bytes released, summed by tier.
     public var releasedByTier: [String: Int] {
         releases.reduce(into: [:]) { sums, release in
-            for (tier, bytes) in release.bytesByTier { sums[tier, default: 0] += bytes }
+            // The demo's lines are another process's word: summed without trapping.
+            for (tier, bytes) in release.bytesByTier { sums[tier] = sums[tier, default: 0].addingSaturating(bytes) }
         }
     }
 

@@ -72,7 +72,8 @@ final class ServiceWatch: Sendable {
             }
             // A service that answered before and not now gives no footprint to subtract: no sample.
             guard let anonymous, status != nil || !figures.linksMemwarn else { return }
-            let footprint = UInt64(max(0, status?.consumers.reduce(0) { $0 + $1.footprintBytes } ?? 0))
+            // The service's word, summed without trapping (its reply's sizes are checked when read).
+            let footprint = UInt64(max(0, status?.consumers.lazy.map(\.footprintBytes).saturatingSum() ?? 0))
             // The heap less the consumers, when the consumers' memory is heap (not an mmapped arena).
             let heapFloor = status?.process?.heapInUseBytes.flatMap { $0 >= footprint ? $0 - footprint : nil }
             figures.floorSamples.append(.init(seconds: seconds, floorBytes: anonymous > footprint ? anonymous - footprint : 0, heapFloorBytes: heapFloor))

@@ -53,11 +53,15 @@ package struct ChildSpawn {
     /// Forks and execs the child.
     ///
     /// The child exits 126 when it cannot join the cgroup or set its streams up, and 127 when
-    /// the program cannot be executed. With a ``parentDeathSignal``, call it from a thread that
-    /// lives until the child is reaped (``WaitedChild``).
+    /// the program cannot be executed: the command's failures are its exit status. What this
+    /// throws is this process's own failure, before there was a child to blame (out of file
+    /// descriptors opening `cgroup.procs`, out of memory or processes in `fork`). With a
+    /// ``parentDeathSignal``, call it from a thread that lives until the child is reaped
+    /// (``WaitedChild``).
     ///
     /// - Returns: the child's pid.
-    /// - Throws: ``SystemError`` from opening `cgroup.procs` or from `fork`.
+    /// - Throws: ``SystemError`` from opening `cgroup.procs` (call `open`, naming the file: `EMFILE`
+    ///   when this process is out of descriptors) or from `fork` (naming the program).
     package func start() throws(SystemError) -> Int32 {
         let pid: Int32
         if let cgroupProcsFile {

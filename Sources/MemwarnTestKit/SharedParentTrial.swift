@@ -83,6 +83,9 @@ public struct SharedParentTrial {
     /// (the tests'), or where a benchmark's build put them.
     public var memwarnPath = ChildProcess.productsDirectory + "/memwarn"
     public var probePath = ChildProcess.productsDirectory + "/memwarn-growth-probe"
+    /// Busy loops started beside the services (outside the parent), one per count, for the
+    /// trial's length: the agent and the services then compete for the CPU, as on a busy node.
+    public var cpuHogs = 0
     /// Seconds the probes wait before inserting (the agent finds them first), and stay up after.
     public var startAfterSeconds = 1.0
     public var holdSeconds = 2.0
@@ -107,6 +110,9 @@ public struct SharedParentTrial {
         defer {
             for child in started { child.killIfRunning() }
             for child in children.reversed() { try? child.remove() }
+        }
+        for _ in 0..<cpuHogs {
+            started.append(try LineChild(["/bin/sh", "-c", "while :; do :; done"]))
         }
         var agent: LineChild?
         if coordination == .agent {

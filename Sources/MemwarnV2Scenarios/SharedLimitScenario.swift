@@ -1,4 +1,5 @@
 import Foundation
+import Memwarn
 import MemwarnTestKit
 
 /// Three memwarn services under a limited parent, with the node agent: the v1 shared-limit test
@@ -8,9 +9,15 @@ import MemwarnTestKit
 /// 150 MiB at 60 MiB/s (`large`), 90 at 30 (`medium`) and 45 at 12 (`small`), whose sum does not
 /// fit.
 ///
-/// 1. With `memwarn agent --cgroup <parent>`: every service survives; the agent finds the three,
-///    asks at least once, orders each round by kernel-measured usage (largest first, the first
-///    round led by `large`), asks in that order, and never asks `small`.
+/// 1. With `memwarn agent --cgroup <parent>`, what the agent promises, whatever the machine's
+///    pace: no OOM kill (every service survives, the parent's `oom_kill` stays 0); the agent
+///    finds the three and asks at least once; each round lists the services by kernel-measured
+///    usage, largest first, and the round's asks follow that list (at each level the ranks rise,
+///    each naming the service at its place); the parent is relieved (a `relieved` record, under
+///    the recovery mark). Which services a round reaches is not asserted: on a quiet machine the
+///    largest's release is enough and `small` is never asked, but when each ask takes hundreds
+///    of milliseconds (emulation under load) and the parent's growth keeps pace, the agent rightly
+///    goes on down the order (issue 36, item 13). Which were asked, and at which rank, is noted.
 /// 2. The counterfactual, in a fresh parent: no agent, and each service sees only its own limit
 ///    (`MEMWARN_ANCESTOR_LIMITS=ignore`): the kernel kills at least one.
 enum SharedLimitScenario {
@@ -28,7 +35,8 @@ enum SharedLimitScenario {
         let outcome = try await SharedParentTrial(parent: parent, services: services).run(.agent)
         let agentKills = try parent.reader.events().oomKill
         try? parent.remove()
-        try checkAgentRun(outcome, parentPath: parent.location.path, context: context)
+        try expect(agentKills == 0, "with the agent, the parent's memory.events counts \(agentKills) OOM kills")
+        try checkAgentRun(outcome, context: context)
         context.note("parent memory.events oom_kill \(agentKills)")
 
         let blind = try own.child("own-limit-only", settings: [("memory.max", "\(parentLimit)")])
@@ -45,38 +53,33 @@ enum SharedLimitScenario {
                 + "inserted (done) \(inserted); parent peak \(describe(bytes: counterfactual.parentPeakBytes))")
     }
 
-    static func checkAgentRun(_ outcome: SharedParentTrial.Outcome, parentPath: String, context: ScenarioContext) throws {
+    static func checkAgentRun(_ outcome: SharedParentTrial.Outcome, context: ScenarioContext) throws {
         for service in outcome.services {
             try expect(service.survived, "with the agent, \(service.name) did not survive: exit \(service.status): \(service.standardError.suffix(400))")
         }
         let found = outcome.agent("found")
         try expect(found.count == 3, "the agent found \(found.count) services, expected 3: \(found) \(outcome.agentStandardError.suffix(400))")
         let asks = outcome.agent("ask")
-        try expect(
-            !asks.isEmpty && !outcome.agent("relieved").isEmpty,
-            "the agent never asked (or was never relieved): \(outcome.agentRecords) \(outcome.agentStandardError.suffix(400))")
-        let large = parentPath + "/large"
-        let small = parentPath + "/small"
-        // Each round's order is by the kernel's count, largest first, and each ask follows it.
-        var order: [[String: Any]] = []
-        for record in outcome.agentRecords {
-            if record["event"] as? String == "round", let next = record["order"] as? [[String: Any]] {
-                order = next
-                let sizes = next.map { $0["usageBytes"] as? UInt64 ?? 0 }
-                try expect(sizes == sizes.sorted(by: >), "a round's order is not largest first: \(next)")
-            } else if record["event"] as? String == "ask", let rank = record["rank"] as? Int {
-                try expect(
-                    rank >= 1 && rank <= order.count && order[rank - 1]["cgroup"] as? String == record["cgroup"] as? String,
-                    "an ask does not follow its round's order: \(record) against \(order)")
-            }
+        try expect(!asks.isEmpty, "the agent never asked: \(outcome.agentRecords) \(outcome.agentStandardError.suffix(400))")
+        let ranked = try checkOrder(outcome.agentRecords)
+        // Relief: the parent back under its recovery mark, as the agent read it.
+        let recoveryRatio = PressurePolicy().recoveryRatio
+        let relieved = outcome.agent("relieved")
+        try expect(!relieved.isEmpty, "the agent was never relieved: \(outcome.agentRecords) \(outcome.agentStandardError.suffix(400))")
+        for record in relieved {
+            let usage = try require(record["parentUsageBytes"] as? Int, "a relieved record without the parent's usage: \(record)")
+            let limit = try require(record["parentLimitBytes"] as? Int, "a relieved record without the parent's limit: \(record)")
+            try expect(Double(usage) < Double(limit) * recoveryRatio, "relieved at \(usage) of \(limit), not under the recovery mark (\(recoveryRatio))")
         }
-        let firstOrder = outcome.agent("round").first?["order"] as? [[String: Any]]
-        try expect(firstOrder?.first?["cgroup"] as? String == large, "the first round is not led by \(large): \(String(describing: firstOrder))")
-        try expect(!asks.contains { $0["cgroup"] as? String == small }, "the smallest was asked: \(asks)")
-        // Told and measured are both reported; the measured bytes come from the kernel.
+        // Told and measured are both reported (the measured bytes come from the kernel: a service
+        // that grows while it releases can show less than it freed, so only their presence is
+        // asserted), and the services asked did release.
         try expect(
-            asks.allSatisfy { ($0["measuredFreedBytes"] as? Int ?? 0) > 0 && $0["reportedFreedBytes"] != nil },
+            asks.allSatisfy { $0["measuredFreedBytes"] as? Int != nil && $0["reportedFreedBytes"] as? Int != nil },
             "an ask without kernel-measured freed bytes or a report: \(asks)")
+        let reported = asks.reduce(0) { $0 + ($1["reportedFreedBytes"] as? Int ?? 0) }
+        let measured = asks.reduce(0) { $0 + ($1["measuredFreedBytes"] as? Int ?? 0) }
+        try expect(reported > 0, "the services asked reported freeing nothing: \(asks)")
 
         let relief = outcome.episodes.map { episode in
             episode.duration.map { duration in
@@ -84,13 +87,54 @@ enum SharedLimitScenario {
                 return "\((milliseconds * 10).rounded() / 10) ms"
             } ?? "open"
         }
-        let askedCgroups = asks.compactMap { ($0["cgroup"] as? String)?.split(separator: "/").last.map(String.init) }
+        let askTimes = asks.compactMap { $0["milliseconds"] as? Double }.map { "\(Int($0.rounded())) ms" }
+        let rounds = outcome.agent("round").count
         context.note(
-            "with the agent: all 3 survived, \(asks.count) asks (\(askedCgroups.joined(separator: ", "))), "
-                + "\(outcome.agent("round").count) rounds, first led by large")
+            "with the agent: all 3 survived, \(asks.count) asks in \(rounds) rounds (\(ranked.joined(separator: ", "))), "
+                + "each taking \(askTimes.joined(separator: ", ")); freed \(describe(bytes: reported)) reported, \(describe(bytes: max(0, measured))) measured")
         context.note(
             "relief (parent from 80 % back under 70 %): \(relief.isEmpty ? "no episode" : relief.joined(separator: ", ")); "
-                + "released \(describe(bytes: outcome.releasedBytes)) (\(outcome.releasedBytes) bytes); "
+                + "\(relieved.count) relieved records; released \(describe(bytes: outcome.releasedBytes)) (\(outcome.releasedBytes) bytes); "
                 + "parent peak \(describe(bytes: outcome.parentPeakBytes)) of \(describe(bytes: parentLimit))")
+    }
+
+    /// Checks that every ask (and every ask that went unanswered) follows the order of its
+    /// round: a round lists the services by kernel-measured usage, largest first; an ask names
+    /// the service at its rank in that list; within a round the ranks rise at each level, and the
+    /// critical asks, if any, come after the warning ones and start again from the largest.
+    ///
+    /// - Returns: each ask as `name #rank level`, in order, for the verdict line.
+    static func checkOrder(_ records: [[String: Any]]) throws -> [String] {
+        var order: [String] = []
+        var last: (level: String, rank: Int)?
+        var asked: [String] = []
+        for record in records {
+            switch record["event"] as? String {
+            case "round":
+                let entries = try require(record["order"] as? [[String: Any]], "a round without an order: \(record)")
+                let sizes = try entries.map { try require($0["usageBytes"] as? Int, "a ranked service without its usage: \(record)") }
+                try expect(sizes == sizes.sorted(by: >), "a round's order is not largest first by usage: \(entries)")
+                order = try entries.map { try require($0["cgroup"] as? String, "a ranked service without its cgroup: \(record)") }
+                last = nil
+            case "ask", "unanswered":
+                let rank = try require(record["rank"] as? Int, "an ask without its rank: \(record)")
+                let level = try require(record["level"] as? String, "an ask without its level: \(record)")
+                let cgroup = record["cgroup"] as? String
+                try expect(
+                    rank >= 1 && rank <= order.count && order[rank - 1] == cgroup,
+                    "an ask does not name the service at its rank in its round's order: \(record) against \(order)")
+                if let last {
+                    let follows =
+                        level == last.level ? rank > last.rank : (last.level == "warning" && level == "critical")
+                    try expect(follows, "asks out of their round's order: \(record) after rank \(last.rank) at \(last.level)")
+                }
+                last = (level, rank)
+                let name = cgroup?.split(separator: "/").last.map(String.init) ?? "?"
+                asked.append("\(name) #\(rank) \(level)" + (record["event"] as? String == "unanswered" ? " (unanswered)" : ""))
+            default:
+                continue
+            }
+        }
+        return asked
     }
 }

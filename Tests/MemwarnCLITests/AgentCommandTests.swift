@@ -21,7 +21,6 @@ struct AgentCommandTests {
         (["--min-available", "500M", "--lease", "0.5s"], "--lease takes a duration within 1s...60s"),
         (["--min-available", "500M", "--ask-timeout", "2"], "--ask-timeout takes a duration"),
         (["--min-available", "500M", "--control-dir", "/etc/hostname"], "--control-dir /etc/hostname is not a directory"),
-        (["--min-available", "500M", "--ask-timeout", "5s", "--lease", "5s"], "--ask-timeout (5s) must be shorter than --lease (5s)"),
     ])
     func badArgumentsExit64WithOneLine(arguments: [String], message: String) throws {
         let result = try ChildProcess.run([Self.memwarn, "agent"] + arguments)
@@ -85,6 +84,64 @@ struct AgentCommandTests {
         #expect(metrics.contains("# TYPE memwarn_agent_asks_total counter"), "\(metrics)")
         #expect(metrics.contains(#"memwarn_agent_asks_total{cgroup=""#), "\(metrics)")
         #expect(metrics.contains("memwarn_agent_services 1.0"), "\(metrics)")
+    }
+
+    /// Issue 36, item 7: `--ask-timeout` read "(default 2s). (default: 2s)": the parser adds the
+    /// declared default itself. No option of any command says its default twice.
+    @Test(arguments: ["status", "watch", "run", "trigger", "soak", "agent"])
+    func noOptionsHelpSaysItsDefaultTwice(command: String) throws {
+        let result = try ChildProcess.run([Self.memwarn, command, "--help"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let options = result.standardOutput.components(separatedBy: "\n  -").dropFirst()
+        #expect(options.count > 1, "\(result.standardOutput)")
+        for option in options where option.contains("(default: ") {
+            let mentions = option.lowercased().components(separatedBy: "default").count - 1
+            #expect(mentions == 1, "memwarn \(command): -\(option)")
+        }
+    }
+
+    /// Issue 36, item 7: the agent's `time` was epoch seconds where `watch` writes ISO 8601.
+    @Test func everyJSONLineOfTheAgentCarriesAnISO8601Time() async throws {
+        let directory = try Self.privateDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let agent = try LineChild([Self.memwarn, "agent", "--min-available", "1M", "--control-dir", directory, "--json"])
+        defer { agent.killIfRunning() }
+        var lines = [try await agent.nextLine(within: .seconds(30))]
+        agent.signal(SIGTERM)
+        #expect(try await agent.exitStatus(within: .seconds(10)) == 0)
+        lines += try await agent.remainingLines(within: .seconds(10))
+        let records = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], "\($0)") }
+        #expect(records.first?["event"] as? String == "started" && records.last?["event"] as? String == "stopped", "\(lines)")
+        for record in records {
+            let time = record["time"] as? String
+            #expect(time.flatMap { ISO8601DateFormatter.fractional.date(from: $0) } != nil, "\(record)")
+        }
+    }
+
+    /// Issue 36, item 3: `FILE.tmp` was opened following links, so whoever may write the
+    /// textfile directory could point it at a file of root's and have the agent truncate it.
+    @Test func aLinkPlantedAtTheMetricsFilesTemporaryNameIsNotWrittenThrough() async throws {
+        let directory = try Self.privateDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let victim = directory + "/victim"
+        let victimText = "root's file, not the agent's\n"
+        try Data(victimText.utf8).write(to: URL(fileURLWithPath: victim))
+        let metricsFile = directory + "/agent.prom"
+        for planted in [metricsFile + ".tmp", metricsFile] {
+            try FileManager.default.createSymbolicLink(atPath: planted, withDestinationPath: victim)
+        }
+        let agent = try LineChild([Self.memwarn, "agent", "--min-available", "1M", "--control-dir", directory, "--json", "--metrics-file", metricsFile])
+        defer { agent.killIfRunning() }
+        let started = try await agent.nextLine(within: .seconds(30))
+        #expect(started.contains(#""event":"started""#), "\(started)")
+        agent.signal(SIGTERM)
+        #expect(try await agent.exitStatus(within: .seconds(10)) == 0)
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == victimText, "the victim is untouched")
+        var status = stat()
+        #expect(lstat(metricsFile, &status) == 0 && status.st_mode & S_IFMT == S_IFREG, "the link at the file's own name was replaced, not followed")
+        #expect(try String(contentsOfFile: metricsFile, encoding: .utf8) != victimText)
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+        #expect(left == ["agent.prom", "agent.prom.tmp", "victim"], "no temporary file left behind: \(left)")
     }
 
     static func memAvailable() throws -> UInt64 {

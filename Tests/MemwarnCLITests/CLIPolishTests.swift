@@ -126,7 +126,9 @@ struct CLIPolishTests {
         for bad in ["lots", "64X", "-5M", ""] {
             let refused = try ChildProcess.run([Self.hog, "--allocate", bad])
             #expect(refused.status == 2, "\(bad)")
-            #expect(refused.standardError.hasPrefix("usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie]"), "\(bad): \(refused.standardError)")
+            #expect(
+                refused.standardError.hasPrefix("usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie|overflow|mute]"),
+                "\(bad): \(refused.standardError)")
         }
         #expect(try Self.hogReply(to: "hold 64X").hasPrefix("error: expected \"hold <size>\""))
     }

@@ -57,6 +57,29 @@ struct CLITests {
         }
     }
 
+    /// Issue 36, item 12: the JSON gave the limit and the ratio, not where the marks lie.
+    @Test func statusJSONGivesEachLimitsMarksInBytesAndAsRatios() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            let result = try ChildProcess.run([Self.memwarn, "status", "--json", "--growth-sample", "0s", "--cgroup", cgroup.location.path])
+            #expect(result.status == 0, "\(result.standardError)")
+            let limits = try #require(try Self.object(result.standardOutput)["limits"] as? [[String: Any]])
+            let own = try #require(limits.first { $0["cgroup"] as? String == cgroup.location.path }, "\(limits)")
+            #expect(own["limitBytes"] as? Int == Int(Self.limit))
+            for limit in limits {
+                let bytes = try #require(limit["limitBytes"] as? Int)
+                let marks = try #require(limit["marks"] as? [String: [String: Any]], "\(limit)")
+                #expect(Set(marks.keys) == ["warning", "critical", "recovery"], "\(marks)")
+                for (name, mark) in marks {
+                    let ratio = try #require(mark["ratio"] as? Double, "\(name): \(mark)")
+                    #expect(mark["bytes"] as? Int == Int(Double(bytes) * ratio), "\(name): \(mark) of \(bytes)")
+                }
+                #expect(marks["warning"]?["ratio"] as? Double == 0.8 && marks["critical"]?["ratio"] as? Double == 0.9, "the default policy: \(marks)")
+                #expect(marks["recovery"]?["ratio"] as? Double == 0.7)
+            }
+            #expect((own["marks"] as? [String: [String: Any]])?["warning"]?["bytes"] as? Int == 53_687_091, "80 % of 64 MiB")
+        }
+    }
+
     @Test func statusAcceptsTheAbsoluteMountPathToo() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
             let result = try ChildProcess.run([Self.memwarn, "status", "--json", "--cgroup", cgroup.location.directory])

@@ -53,6 +53,27 @@ struct PrivateFilesTests {
             "the planted folder was not used at all")
     }
 
+    /// Issue 37, item 5: `--samples FILE` followed a link at FILE and truncated what it named.
+    /// The file is replaced in one step now (a new file renamed over the name): a link there is
+    /// replaced, never written through.
+    @Test func theSoaksSamplesFileReplacesALinkAtItsNameAndNeverWritesThroughIt() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let samples = scratch.directory + "/samples.json"
+        try FileManager.default.createSymbolicLink(atPath: samples, withDestinationPath: scratch.sentinel)
+        let result = try await ChildProcess.runOffThePool([
+            Self.memwarn, "soak", "--duration", "2s", "--no-baseline", "--memory-max", "256M", "--samples", samples,
+        ])
+        #expect(result.status == 0, "the soak ran: \(result.standardError)")
+        #expect(scratch.sentinelIsIntact, "the link was not written through")
+        var status = stat()
+        #expect(lstat(samples, &status) == 0 && status.st_mode & S_IFMT == S_IFREG, "a regular file replaced the link")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: samples)))
+        #expect(json is [String: Any] || json is [Any], "the samples, as JSON")
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.directory).sorted()
+        #expect(left == ["root-owned-sentinel", "samples.json"], "no temporary file left behind: \(left)")
+    }
+
     @Test func theDemoRefusesADataFolderOfAnotherUser() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }

@@ -286,6 +286,26 @@ extension RunCommandTests {
                 demo.status == 1 && demo.standardError.hasPrefix("memwarn-demo: too few file descriptors to start"), "\(demo.status): \(demo.standardError)")
         }
 
+        /// Issue 36, item 10: out of descriptors opening the cgroup's `cgroup.procs`, memwarn
+        /// exited 127 ("the command could not start"), as if the command had failed. It is
+        /// memwarn's own failure: 125, saying so. The limits where the open is what fails are
+        /// found by trying them (the monitor's descriptors come before it).
+        @Test func runningOutOfDescriptorsBeforeTheCommandStartsIsMemwarnsFailure() throws {
+            var seen = 0
+            for limit in 16...40 {
+                let result = try ChildProcess.run([
+                    "/bin/sh", "-c", "ulimit -n \(limit) && exec '\(Self.memwarn)' run --memory-max 64M -- /bin/true",
+                ])
+                guard result.standardError.contains("cgroup.procs") else { continue }
+                seen += 1
+                #expect(result.status == 125, "ulimit -n \(limit): \(result.status): \(result.standardError)")
+                #expect(
+                    result.standardError.hasPrefix("Error: memwarn ran out of file descriptors") && result.standardError.contains("Too many open files"),
+                    "ulimit -n \(limit): \(result.standardError)")
+            }
+            #expect(seen > 0, "some limit leaves none for cgroup.procs")
+        }
+
         @Test(arguments: ["1", "64ib", "64bb", "100K"])
         func aLimitBelowOneMebibyteOrNotASizeIsRefusedBeforeAnythingStarts(size: String) throws {
             let result = try ChildProcess.run([Self.memwarn, "run", "--memory-max", size, "--", "/bin/true"])

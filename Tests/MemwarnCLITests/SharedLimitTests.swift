@@ -119,33 +119,64 @@ extension RunCommandTests {
                 ])
         }
 
-        @Test func withTheAgentAllSurviveTheLargestIsAskedFirstAndTheSmallestNever() async throws {
+        /// What the agent promises, on any machine: every round asks in the order of the kernel's
+        /// usage (largest first, each ask as its round ranked it), the parent is relieved, nobody is
+        /// killed. How far down the order a round goes depends on how fast growth outpaces the
+        /// releases (a loaded machine's asks are slower), so it is not asserted.
+        static func expectTheAgentsPromise(_ outcome: SharedParentTrial.Outcome, _ parent: TestCgroup) {
+            for service in outcome.services { #expect(service.survived, "\(service.name): exit \(service.status): \(service.standardError)") }
+            let asks = outcome.agent("ask")
+            #expect(!asks.isEmpty && !outcome.agent("relieved").isEmpty, "the agent never asked: \(outcome.agentRecords) \(outcome.agentStandardError)")
+            var order: [[String: Any]] = []
+            for record in outcome.agentRecords {
+                if record["event"] as? String == "round", let next = record["order"] as? [[String: Any]] {
+                    order = next
+                    let sizes = next.map { $0["usageBytes"] as? UInt64 ?? 0 }
+                    #expect(sizes == sizes.sorted(by: >), "\(next)")
+                } else if record["event"] as? String == "ask", let rank = record["rank"] as? Int {
+                    #expect(rank <= order.count && order[rank - 1]["cgroup"] as? String == record["cgroup"] as? String, "\(record) against \(order)")
+                }
+            }
+            // Told and measured are both reported; the measured bytes come from the kernel.
+            #expect(asks.allSatisfy { $0["measuredFreedBytes"] != nil && $0["reportedFreedBytes"] != nil }, "\(asks)")
+            #expect(asks.contains { ($0["measuredFreedBytes"] as? Int ?? 0) > 0 }, "no ask freed anything the kernel could see: \(asks)")
+        }
+
+        @Test func withTheAgentAllSurviveAndEveryRoundAsksInTheKernelsOrder() async throws {
             try await withTestCgroup(limit: 256 * Self.mebibyte) { parent in
                 let outcome = try await Self.threeServices(parent).run(.agent)
-                for service in outcome.services { #expect(service.survived, "\(service.name): exit \(service.status): \(service.standardError)") }
                 #expect(outcome.agent("found").count == 3, "\(outcome.agentRecords)")
-                let asks = outcome.agent("ask")
-                #expect(!asks.isEmpty && !outcome.agent("relieved").isEmpty, "the agent never asked: \(outcome.agentRecords) \(outcome.agentStandardError)")
-                let large = parent.location.path + "/large"
-                let small = parent.location.path + "/small"
-                // Each round's order is by the kernel's count, largest first, and each ask follows it:
-                // the first round's largest is the fastest grower; later rounds rank after its release.
-                var order: [[String: Any]] = []
-                for record in outcome.agentRecords {
-                    if record["event"] as? String == "round", let next = record["order"] as? [[String: Any]] {
-                        order = next
-                        let sizes = next.map { $0["usageBytes"] as? UInt64 ?? 0 }
-                        #expect(sizes == sizes.sorted(by: >), "\(next)")
-                    } else if record["event"] as? String == "ask", let rank = record["rank"] as? Int {
-                        #expect(rank <= order.count && order[rank - 1]["cgroup"] as? String == record["cgroup"] as? String, "\(record) against \(order)")
-                    }
-                }
+                Self.expectTheAgentsPromise(outcome, parent)
                 let firstOrder = outcome.agent("round").first?["order"] as? [[String: Any]]
-                #expect(firstOrder?.first?["cgroup"] as? String == large, "\(String(describing: firstOrder))")
-                #expect(!asks.contains { $0["cgroup"] as? String == small }, "the smallest was asked: \(asks)")
-                // Told and measured are both reported; the measured bytes come from the kernel.
-                #expect(asks.allSatisfy { ($0["measuredFreedBytes"] as? Int ?? 0) > 0 && $0["reportedFreedBytes"] != nil }, "\(asks)")
+                #expect(firstOrder?.first?["cgroup"] as? String == parent.location.path + "/large", "\(String(describing: firstOrder))")
             }
+        }
+
+        // MARK: (b2) Never worse than no agent: fast growth, a busy CPU
+
+        /// Three services written as the README teaches, growing at 400, 300 and 200 MiB/s to
+        /// 800, 600 and 400 MiB under a 384 MiB parent, with two busy loops beside them on this 2-core machine (issue 36: the
+        /// agent used to lose 1–3 of 6 services here, each on its own none).
+        static func fastServices(_ parent: TestCgroup) -> SharedParentTrial {
+            var trial = SharedParentTrial(
+                parent: parent,
+                services: [
+                    .init(name: "large", rateMiB: 400, totalMiB: 800), .init(name: "medium", rateMiB: 300, totalMiB: 600),
+                    .init(name: "small", rateMiB: 200, totalMiB: 400),
+                ])
+            trial.cpuHogs = 2
+            return trial
+        }
+
+        @Test func onABusyCPUWithFastGrowthTheAgentIsNoWorseThanEachServiceOnItsOwn() async throws {
+            let alone = try await withTestCgroup(limit: 384 * Self.mebibyte) { parent in try await Self.fastServices(parent).run(.alone) }
+            let agent = try await withTestCgroup(limit: 384 * Self.mebibyte) { parent in try await Self.fastServices(parent).run(.agent) }
+            let survivedAlone = alone.services.filter(\.survived).count
+            let survivedWithAgent = agent.services.filter(\.survived).count
+            #expect(
+                survivedWithAgent >= survivedAlone,
+                "with the agent \(survivedWithAgent) of 3 survived, each on its own \(survivedAlone): \(agent.agentRecords.suffix(12))")
+            #expect(survivedWithAgent == 3, "\(agent.services.map { "\($0.name): \($0.status)" }) \(agent.agentRecords.suffix(12))")
         }
 
         @Test func withoutTheAgentAndEachSeeingOnlyItsOwnLimitTheKernelKillsOne() async throws {

@@ -132,6 +132,28 @@ struct TriggerTrustTests {
         #expect(!result.standardOutput.unicodeScalars.contains { $0.value == 0x1b }, "no escape reached the terminal")
     }
 
+    /// Issue 36, item 4: two entries of 2^63 - 1 bytes freed summed with a trapping `+`: the
+    /// client died with SIGILL. Such a reply is refused, saying why.
+    @Test func aReportOfAbsurdSizesIsRefusedNotACrash() throws {
+        let runtime = Runtime()
+        defer { runtime.remove() }
+        try Self.endpointDirectory(runtime)
+        let entry =
+            #"{"consumer":"liar","tier":"caches","bytesBefore":9223372036854775807,"bytesAfter":0,"bytesFreed":9223372036854775807,"durationMicroseconds":1}"#
+        let reply =
+            #"{"ok":true,"request":"warn","pid":1,"report":{"level":"warning","targetBytes":0,"entries":[\#(entry),\#(entry)],"trimmedHeap":false,"durationMicroseconds":1}}"#
+        let fake = try FakeEndpoint(at: runtime.socket(of: 1), asNobody: false, reply: reply)
+        for json in [false, true] {
+            let result = try runtime.trigger(["--pid", "1"] + (json ? ["--json"] : []))
+            #expect(result.status == 1, "refused, not a trap: \(result.status): \(result.standardError)")
+            #expect(
+                result.standardError.hasPrefix("Error: process 1") && result.standardError.contains(#""bytesBefore" is 9223372036854775807"#)
+                    && result.standardError.contains("more than any memory"), "\(result.standardError)")
+            #expect(result.standardOutput.isEmpty)
+        }
+        withExtendedLifetime(fake) {}
+    }
+
     @Test func aReplyDribbledOneByteAtATimeIsCutOffAtTheOverallDeadline() async throws {
         let runtime = Runtime()
         defer { runtime.remove() }

@@ -81,6 +81,42 @@ import Glibc
         }
     }
 
+    /// Issue 36, item 3 (and issue 37, item 5): a file written for an operator (the agent's
+    /// metrics, the soak's samples) must never be written through a link another account planted
+    /// at its name or at a temporary name beside it.
+    @Test func aReplacedFileNeverWritesThroughALinkAtItsNameOrBesideIt() throws {
+        try withDirectory { directory in
+            let victim = directory + "/victim"
+            _ = FileManager.default.createFile(atPath: victim, contents: Data("root's".utf8))
+            let file = directory + "/metrics.prom"
+            for planted in [file, file + ".tmp"] {
+                try FileManager.default.createSymbolicLink(atPath: planted, withDestinationPath: victim)
+            }
+            try FileSystem.replaceFile(file, with: Array("first\n".utf8))
+            try FileSystem.replaceFile(file, with: Array("second\n".utf8), mode: 0o600)
+            #expect(try String(contentsOfFile: victim, encoding: .utf8) == "root's", "what the links name is untouched")
+            #expect(try FileStatus.at(file, followingLinks: false).type == .regular, "the link at the name was replaced")
+            #expect(try String(contentsOfFile: file, encoding: .utf8) == "second\n")
+            #expect(try FileStatus.at(file).permissions & 0o077 == 0, "the mode asked for")
+            #expect(try FileStatus.at(file + ".tmp", followingLinks: false).type == .symbolicLink, "a guessable name is never used")
+            let names = try FileSystem.entries(of: directory).map(\.name).sorted()
+            #expect(names == ["metrics.prom", "metrics.prom.tmp", "victim"], "no temporary file left: \(names)")
+        }
+    }
+
+    @Test func aFileThatCannotBeReplacedSaysWhyAndLeavesNothing() throws {
+        try withDirectory { directory in
+            let missing = #expect(throws: SystemError.self) { try FileSystem.replaceFile(directory + "/no-such-folder/f", with: [1]) }
+            #expect(missing?.errno == ENOENT && missing?.path == directory + "/no-such-folder", "\(String(describing: missing))")
+            try FileSystem.makeDirectory(directory + "/taken", mode: 0o700)
+            let overDirectory = #expect(throws: SystemError.self) { try FileSystem.replaceFile(directory + "/taken", with: [1]) }
+            #expect(overDirectory?.errno == EISDIR && overDirectory?.path == directory + "/taken", "\(String(describing: overDirectory))")
+            let noName = #expect(throws: SystemError.self) { try FileSystem.replaceFile(directory + "/", with: [1]) }
+            #expect(noName?.errno == EISDIR)
+            #expect(try FileSystem.entries(of: directory).map(\.name) == ["taken"], "no temporary file left")
+        }
+    }
+
     @Test func aProcessExistsUnlessTheKernelSaysNoSuchProcess() throws {
         #expect(Signals.processExists(getpid()))
         #expect(Signals.processExists(1), "init: another user's or not, it exists (EPERM counts as existing)")

@@ -429,6 +429,27 @@ struct ControlEndpointTests {
         }
     }
 
+    /// Issue 36, item 9: no CLI could show a service's lease, since `status` did not carry it.
+    @Test func theStatusReplyCarriesTheCgroupsANodeAgentCoordinates() async throws {
+        try await Self.withServingMonitor { monitor, socket, _ in
+            let own = try #require(monitor.latestEvent?.snapshot.cgroup?.path)
+            let parent = try #require(CgroupLocation(version: .v1, mountPoint: "/", path: own).parent?.path, "the test cgroup has a parent")
+            let none = try Self.object(ControlClient.exchange(ControlRequest.status.line, with: socket))
+            #expect(none["coordinatedCgroups"] as? [String] == [], "every key is present: \(none)")
+            _ = try ControlClient.send(.coordinate(cgroupPath: parent, lease: .seconds(5)), to: socket)
+            let leased = try Self.object(ControlClient.exchange(ControlRequest.status.line, with: socket))
+            #expect(leased["coordinatedCgroups"] as? [String] == [parent], "\(leased)")
+            guard case .status(let status) = try ControlClient.send(.status, to: socket) else {
+                Issue.record("a status request got another reply")
+                return
+            }
+            #expect(status.coordinatedCgroups == [parent], "and it reads back")
+            _ = try ControlClient.send(.coordinate(cgroupPath: parent, lease: .zero), to: socket)
+            let ended = try Self.object(ControlClient.exchange(ControlRequest.status.line, with: socket))
+            #expect(ended["coordinatedCgroups"] as? [String] == [], "the lease ended: \(ended)")
+        }
+    }
+
     static func withServingMonitor<T: Sendable>(
         directory: String? = nil, coordinator: ReleaseCoordinator = ReleaseCoordinator(trimsHeap: false), cgroupPath: String? = nil,
         _ body: (PressureMonitor, String, inout AsyncStream<LevelEvent>.Iterator) async throws -> T

@@ -93,7 +93,7 @@ struct MonitorArmingTests {
                 .init(
                     configuration: Self.configuration(cgroup), logger: testLogger, metrics: metrics,
                     samples: UsageSampleCount(metrics: metrics),
-                    output: { Output() }, coordinators: AttachedCoordinators(), exhaustionChanged: { _ in }, leases: AgentLeases()))
+                    output: { Output() }, coordinators: AttachedCoordinators(), exhaustionChanged: { _ in }, leases: AgentLeases(policy: PressurePolicy())))
             session.stop()
             // Returns once the engine's thread and the release thread have both ended (a release
             // thread left running would keep it waiting: bounded, so that shows as a failure).

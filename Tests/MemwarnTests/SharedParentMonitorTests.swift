@@ -84,17 +84,28 @@ struct SharedParentMonitorTests {
         #expect(first.snapshot.limit == nil && first.snapshot.system != nil && first.level == .normal, "\(first.snapshot)")
     }
 
-    @Test func anAgentsLeaseTakesTheParentOutUntilTheAgentEnds() async throws {
+    /// A monitor under a parent at 85 % of 256 MiB, leased to an "agent" (a real process of
+    /// ours, whose end the monitor sees through its pidfd) that has answered the crossing (its
+    /// ask reached the service): `body` gets them once the level is back to normal.
+    static func withAnsweredLease(
+        _ body: (SharedParentHost, PressureMonitor, LineChild, LevelEvent, inout AsyncStream<LevelEvent>.Iterator) async throws -> Void
+    ) async throws {
         let host = try SharedParentHost(parentLimit: 256 * Self.mebibyte)
         try host.setUsage(parent: 218 * Self.mebibyte, app: 10 * Self.mebibyte)
         let monitor = Self.monitor(host)
-        // The "agent": a real process of ours, whose end the monitor sees through its pidfd.
         let agent = try LineChild(["/bin/sleep", "60"])
         defer { agent.killIfRunning() }
         try await withRunningMonitor(monitor) { iterator in
             #expect(try await next(&iterator).level == .warning)
             monitor.coordinate(cgroupPath: "/pod", agentPid: agent.pid, for: .seconds(60))
+            monitor.noteAgentAsk(agentPid: agent.pid)
             let left = try await next(&iterator, within: .seconds(5))
+            try await body(host, monitor, agent, left, &iterator)
+        }
+    }
+
+    @Test func anAgentsLeaseTakesTheParentOutUntilTheAgentEnds() async throws {
+        try await Self.withAnsweredLease { _, monitor, agent, left, iterator in
             #expect(left.level == .normal && left.source == .agentLease && left.snapshot.coordinatedCgroups == ["/pod"], "\(left.source)")
             #expect(left.snapshot.limit == nil, "no limit of its own: the system's memory is measured")
             #expect(monitor.coordinatedCgroups == ["/pod": agent.pid])
@@ -114,6 +125,7 @@ struct SharedParentMonitorTests {
             // An agent that lives on (this process) but stops renewing: a hung one. The level
             // steps down after the hold time (2 s), and the lease runs out after 3.
             monitor.coordinate(cgroupPath: "/pod", agentPid: getpid(), for: .seconds(3))
+            monitor.noteAgentAsk(agentPid: getpid())
             #expect(try await next(&iterator, within: .seconds(5)).level == .normal)
             // The reading at the lease's end, or the poll due about then: either finds the parent.
             let back = try await next(&iterator, within: .seconds(5))
@@ -124,11 +136,61 @@ struct SharedParentMonitorTests {
 
     @Test func theCgroupsOwnLimitIsNeverLeased() throws {
         let host = try SharedParentHost(parentLimit: 256 * Self.mebibyte, ownLimit: 64 * Self.mebibyte)
-        let leases = AgentLeases()
+        let leases = AgentLeases(policy: PressurePolicy())
         leases.grant(cgroupPath: "/pod/app", agentPid: getpid(), for: .seconds(60))
         let layout = CgroupLayout(mode: .v2, memory: host.cgroup, unified: host.cgroup)
         let snapshot = try SnapshotSampler(layout: layout, files: host.files, includesAncestors: true, leases: leases).sample()
         #expect(snapshot.binding?.cgroupPath == "/pod/app" && snapshot.coordinatedCgroups.isEmpty)
+    }
+
+    // Issue 36, item 8: every limit at its own marks.
+    @Test func aLargerParentPastItsWarningMarkRaisesTheLevelWhileTheOwnLimitBinds() async throws {
+        // Own limit 100 MiB at 50 % (50 MiB of headroom: it binds); the parent, 1 GiB shared with
+        // siblings, at 85 % (154 MiB of headroom): past its warning mark.
+        let host = try SharedParentHost(parentLimit: 1024 * Self.mebibyte, ownLimit: 100 * Self.mebibyte)
+        try host.setUsage(parent: 870 * Self.mebibyte, app: 50 * Self.mebibyte)
+        let monitor = Self.monitor(host)
+        let first = try #require(monitor.latestEvent)
+        #expect(first.snapshot.binding?.cgroupPath == "/pod/app", "the own limit has the least headroom and binds")
+        #expect(first.level == .warning, "the parent is past its warning mark: \(first.snapshot.constraints)")
+        #expect(abs(first.snapshot.levelRatio - 870.0 / 1024) < 1e-9)
+        // The release is sized to bring the parent back under its recovery mark (70 %).
+        let target = ReleaseTarget.make(for: first.snapshot, policy: PressurePolicy(), growthBytesPerSecond: 0, leadTime: .zero)
+        let parentRecovery = Int((1024 * Double(Self.mebibyte) * 0.7).rounded(.down))
+        #expect(abs(target.bytes - (Int(870 * Self.mebibyte) - parentRecovery)) <= 1, "\(target.bytes)")
+    }
+
+    // Issue 36, item 1: a leased parent keeps a backstop.
+    @Test func aLeasedParentsCrossingLeftUnansweredCountsAgainWithinTheBound() async throws {
+        let host = try SharedParentHost(parentLimit: 256 * Self.mebibyte)
+        try host.setUsage(parent: 100 * Self.mebibyte, app: 10 * Self.mebibyte)
+        let monitor = Self.monitor(host)
+        let agent = try LineChild(["/bin/sleep", "60"])  // an agent that lives and renews, but never asks
+        defer { agent.killIfRunning() }
+        try await withRunningMonitor(monitor) { iterator in
+            #expect(try await next(&iterator).level == .normal)
+            monitor.coordinate(cgroupPath: "/pod", agentPid: agent.pid, for: .seconds(60))
+            // Siblings take the parent past its warning mark: the monitor sees the crossing (it
+            // still samples the parent), leaves it to the agent, then counts it again.
+            let crossed = ContinuousClock.now
+            try host.setUsage(parent: 218 * Self.mebibyte, app: 10 * Self.mebibyte)
+            let raised = try await next(&iterator, within: .seconds(5))
+            let after = ContinuousClock.now - crossed
+            #expect(raised.snapshot.binding?.cgroupPath == "/pod" && raised.snapshot.coordinatedCgroups.isEmpty, "\(raised.snapshot.constraints)")
+            #expect(monitor.coordinatedCgroups == ["/pod": agent.pid], "the lease holds: only the backstop counts the parent")
+            // Left to the agent for the bound first (a lower bound: it holds on a busy machine too).
+            #expect(after >= AgentLeases.answerBound - .milliseconds(50), "counted again after \(after), before the bound")
+            #expect([.agentLease, .poll, .usageSample].contains(raised.source), "\(raised.source)")
+        }
+    }
+
+    @Test func aLeasedParentAtItsCriticalMarkCountsAgainAtOnceEvenWhenAnswered() async throws {
+        try await Self.withAnsweredLease { host, _, _, left, iterator in
+            #expect(left.level == .normal, "answered: left to the agent")
+            try host.setUsage(parent: 240 * Self.mebibyte, app: 10 * Self.mebibyte)  // 94 %
+            let critical = try await next(&iterator, within: .seconds(5))
+            #expect(critical.snapshot.binding?.cgroupPath == "/pod" && critical.snapshot.coordinatedCgroups.isEmpty)
+        }
     }
 
     @Test func aContainersCgroupNamespaceRootWithALimitIsCounted() throws {

@@ -22,14 +22,23 @@ struct AgentBenchmark {
         var services: [SharedParentTrial.Service]
         /// A sibling that does not link memwarn (a `memwarn-hog`): its cgroup's name and the MiB it holds.
         var sibling: (name: String, holdMiB: Int)?
+        /// Busy loops beside the services for the trial's length (a busy node).
+        var cpuHogs = 0
 
         static let threeServices: [SharedParentTrial.Service] = [
             .init(name: "large", rateMiB: 60, totalMiB: 150), .init(name: "medium", rateMiB: 30, totalMiB: 90),
             .init(name: "small", rateMiB: 12, totalMiB: 45),
         ]
+        /// Fast growth on a busy CPU (issue 36: the agent used to lose services here that each on
+        /// its own kept alive).
+        static let fastServices: [SharedParentTrial.Service] = [
+            .init(name: "large", rateMiB: 400, totalMiB: 800), .init(name: "medium", rateMiB: 300, totalMiB: 600),
+            .init(name: "small", rateMiB: 200, totalMiB: 400),
+        ]
         static let all = [
             Workload(name: "3 services, 256 MiB", limitMiB: 256, services: threeServices, sibling: nil),
             Workload(name: "3 + unlinked sibling, 320 MiB", limitMiB: 320, services: threeServices, sibling: ("sibling", 60)),
+            Workload(name: "3 fast + 2 CPU hogs, 384 MiB", limitMiB: 384, services: fastServices, sibling: nil, cpuHogs: 2),
         ]
     }
 
@@ -107,7 +116,11 @@ struct AgentBenchmark {
                 }
             }
         }
-        return Result(benchmark: self, runs: runs, skipped: skipped, seconds: (ContinuousClock.now - began).inSeconds)
+        var detection: [AgentDetection.Result] = []
+        for attacked in [false, true] {
+            detection.append(await AgentDetection().run(memwarn: products.memwarn, attacked: attacked, progress: progress))
+        }
+        return Result(benchmark: self, runs: runs, skipped: skipped, seconds: (ContinuousClock.now - began).inSeconds, detection: detection)
     }
 
     /// One trial in a fresh parent; a failure is recorded, not thrown (the next trial goes on).
@@ -123,6 +136,7 @@ struct AgentBenchmark {
                 var trial = SharedParentTrial(parent: parent, services: workload.services)
                 (trial.memwarnPath, trial.probePath) = products
                 trial.sibling = workload.sibling
+                trial.cpuHogs = workload.cpuHogs
                 let outcome = try await trial.run(coordination, bound: Self.trialBound)
                 // The kernel writes its line before the kill: every kill of the trial is logged by now.
                 return (outcome, log?.victims(under: parent.location.path))
@@ -232,6 +246,8 @@ extension AgentBenchmark {
         /// Trials not started because the budget was spent.
         var skipped: Int
         var seconds: Double
+        /// How soon the agent reports a crossing, with a clean search path and one under attack.
+        var detection: [AgentDetection.Result] = []
 
         func runs(_ workload: Int, _ coordination: SharedParentTrial.Coordination) -> [Run] {
             runs.filter { $0.workload == workload && $0.coordination == coordination && $0.failure == nil }
@@ -301,14 +317,18 @@ extension AgentBenchmark.Result {
         let failures = runs.filter { $0.failure != nil }.map {
             "  \(benchmark.workloads[$0.workload].name), \($0.coordination.rawValue) #\($0.repeatIndex + 1): \($0.failure ?? "")"
         }
-        let services = AgentBenchmark.Workload.threeServices.map { "\($0.name) \(fixed($0.rateMiB, 0)) MiB/s to \(fixed($0.totalMiB, 0)) MiB" }
-            .joined(separator: ", ")
+        func describe(_ services: [SharedParentTrial.Service]) -> String {
+            services.map { "\($0.name) \(fixed($0.rateMiB, 0)) MiB/s to \(fixed($0.totalMiB, 0)) MiB" }.joined(separator: ", ")
+        }
+        let services = describe(AgentBenchmark.Workload.threeServices)
+        let fast = describe(AgentBenchmark.Workload.fastServices)
         let bound = Int(AgentBenchmark.trialBound.inSeconds)
         return """
         agent: memwarn services sharing a limited parent cgroup (cgroup v1): the node agent, each service on its own, and nobody answering the parent
         services: memwarn-growth-probe (default policy, one DiscardableCache of 1 MiB entries, a control endpoint), each in a child cgroup of its own
         with no limit: \(services); inserts start after 1 s, each stays up 2 s after its last
-        workloads: the three under a 256 MiB parent; the three and a sibling that does not link memwarn (memwarn-hog, 60 MiB in 10 steps) under 320 MiB
+        workloads: the three under a 256 MiB parent; the three and a sibling that does not link memwarn (memwarn-hog, 60 MiB in 10 steps) under 320 MiB;
+        and three fast ones (\(fast)) under 384 MiB with two busy loops beside them (sh -c 'while :; do :; done') on the CPU
         coordinations: agent = memwarn agent --cgroup <parent> (the services lease it the parent; it asks them to release, largest first by the kernel's count);
         alone = each service's own monitor sees the parent's limit and releases on its own (the default policy, no agent);
         own-limit-only = each sees only its own limit (ancestor_limits = ignore): nobody answers the parent, the kernel does
@@ -331,6 +351,12 @@ extension AgentBenchmark.Result {
         the agent's crossings, asks, what the asks freed measured by the kernel and reported by the services, and its own relief times from its own readings):
         \(table(perRun))
 
+        detection: how soon the agent reports a crossing of its parent's warning mark (a memwarn-hog steps a 256 MiB parent to 86 %, \(AgentDetection().crossings) times;
+        from the hog's acknowledgement to the agent's crossing line, 0 when the line came first), with a clean search path and with 100 junk sockets
+        (50 whose backlog is full, said unreachable at once; 50 that accept and never answer, held by this process outside the parent, left alone
+once their peer is read) and four hostile endpoints under the parent (hang on release, lie about size, a report whose sum overflows, never answer):
+        \(table([AgentDetection.Result.header] + detection.map(\.row)))
+
         the whole run: \(fixed(seconds, 1)) s (no trial starts after \(fixed(benchmark.budgetSeconds, 0)) s; each is bounded at \(bound) s)
         """ + (skipped > 0 ? "\n\(skipped) trials not run: the budget (--budget) was spent" : "")
             + (failures.isEmpty ? "" : "\n\ntrials that failed (not in the table above):\n" + failures.joined(separator: "\n"))
@@ -351,7 +377,7 @@ extension AgentBenchmark.Result {
                     ("services", .array(workload.services.map {
                         .object([("name", .string($0.name)), ("rate_mib_s", .double($0.rateMiB, digits: 1)), ("total_mib", .double($0.totalMiB, digits: 1))])
                     })),
-                    ("sibling_mib", workload.sibling.map { .number($0.holdMiB) } ?? .raw("null")),
+                    ("sibling_mib", workload.sibling.map { .number($0.holdMiB) } ?? .raw("null")), ("cpu_hogs", .number(workload.cpuHogs)),
                 ])
             })),
             ("runs", .array(runs.map { run in
@@ -379,6 +405,7 @@ extension AgentBenchmark.Result {
                 }
                 return .object(members)
             })),
+            ("detection", .array(detection.map(\.json))),
         ])
     }
 }

@@ -172,27 +172,46 @@ package enum ControlClient {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         let deadline = ContinuousClock.now + timeout
-        while received.count <= maximumReplyBytes {
+        while true {
             guard ContinuousClock.now < deadline else { throw ControlError(.timedOut, "no complete reply from \(socketPath) within \(timeout)") }
-            let count: Int?
-            do {
-                count = try socket.receive(into: &chunk)
-            } catch  where error.errno == ECONNRESET {
-                count = 0
-            } catch {
-                throw ControlError(error)
+            guard let count = try receiveChunk(on: socket, into: &chunk) else {
+                throw ControlError(.timedOut, "no reply from \(socketPath) within \(timeout)")
             }
-            guard let count else { throw ControlError(.timedOut, "no reply from \(socketPath) within \(timeout)") }
-            if count == 0 {
-                guard received.isEmpty else { return String(decoding: received, as: UTF8.self) }
-                throw ControlError(.connectionClosed, "the endpoint on \(socketPath) closed the connection without a reply")
-            }
-            if let newline = chunk[0..<count].firstIndex(of: UInt8(ascii: "\n")) {
-                received += chunk[0..<newline]
-                return String(decoding: received, as: UTF8.self)
-            }
-            received += chunk[0..<count]
+            if let line = try appendReply(chunk[0..<count], to: &received, socketPath: socketPath) { return line }
         }
-        throw ControlError(.malformedReply, "the reply from \(socketPath) is longer than \(maximumReplyBytes) bytes")
+    }
+
+    /// One read of a reply: the bytes read, 0 when the endpoint closed (a reset counts as
+    /// closed), `nil` when nothing more is there yet (or the read timed out).
+    static func receiveChunk(on socket: borrowing FileDescriptor, into chunk: inout [UInt8]) throws(ControlError) -> Int? {
+        do {
+            return try socket.receive(into: &chunk)
+        } catch  where error.errno == ECONNRESET {
+            return 0
+        } catch {
+            throw ControlError(error)
+        }
+    }
+
+    /// Adds one read to a reply (an empty one: the endpoint closed). Each chunk is searched once,
+    /// never the whole reply again.
+    ///
+    /// - Returns: the complete line (without its newline) once it is there, or `nil` to read on.
+    /// - Throws: ``ControlError`` when the endpoint closed without a reply, or the reply is longer
+    ///   than ``maximumReplyBytes``.
+    static func appendReply(_ chunk: ArraySlice<UInt8>, to received: inout [UInt8], socketPath: String) throws(ControlError) -> String? {
+        if chunk.isEmpty {
+            guard received.isEmpty else { return String(decoding: received, as: UTF8.self) }
+            throw ControlError(.connectionClosed, "the endpoint on \(socketPath) closed the connection without a reply")
+        }
+        if let newline = chunk.firstIndex(of: UInt8(ascii: "\n")) {
+            received += chunk[..<newline]
+            return String(decoding: received, as: UTF8.self)
+        }
+        received += chunk
+        guard received.count <= maximumReplyBytes else {
+            throw ControlError(.malformedReply, "the reply from \(socketPath) is longer than \(maximumReplyBytes) bytes")
+        }
+        return nil
     }
 }

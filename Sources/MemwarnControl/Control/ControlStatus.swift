@@ -35,4 +35,8 @@ public struct ControlStatus: Sendable, Hashable {
     public var forecasts = ForecastTally()
     /// The process's resident memory and heap in use, when it could read them.
     public var process: ProcessMemory?
+    /// The ancestors whose limits a node agent (`memwarn agent`) coordinates for the process
+    /// now, each under a lease the agent renews (its monitor leaves those limits to the agent),
+    /// sorted; empty when none does (and from an endpoint that predates it).
+    public var coordinatedCgroups: [String] = []
 }

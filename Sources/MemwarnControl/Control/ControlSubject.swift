@@ -23,7 +23,7 @@ struct ControlSubject: Sendable {
             .status(status())
         case .warn(let level, let targetBytes):
             // A warning on request is a warning: the coordinator's responders hear it first.
-            .released(request: request.name, pid: getpid(), report: warn(level: level, targetBytes: targetBytes))
+            .released(request: request.name, pid: getpid(), report: warn(level: level, targetBytes: targetBytes, from: peerPid))
         case .terminateSuspended(let targetBytes):
             .released(
                 request: request.name, pid: getpid(),
@@ -51,7 +51,8 @@ struct ControlSubject: Sendable {
         return .coordinated(pid: getpid(), cgroupPath: normalized, leaseMilliseconds: Int(granted.wholeMilliseconds))
     }
 
-    private func warn(level: MemoryPressureLevel, targetBytes: Int) -> ReleaseReport {
+    private func warn(level: MemoryPressureLevel, targetBytes: Int, from peerPid: Int32) -> ReleaseReport {
+        monitor()?.noteAgentAsk(agentPid: peerPid)  // a leasing agent's ask answers its crossing (the backstop)
         if level > .normal { _ = coordinator.deliverMemoryWarning(level: level) }
         return coordinator.release(level: level, targetBytes: targetBytes)
     }
@@ -69,6 +70,7 @@ struct ControlSubject: Sendable {
         if let monitor = monitor() {
             status.isMemoryExhausted = monitor.isMemoryExhausted
             status.forecasts = monitor.forecastTally
+            status.coordinatedCgroups = monitor.coordinatedCgroups.keys.sorted()
         }
         status.process = ProcessMemory.current()
         return status

@@ -107,14 +107,66 @@ extension ControlReply {
 
     /// Reads a reply line.
     ///
+    /// The sizes in it are the endpoint's word, and are summed by those who read it: a negative
+    /// one, or one larger than any memory (2^57 bytes, 128 PiB), is refused here, saying which.
+    ///
     /// - Parameter line: the reply's JSON object, with or without its newline.
-    /// - Throws: ``ControlError`` when the line is not a reply.
+    /// - Throws: ``ControlError`` `.malformedReply` when the line is not a reply, or carries a
+    ///   size that cannot be.
     public init(line: some Collection<UInt8>) throws(ControlError) {
         do {
             self = try JSONDecoder().decode(Self.self, from: Data(line))
+        } catch let error as ImplausibleSize {
+            throw ControlError(.malformedReply, "unreadable reply from the endpoint: \(error.reason): \(String(decoding: line.prefix(200), as: UTF8.self))")
         } catch {
             throw ControlError(.malformedReply, "unreadable reply from the endpoint: \(String(decoding: line.prefix(200), as: UTF8.self))")
         }
+    }
+
+    /// The largest size in bytes a reply may carry: 128 PiB (2^57), the most memory a process
+    /// can map on Linux (x86-64 with five-level page tables). More is no memory, but a lie or a
+    /// corrupted reply; and a sum of a few such sizes would overflow.
+    package static let largestPlausibleBytes = 1 << 57
+}
+
+/// A size in a reply that cannot be: negative, or more than any memory.
+private struct ImplausibleSize: Error {
+    /// Which member, its value, and why it cannot be.
+    var reason: String
+}
+
+extension KeyedDecodingContainer {
+    /// A size in bytes the endpoint sent: within 0...`ControlReply.largestPlausibleBytes`.
+    ///
+    /// - Parameter allowing: a value accepted besides (`Int.max`: "everything the level allows").
+    /// - Throws: `ImplausibleSize` naming the member and its value, when it is negative or
+    ///   larger; what `decode` throws.
+    fileprivate func decodeSize(forKey key: Key, allowing special: Int? = nil) throws -> Int {
+        try checkedSize(decode(Int.self, forKey: key), forKey: key, allowing: special)
+    }
+
+    /// ``decodeSize(forKey:allowing:)`` for a member an older endpoint leaves out.
+    fileprivate func decodeSizeIfPresent(forKey key: Key) throws -> Int? {
+        try decodeIfPresent(Int.self, forKey: key).map { try checkedSize($0, forKey: key) }
+    }
+
+    /// Sizes by name (the bytes released by tier, by consumer), each checked as
+    /// ``decodeSize(forKey:allowing:)`` checks one; `nil` when the member is absent.
+    fileprivate func decodeSizesIfPresent(forKey key: Key) throws -> [String: Int]? {
+        try decodeIfPresent([String: Int].self, forKey: key).map { sizes in
+            for (name, size) in sizes { _ = try checkedSize(size, forKey: key, naming: name) }
+            return sizes
+        }
+    }
+
+    private func checkedSize(_ size: Int, forKey key: Key, allowing special: Int? = nil, naming name: String? = nil) throws -> Int {
+        guard size != special else { return size }
+        let member = #""\#(key.stringValue)""# + (name.map { #" of "\#($0)""# } ?? "")
+        if size < 0 { throw ImplausibleSize(reason: "\(member) is \(size): a size is never negative") }
+        if size > ControlReply.largestPlausibleBytes {
+            throw ImplausibleSize(reason: "\(member) is \(size): more than any memory (at most 2^57 bytes, 128 PiB)")
+        }
+        return size
     }
 }
 
@@ -171,11 +223,11 @@ extension ControlStatus: Codable {
     private enum CodingKeys: String, CodingKey {
         case pid, level, usageBytes, limitBytes, cgroupPath, consumers
         case releases, releasedBytesByTier, releasedBytesByConsumer, memoryExhausted, forecastWarnings, falseForecasts
-        case residentBytes, heapInUseBytes
+        case residentBytes, heapInUseBytes, coordinatedCgroups
     }
 
     /// Reads a reply; the figures added after the first release (releases, exhaustion,
-    /// forecasts, process memory) may be missing, from an older endpoint.
+    /// forecasts, process memory, the coordinated cgroups) may be missing, from an older endpoint.
     ///
     /// - Parameter decoder: the decoder to read from.
     /// - Throws: `DecodingError` for a missing or mistyped field of the first release.
@@ -188,14 +240,15 @@ extension ControlStatus: Codable {
             cgroupPath: try container.decodeIfPresent(String.self, forKey: .cgroupPath),
             consumers: try container.decode([Consumer].self, forKey: .consumers))
         released.releases = try container.decodeIfPresent(Int.self, forKey: .releases) ?? 0
-        released.freedBytesByTier = try container.decodeIfPresent([String: Int].self, forKey: .releasedBytesByTier) ?? [:]
-        released.freedBytesByConsumer = try container.decodeIfPresent([String: Int].self, forKey: .releasedBytesByConsumer) ?? [:]
+        released.freedBytesByTier = try container.decodeSizesIfPresent(forKey: .releasedBytesByTier) ?? [:]
+        released.freedBytesByConsumer = try container.decodeSizesIfPresent(forKey: .releasedBytesByConsumer) ?? [:]
         isMemoryExhausted = try container.decodeIfPresent(Bool.self, forKey: .memoryExhausted) ?? false
         forecasts.raised = try container.decodeIfPresent(Int.self, forKey: .forecastWarnings) ?? 0
         forecasts.falseAlarms = try container.decodeIfPresent(Int.self, forKey: .falseForecasts) ?? 0
         if let resident = try container.decodeIfPresent(UInt64.self, forKey: .residentBytes) {
             process = ProcessMemory(residentBytes: resident, heapInUseBytes: try container.decodeIfPresent(UInt64.self, forKey: .heapInUseBytes))
         }
+        coordinatedCgroups = try container.decodeIfPresent([String].self, forKey: .coordinatedCgroups) ?? []
     }
 
     /// Every key is present: unknown values are `null`.
@@ -218,6 +271,7 @@ extension ControlStatus: Codable {
         try container.encode(forecasts.falseAlarms, forKey: .falseForecasts)
         try container.encode(process?.residentBytes, forKey: .residentBytes)
         try container.encode(process?.heapInUseBytes, forKey: .heapInUseBytes)
+        try container.encode(coordinatedCgroups, forKey: .coordinatedCgroups)
     }
 }
 
@@ -230,7 +284,7 @@ extension ControlStatus.Consumer: Codable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             name: try container.decode(String.self, forKey: .name), tier: try container.decode(String.self, forKey: .tier),
-            footprintBytes: try container.decode(Int.self, forKey: .footprintBytes))
+            footprintBytes: try container.decodeSize(forKey: .footprintBytes))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -285,7 +339,9 @@ extension ReleaseReport.Entry: Encodable {
     }
 }
 
-/// Reads a report back from the JSON it encodes to (`memwarn trigger` reads endpoints' replies).
+/// Reads a report back from the JSON it encodes to (`memwarn trigger` reads endpoints' replies);
+/// every size must lie within 0 and 2^57 bytes, 128 PiB (`targetBytes` may also be `Int.max`,
+/// everything the level allows).
 extension ReleaseReport: Decodable {
     private enum ReportKeys: String, CodingKey {
         case level, targetBytes, headroomBytes, growthBytesPerSecond, trimmedHeap, durationMicroseconds, entries
@@ -295,12 +351,12 @@ extension ReleaseReport: Decodable {
         let container = try decoder.container(keyedBy: ReportKeys.self)
         self.init(
             level: try container.decode(MemoryPressureLevel.self, forKey: .level),
-            targetBytes: try container.decode(Int.self, forKey: .targetBytes),
+            targetBytes: try container.decodeSize(forKey: .targetBytes, allowing: .max),
             entries: try container.decode([Entry].self, forKey: .entries),
             trimmedHeap: try container.decode(Bool.self, forKey: .trimmedHeap),
             duration: .microseconds(try container.decode(Int64.self, forKey: .durationMicroseconds)))
         // Absent from endpoints of earlier versions.
-        headroomBytes = try container.decodeIfPresent(Int.self, forKey: .headroomBytes) ?? 0
+        headroomBytes = try container.decodeSizeIfPresent(forKey: .headroomBytes) ?? 0
         growthBytesPerSecond = try container.decodeIfPresent(Double.self, forKey: .growthBytesPerSecond) ?? 0
     }
 }
@@ -319,10 +375,10 @@ extension ReleaseReport.Entry: Decodable {
         }
         self.init(
             consumer: try container.decode(String.self, forKey: .consumer), tier: tier,
-            bytesBefore: try container.decode(Int.self, forKey: .bytesBefore),
-            bytesAfter: try container.decode(Int.self, forKey: .bytesAfter),
-            bytesFreed: try container.decode(Int.self, forKey: .bytesFreed),
+            bytesBefore: try container.decodeSize(forKey: .bytesBefore),
+            bytesAfter: try container.decodeSize(forKey: .bytesAfter),
+            bytesFreed: try container.decodeSize(forKey: .bytesFreed),
             duration: .microseconds(try container.decode(Int64.self, forKey: .durationMicroseconds)),
-            bytesInUse: try container.decodeIfPresent(Int.self, forKey: .bytesInUse) ?? 0)  // absent from earlier endpoints
+            bytesInUse: try container.decodeSizeIfPresent(forKey: .bytesInUse) ?? 0)  // absent from earlier endpoints
     }
 }

@@ -120,7 +120,7 @@ struct SourcePlan {
             return
         }
         thresholdCgroup = cgroup
-        guard !snapshot.constraints.isEmpty else {
+        guard !snapshot.limitsWatched.isEmpty else {
             try addSampling(cgroup, noLimit: true, policy: policy, files: files, because: "no cgroup limit")
             return
         }
@@ -128,7 +128,7 @@ struct SourcePlan {
             cgroup, noLimit: false, policy: policy, files: files,
             because: "until the usage thresholds are registered, then only in the guard bands below the marks")
         pendingThresholds = ThresholdRegistrar.Plan(
-            files: files, requests: Self.thresholdRequests(for: snapshot.constraints, of: cgroup, sampling: usageSampling!, policy: policy))
+            files: files, requests: Self.thresholdRequests(for: snapshot.limitsWatched, of: cgroup, sampling: usageSampling!, policy: policy))
     }
 
     /// The v1 usage thresholds for every limit that applies: on the usage of each cgroup whose

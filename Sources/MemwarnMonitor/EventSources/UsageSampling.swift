@@ -135,8 +135,9 @@ final class UsageSampling {
     /// - Throws: ``/CgroupKit/CgroupError`` when a new limit's usage file cannot be opened.
     @discardableResult
     func observe(_ snapshot: PressureSnapshot, at now: ContinuousClock.Instant) throws(CgroupError) -> Bool {
+        // Every limit read, a coordinated one's too (its backstop is woken as any crossing is).
         // A snapshot made by hand may name a limit without its constraints: the cgroup's own, then.
-        var constraints = snapshot.constraints
+        var constraints = snapshot.limitsWatched
         if constraints.isEmpty, let limit = snapshot.limit, let cgroup {
             constraints = [MemoryConstraint(cgroupPath: cgroup.path, usageBytes: snapshot.usageBytes, limit: limit)]
         }

@@ -60,6 +60,10 @@ final class MonitorEngine {
     private var recheckDeadline: EventLoop.Deadline?
     /// When the latest agent lease runs out unrenewed (``leaseGranted(isNew:endsAt:agentPid:)``).
     private var leaseDeadline: EventLoop.Deadline?
+    /// When the backstop looks again at a coordinated limit's unanswered crossing (``AgentLeases``).
+    private var backstopDeadline: EventLoop.Deadline?
+    /// The coordinated limits the backstop counted again at the last reading (logged as they change).
+    private var countedAgain: [String] = []
     /// The node agents holding leases, each watched for its end.
     private var agentWatches: [Int32: (watch: ProcessEndWatch, registration: EventLoop.Registration)] = [:]
     /// Agents whose end cannot be watched (pid 0: another pid namespace; no pidfds): their leases run out.
@@ -213,14 +217,14 @@ final class MonitorEngine {
 
     /// The limits a reading names.
     private static func plannedLimits(of snapshot: PressureSnapshot) -> [PlannedLimit] {
-        snapshot.constraints.map { PlannedLimit(cgroupPath: $0.cgroupPath, file: $0.limit.file, bytes: $0.limit.bytes) }
+        snapshot.limitsWatched.map { PlannedLimit(cgroupPath: $0.cgroupPath, file: $0.limit.file, bytes: $0.limit.bytes) }
     }
 
     /// Whether a reading names the limits the thresholds were planned for. Every full reading
     /// asks, on the loop thread: a comparison in place, nothing made.
     private func namesThePlannedLimits(_ snapshot: PressureSnapshot) -> Bool {
-        snapshot.constraints.count == thresholdLimits.count
-            && zip(snapshot.constraints, thresholdLimits).allSatisfy { constraint, planned in
+        snapshot.limitsWatched.count == thresholdLimits.count
+            && zip(snapshot.limitsWatched, thresholdLimits).allSatisfy { constraint, planned in
                 constraint.limit.bytes == planned.bytes && constraint.limit.file == planned.file && constraint.cgroupPath == planned.cgroupPath
             }
     }
@@ -246,7 +250,7 @@ final class MonitorEngine {
         thresholdSources = []
         thresholdLines = []
         usageSampling.leaveGuardedMode()
-        let requests = SourcePlan.thresholdRequests(for: snapshot.constraints, of: cgroup, sampling: usageSampling, policy: policy)
+        let requests = SourcePlan.thresholdRequests(for: snapshot.limitsWatched, of: cgroup, sampling: usageSampling, policy: policy)
         func describe(_ limits: [PlannedLimit]) -> String {
             limits.isEmpty ? "none" : limits.map(\.description).joined(separator: ", ")
         }
@@ -384,6 +388,32 @@ final class MonitorEngine {
             hand(reading(event, rise: nil))
         }
         scheduleRecheckIfRaised()
+        scheduleBackstopCheck()
+    }
+
+    /// A reading when a coordinated limit's crossing would go unanswered for
+    /// ``AgentLeases/answerBound`` (it then counts again), and a line when the limits counted
+    /// again change.
+    private func scheduleBackstopCheck() {
+        guard let leases = sampler.leases else { return }
+        if let pending = backstopDeadline { loop.cancel(pending) }
+        backstopDeadline = nil
+        let counted = leases.countedAgain
+        if counted != countedAgain {
+            if counted.isEmpty {
+                logger.notice("memory monitor: the coordinated limits are left to the node agent again", metadata: ["cgroups": "\(countedAgain)"])
+            } else {
+                logger.warning(
+                    "memory monitor: a coordinated limit counts again: the node agent did not answer its crossing in time, or it reached the critical mark",
+                    metadata: ["cgroups": "\(counted)", "answerBound": "\(AgentLeases.answerBound)"])
+            }
+            countedAgain = counted
+        }
+        guard let at = leases.nextBackstopCheck() else { return }
+        backstopDeadline = loop.schedule(at: at + .milliseconds(1)) { [unowned self] in
+            backstopDeadline = nil
+            wake(hint: .normal, source: .agentLease)
+        }
     }
 
     /// Every reading goes to the monitor (metrics, the latest figures) and to the release loop,

@@ -78,7 +78,7 @@ public final class PressureMonitor: Service, Sendable {
     private let exhausted = Atomic<Bool>(false)
     private let samples: UsageSampleCount
     /// The ancestors a node agent coordinates for this monitor (``coordinate(cgroupPath:agentPid:for:)``).
-    private let leases = AgentLeases()
+    private let leases: AgentLeases
     private let coordinators = AttachedCoordinators()
     private let metrics: MonitorMetrics
 
@@ -98,6 +98,7 @@ public final class PressureMonitor: Service, Sendable {
     public init(configuration: MonitorConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)? = nil) {
         self.configuration = configuration
         self.logger = logger
+        leases = AgentLeases(policy: configuration.policy)
         metrics = MonitorMetrics(factory: metricsFactory ?? MetricsSystem.factory)
         samples = UsageSampleCount(metrics: metrics)
         let phase: Phase
@@ -386,6 +387,13 @@ public final class PressureMonitor: Service, Sendable {
 
     /// The ancestors coordinated now, with the agents' pids.
     package var coordinatedCgroups: [String: Int32] { leases.current().mapValues(\.agentPid) }
+
+    /// A node agent asked this service to release (a `warn` request from the agent's pid): it
+    /// answers the crossings of the limits it coordinates, so the backstop leaves them to it
+    /// (``AgentLeases``).
+    package func noteAgentAsk(agentPid: Int32) {
+        leases.noteAsk(agentPid: agentPid)
+    }
 
     private var currentSession: MonitorSession? {
         state.withLock { state in

@@ -121,13 +121,13 @@ final class ReleaseLoop: @unchecked Sendable {
         // itself while it is recent. A failed read is the monitor's to report (it reads the same
         // files): the reading stands in.
         let (fresh, age) = beforeWarning == nil ? current(reading) : ((try? context.sampler.sample()) ?? reading.event.snapshot, Duration.zero)
-        if let exhaustion, exhaustion.isExhausted, level == .normal || fresh.ratio < policy.warningRatio {
+        if let exhaustion, exhaustion.isExhausted, level == .normal || fresh.levelRatio < policy.warningRatio {
             leaveExhaustion(fresh, growth: reading.growthBytesPerSecond)
         }
         var releaseLevel: MemoryPressureLevel?
         if let rise = reading.rise, rise > .normal {
             releaseLevel = rise
-        } else if level > .normal, fresh.capacityBytes != nil, fresh.ratio >= policy.warningRatio {
+        } else if level > .normal, fresh.capacityBytes != nil, fresh.levelRatio >= policy.warningRatio {
             let asked = LevelEvaluator.candidate(
                 for: fresh, current: .normal, hint: .normal, policy: policy,
                 countsPressureStall: context.countsPressureStall)
@@ -158,7 +158,7 @@ final class ReleaseLoop: @unchecked Sendable {
         context.ledger.end(droppedBytes: dropped)
 
         guard let after, let capacity = after.capacityBytes else { return }
-        let stillCritical = Double(after.usageBytes) >= Double(capacity) * min(policy.criticalRatio, 1)
+        let stillCritical = after.levelRatio >= min(policy.criticalRatio, 1)
         if releaseLevel == .critical, freed < target.bytes, stillCritical, exhaustion?.isExhausted != true {
             let holders = coordinators.flatMap(\.consumers).map { MemoryExhaustion.Holder(consumer: $0.name, tier: $0.tier, bytes: $0.footprintBytes) }
                 .filter { $0.bytes > 0 }.sorted { $0.bytes > $1.bytes }

@@ -5,7 +5,8 @@ public import MemwarnRelease
 
 /// A target sized from a reading and the policy's recovery mark.
 extension ReleaseTarget {
-    /// The target for a snapshot: usage back below the recovery mark less the headroom.
+    /// The target for a snapshot: usage back below the recovery mark less the headroom, for
+    /// every counted limit (the largest excess among them).
     ///
     /// - Parameters:
     ///   - snapshot: the reading released from (without a capacity, the target is 0).
@@ -14,13 +15,15 @@ extension ReleaseTarget {
     ///   - leadTime: how long until the next release can act.
     /// - Returns: the target; 0 bytes when usage is already below the mark less the headroom.
     public static func make(for snapshot: PressureSnapshot, policy: PressurePolicy, growthBytesPerSecond: Double, leadTime: Duration) -> ReleaseTarget {
-        guard let capacity = snapshot.capacityBytes else { return ReleaseTarget(bytes: 0) }
-        let recovery = Double(capacity) * policy.recoveryRatio
+        guard snapshot.capacityBytes != nil else { return ReleaseTarget(bytes: 0) }
         let growth = max(0, growthBytesPerSecond.isFinite ? growthBytesPerSecond : 0)
-        let headroom = min(recovery, growth * leadTime.seconds)
-        let bytes = max(0, (Double(snapshot.usageBytes) - (recovery - headroom)).rounded(.up))
+        let headroom = growth * leadTime.seconds
+        // Every counted limit back under its recovery mark: the largest excess (the binding
+        // limit's, unless a larger parent is further past its marks).
+        let bytes = max(0, snapshot.excessBytes(over: policy.recoveryRatio, lessHeadroom: headroom).rounded(.up))
+        let withoutHeadroom = max(0, snapshot.excessBytes(over: policy.recoveryRatio).rounded(.up))
         // The part of the target the headroom accounts for (all of it when usage is below the mark).
-        let headroomPart = min(bytes, headroom.rounded(.up))
+        let headroomPart = min(bytes, max(0, bytes - withoutHeadroom))
         return ReleaseTarget(bytes: Int(bytes), headroomBytes: Int(headroomPart), growthBytesPerSecond: growth, leadTime: leadTime)
     }
 }

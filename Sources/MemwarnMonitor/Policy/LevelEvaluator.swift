@@ -26,7 +26,7 @@ struct LevelEvaluator: Sendable {
     ) -> MemoryPressureLevel {
         var wanted = hint
         if snapshot.capacityBytes != nil {
-            let ratio = snapshot.ratio
+            let ratio = snapshot.levelRatio  // every counted limit at its own marks: the highest level
             let fromUsage: MemoryPressureLevel =
                 if ratio >= policy.criticalRatio { .critical } else if ratio >= policy.warningRatio { .warning } else if ratio >= policy.recoveryRatio {
                     current > .normal ? .warning : .normal

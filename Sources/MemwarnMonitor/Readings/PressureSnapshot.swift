@@ -21,8 +21,14 @@ public struct PressureSnapshot: Sendable, Hashable {
     /// ``usageBytes`` when the cgroup's own limit binds.
     public var cgroupUsageBytes: UInt64?
     /// Ancestors whose limits a node agent coordinates for this process (`memwarn agent`):
-    /// left out of ``constraints`` while its lease holds.
+    /// left out of ``constraints`` while its lease holds, unless the agent leaves a crossing of
+    /// that limit unanswered (see ``MemwarnMonitor/PressureMonitor`` on the backstop).
     public var coordinatedCgroups: [String] = []
+    /// Every limit read, nearest first, the coordinated ones included: the marks the usage
+    /// thresholds and the usage sampler follow, so that the backstop of a coordinated limit is
+    /// woken by the kernel as any other limit's crossing is. Empty in a snapshot made by hand
+    /// (then ``constraints``).
+    package var watchedConstraints: [MemoryConstraint] = []
     /// The system's memory, read when no cgroup limit applies (the fallback measure).
     public var system: SystemMemory?
     /// Memory pressure stalls: the cgroup2 group's `memory.pressure`, or the system's.
@@ -55,6 +61,36 @@ public struct PressureSnapshot: Sendable, Hashable {
 
     /// The constraint whose limit binds (the least headroom), or `nil` when no limit applies.
     public var binding: MemoryConstraint? { MemoryConstraint.binding(constraints) }
+
+    /// The limits the monitor's thresholds and sampling follow: ``watchedConstraints``, or
+    /// ``constraints`` in a snapshot made by hand.
+    var limitsWatched: [MemoryConstraint] { watchedConstraints.isEmpty ? constraints : watchedConstraints }
+
+    /// The share of the limit that is nearest its marks: the highest of every counted limit's
+    /// usage against that limit (each limit at the same marks), or ``ratio`` when none applies.
+    ///
+    /// The level is decided from it, not from the binding limit alone: a service at 50 % of its
+    /// own 100 MiB under a 1 GiB parent at 85 % has less headroom in bytes under its own limit
+    /// (which binds, and sizes what an OOM kill would take), yet the parent, shared with
+    /// siblings, is past its warning mark: the level is `warning`.
+    public var levelRatio: Double {
+        constraints.reduce(ratio) { max($0, $1.ratio) }
+    }
+
+    /// The bytes to free for every counted limit to be at or under `ratio` of itself (the largest
+    /// excess among them); without limits, the system's used memory over `ratio` of its total.
+    ///
+    /// - Parameters:
+    ///   - ratio: the mark, as a share of each limit.
+    ///   - headroom: what each mark is lowered by, as a share of that limit's excess allowance
+    ///     (bytes, capped at the mark itself).
+    func excessBytes(over ratio: Double, lessHeadroom headroom: Double = 0) -> Double {
+        let measures = constraints.isEmpty ? capacityBytes.map { [(usageBytes, $0)] } ?? [] : constraints.map { ($0.usageBytes, $0.limit.bytes) }
+        return measures.reduce(0.0) { largest, measure in
+            let mark = Double(measure.1) * ratio
+            return max(largest, Double(measure.0) - (mark - min(mark, headroom)))
+        }
+    }
 
     /// The bytes usage is measured against: the binding limit, else the system's total.
     public var capacityBytes: UInt64? { limit?.bytes ?? system?.totalBytes }

@@ -77,6 +77,7 @@ public struct SnapshotSampler: Sendable {
         var constraints: [MemoryConstraint] = []
         var cgroupUsage: UInt64?
         var coordinated: [String] = []
+        var watched: [MemoryConstraint] = []
         if let reader {
             constraints = try reader.constraints(along: includesAncestors ? limitedAncestors(reader) : nil)
             // The own limit's reading, when there is one: the same number, not a second read.
@@ -85,9 +86,14 @@ public struct SnapshotSampler: Sendable {
             } else {
                 cgroupUsage = try reader.usage()
             }
-            if let leases = leases?.current(), !leases.isEmpty {
-                coordinated = constraints.map(\.cgroupPath).filter { leases[$0] != nil && $0 != reader.location.path }
-                constraints.removeAll { coordinated.contains($0.cgroupPath) && !$0.isHidden }
+            watched = constraints
+            if let leases {
+                // The limits a lease leaves to the agent, unless its backstop counts them again.
+                let left = leases.leftToAgent(constraints.filter { $0.cgroupPath != reader.location.path })
+                if !left.isEmpty {
+                    coordinated = constraints.map(\.cgroupPath).filter(left.contains)
+                    constraints.removeAll { left.contains($0.cgroupPath) && !$0.isHidden }
+                }
             }
             if let binding = MemoryConstraint.binding(constraints) {
                 usage = binding.usageBytes
@@ -107,6 +113,7 @@ public struct SnapshotSampler: Sendable {
         snapshot.constraints = constraints
         snapshot.cgroupUsageBytes = cgroupUsage
         snapshot.coordinatedCgroups = coordinated
+        snapshot.watchedConstraints = watched
         return snapshot
     }
 

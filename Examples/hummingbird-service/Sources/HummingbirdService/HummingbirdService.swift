@@ -12,7 +12,9 @@
 //
 // Under load the renders are released first (warning, then critical); when what the service holds
 // keeps rising, memwarn reports memory exhausted and the load-shedding middleware answers 503 with
-// Retry-After until the queue has drained below the warning mark.
+// Retry-After until the queue has drained below the warning mark. Before that, a request whose
+// declared body (Content-Length) does not fit below the critical mark, beside the bodies being
+// read, is answered 503 with Retry-After before its body is read (memwarn's MemoryAdmission).
 //
 // Options: --hostname H (127.0.0.1), --port N (8080), --drain-rate JOBS_PER_S (40),
 //          --render-kib KIB (256), --retry-after S (5),
@@ -103,10 +105,12 @@ struct HummingbirdService {
 
         let router = Router()
         router.add(middleware: MetricsMiddleware())
-        if options.protection == .full {
-            // Bodies are admitted against what is left below the critical mark (memwarn's
-            // MemoryAdmission), and everything is refused while memory is exhausted.
-            router.add(middleware: LoadSheddingMiddleware(monitor: monitor, admission: MemoryAdmission(monitor: monitor),
+        let admission = options.protection == .full ? MemoryAdmission(monitor: monitor) : nil
+        if let admission {
+            // Bodies are admitted by their declared size (Content-Length), before they are read,
+            // against what is left below the critical mark (memwarn's MemoryAdmission), and
+            // everything is refused while memory is exhausted.
+            router.add(middleware: LoadSheddingMiddleware(monitor: monitor, admission: admission,
                                                           largestBody: Self.largestJob, retryAfterSeconds: options.retryAfterSeconds,
                                                           exemptPaths: ["/healthz", "/metrics", "/status"]))
         }
@@ -120,7 +124,7 @@ struct HummingbirdService {
                             body: .init(byteBuffer: ByteBuffer(bytes: text)))
         }
         router.get("/status") { _, _ in
-            ServiceStatus(monitor: monitor, renders: renders, jobs: jobs, sessions: sessions)
+            ServiceStatus(monitor: monitor, admission: admission, renders: renders, jobs: jobs, sessions: sessions)
         }
         router.get("/reports/:id") { request, context -> Response in
             let id = try context.parameters.require("id", as: Int.self)
@@ -140,7 +144,9 @@ struct HummingbirdService {
             return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: page))
         }
         router.post("/jobs") { request, _ -> Response in
-            let payload = try await request.body.collect(upTo: Self.largestJob)
+            // Admitted by its Content-Length (LoadSheddingMiddleware) before any of it was read;
+            // read into one buffer of that size.
+            let payload = try await request.collectAdmittedBody(upTo: Self.largestJob)
             let position = jobs.enqueue(payload)
             return Response(status: .accepted, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(string: "{\"queued\":\(position)}\n")))
@@ -149,9 +155,12 @@ struct HummingbirdService {
         // The monitor, the sessions and the service's own workers run in the application's
         // ServiceGroup. Hummingbird shuts the server down first on SIGTERM (`memwarn run`
         // forwards it), then these in reverse order: running sessions get `willTerminate`, and
-        // the monitor, which releases until then, stops last.
+        // the monitor, which releases until then, stops last. Connections read 16 KiB at a time
+        // (ReadAheadLimit): what the server holds read ahead of a handler is bounded, and
+        // admission reserves it (ReadAhead.swift).
         let app = Application(
             router: router,
+            server: .http1(configuration: .init(additionalChannelHandlers: [ReadAheadLimit()])),
             configuration: .init(address: .hostname(options.hostname, port: options.port), serverName: "hummingbird-service"),
             services: [monitor, ControlService(monitor: monitor, logger: logger), sessions, worker, sweeper],
             logger: logger)

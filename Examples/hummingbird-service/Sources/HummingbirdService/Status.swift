@@ -12,9 +12,14 @@ struct ServiceStatus: ResponseEncodable {
     var renderBytes: Int
     var jobsQueued: Int
     var jobBytes: Int
+    /// Bytes reserved by the bodies admitted and still being read (`nil` without admission:
+    /// the baselines).
+    var admittedBodyBytes: Int?
+    /// What admission has left below the critical mark, less those reservations.
+    var admissionHeadroomBytes: Int?
     var sessions: [String: Int]
 
-    init(monitor: PressureMonitor, renders: RenderCache, jobs: JobQueue, sessions: LifeCycleApplication) {
+    init(monitor: PressureMonitor, admission: MemoryAdmission?, renders: RenderCache, jobs: JobQueue, sessions: LifeCycleApplication) {
         level = monitor.level.rawValue
         exhausted = monitor.isMemoryExhausted
         floorBytes = monitor.exhaustion.flatMap { $0.isExhausted ? $0.floorBytes : nil }
@@ -22,6 +27,8 @@ struct ServiceStatus: ResponseEncodable {
         renderBytes = renders.bytes
         jobsQueued = jobs.count
         jobBytes = jobs.bytes
+        admittedBodyBytes = admission?.reservedBytes
+        admissionHeadroomBytes = admission?.headroomBytes
         self.sessions = Dictionary(sessions.units.map { ($0.state.rawValue, 1) }, uniquingKeysWith: +)
     }
 }
