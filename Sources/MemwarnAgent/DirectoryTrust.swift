@@ -11,21 +11,17 @@ import Glibc
 ///
 /// A directory is not searched when
 /// - a component of its path is a symbolic link (`/run/shm` → `/dev/shm`, say);
-/// - it is writable by its group or by others;
-/// - it was found by a pattern (`/run/*/memwarn`) in a folder that its group or others may write
-///   (`/run/lock`, sticky and world-writable, matches the pattern too: anyone may make a
-///   `memwarn` there). A service's own runtime directory (`/run/my-service`, its user's, 0755)
-///   is fine.
+/// - it is writable by its group or by others (a world-writable `/run/lock/memwarn` that a
+///   pattern such as `/run/*/memwarn` matches).
 ///
-/// A named directory in a sticky folder (`/tmp/memwarn-<uid>`, owned by the uid it names) is
-/// searched: nobody else can rename or replace it there.
+/// A directory of one user's, mode 0700, is searched wherever it is (a service's own
+/// `RuntimeDirectory=`, `/tmp/memwarn-<uid>`, a pod's `memwarn` in a sticky 1777 pod directory):
+/// only that user can put sockets there, and its sockets are judged by their listeners' pids.
 enum DirectoryTrust {
     /// Why `directory` is not searched, or `nil` when it is.
     ///
-    /// - Parameters:
-    ///   - foundByPattern: whether a pattern with `*` matched it.
-    ///   - type: what is at the path, not following a link.
-    static func refusal(of directory: String, foundByPattern: Bool, type: FileType) -> String? {
+    /// - Parameter type: what is at the path, not following a link.
+    static func refusal(of directory: String, type: FileType) -> String? {
         guard type == .directory else { return "not searched: not a directory (a symbolic link is not followed)" }
         var prefix = ""
         for component in directory.split(separator: "/") {
@@ -36,13 +32,6 @@ enum DirectoryTrust {
         guard let status = try? FileStatus.at(directory, followingLinks: false) else { return "not searched: it cannot be read" }
         if status.permissions & 0o022 != 0 {
             return "not searched: writable by its group or others (mode \(String(status.permissions & 0o7777, radix: 8)))"
-        }
-        if foundByPattern {
-            let folder = String(directory[..<(directory.lastIndex(of: "/") ?? directory.startIndex)])
-            guard let above = try? FileStatus.at(folder.isEmpty ? "/" : folder, followingLinks: false) else { return "not searched: its folder cannot be read" }
-            if above.permissions & 0o022 != 0 {
-                return "not searched: a pattern matched it in \(folder), which its group or others may write"
-            }
         }
         return nil
     }

@@ -44,7 +44,7 @@ struct ServiceFinder {
                 // believes only the pid the kernel gives for a socket, and that pid's cgroup. A
                 // directory that someone other than its owner may change is not searched.
                 guard let type = FileType.at(directory, followingLinks: false) else { continue }  // not made yet: searched once it is
-                if let refusal = DirectoryTrust.refusal(of: directory, foundByPattern: pattern != directory, type: type) {
+                if let refusal = DirectoryTrust.refusal(of: directory, type: type) {
                     found.untrusted.append((directory, refusal))
                     continue
                 }

@@ -27,16 +27,25 @@ struct SoakCommand: AsyncParsableCommand {
             (counters named *_shed_total, or --shed-counter). Every run reports its floor and a \
             trend: steady, warming up, leaking (MiB/min, confidence) or retained by the \
             allocator. --limits runs the pair at each limit from the smallest and reports the \
-            lowest each survives. A progress line on stderr; --plot is rewritten every 5 s.
-            Ctrl-C or SIGTERM stops the service and the load, removes the cgroups and prints \
-            the report of what ran.
+            lowest each survives. A service that exits 0 by itself at most 10 s (or a tenth \
+            of --duration) before its end ran to the end. A service no memwarn control endpoint \
+            answered for is reported as one memwarn was not in: its survival is not memwarn's. \
+            A progress line on stderr; --plot is rewritten every 5 s.
+            Whatever ends the soak once a run has started — its end, a failure, bad input found \
+            then, Ctrl-C or SIGTERM (the service and the load stopped, the cgroups removed) — \
+            the report of what ran is printed (and --plot, --samples written), with the reason.
+            Killed itself (SIGKILL, the OOM killer), the soak cannot clean up: the service and \
+            the load's shell die with it, and what they started lives on in the soak's cgroups \
+            until the next memwarn soak, run or status started in the same cgroup kills it and \
+            removes them — at the latest when the next soak starts.
             Exit status:
-              0      with memwarn the service survived (at some limit) and its data held
+              0      the service survived (at some limit, with memwarn) and its data held
               1      it did not: OOM-killed, crashed, a --check or the demo's verification failed
               2      the soak could not be carried out: the command was not found, never became
                      ready, exited 0 early, its load failed at once, the limit is below what it
                      needs to start (with --limits that is a result, at that limit), no cgroup
                      could be made, or the plot or samples file could not be written
+                     (once a run has started, its report is printed all the same)
               64     bad arguments
               128+N  interrupted by signal N (the report of what ran is printed)
             Examples:
@@ -233,14 +242,15 @@ struct SoakCommand: AsyncParsableCommand {
         }
         line.finish()
         try? log?.close()
+        // From here on, whatever ended the soak, the report of what ran is written; the errors
+        // follow it.
+        var errors: [String] = report.problem.map { [$0.description] } ?? []
         if let plot {
             do {
                 try SoakPlot.svg(report).write(toFile: plot, atomically: true, encoding: .utf8)
                 Output.errorLine("memwarn soak: plot written to \(plot)")
             } catch {
-                Output.line(json ? try report.json() : report.text)
-                Output.errorLine("Error: cannot write the plot to \(plot): \(error)")
-                throw ExitCode(2)
+                errors.append("cannot write the plot to \(plot): \(error)")
             }
         }
         if let samples {
@@ -248,15 +258,15 @@ struct SoakCommand: AsyncParsableCommand {
                 // A new file renamed over the name: a symbolic link there is replaced, never written through.
                 try FileSystem.replaceFile(samples, with: report.samplesJSON(), mode: 0o644)
             } catch let error as SystemError {
-                Output.errorLine("Error: cannot write the samples to \(samples): \(error.reason)")
-                throw ExitCode(2)
+                errors.append("cannot write the samples to \(samples): \(error.reason)")
             } catch {
-                Output.errorLine("Error: cannot write the samples to \(samples): \(error)")
-                throw ExitCode(2)
+                errors.append("cannot write the samples to \(samples): \(error)")
             }
         }
         Output.line(json ? try report.json() : report.text)
+        for error in errors { Output.errorLine("Error: \(error)") }
         if let signal = report.interruptedBy { throw ExitCode(128 + signal) }
+        if !errors.isEmpty { throw ExitCode(2) }
         if !report.passed { throw ExitCode(1) }
     }
 

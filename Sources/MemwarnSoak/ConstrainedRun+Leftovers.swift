@@ -14,7 +14,7 @@ extension ConstrainedRun {
         public var cgroup: String
         /// The pid of the `memwarn` process that made it, no longer running.
         public var ownerPID: Int32
-        /// The processes still in it, killed (the dead run's command and its descendants).
+        /// The processes still in it, killed (the dead run's command and its descendants, or a soak's load's).
         public var processesKilled: Int
         /// Whether the cgroup is gone.
         public var removed: Bool
@@ -75,25 +75,7 @@ extension ConstrainedRun {
             let location = parent.child(name)
             guard let claim = claimIfAbandoned(location, owner: owner) else { continue }
             defer { withExtendedLifetime(claim) {} }
-            var killed = 0
-            for _ in 0..<50 {
-                let left = ((try? KernelFiles.host.read(location.file("cgroup.procs"))) ?? "").split(separator: "\n").compactMap { Int32($0) }
-                if left.isEmpty { break }
-                // A process outside this PID namespace reads as 0: never kill(0), this process's group.
-                for process in left where process > 0 && (try? Signals.send(SIGKILL, to: process)) != nil { killed += 1 }
-                SystemThread.sleep(for: .milliseconds(20))
-            }
-            var removed = false
-            for _ in 0..<50 {
-                do {
-                    try FileSystem.removeDirectory(location.directory)
-                    removed = true
-                } catch {
-                    removed = error.errno == ENOENT
-                }
-                if removed { break }
-                SystemThread.sleep(for: .milliseconds(20))
-            }
+            let (killed, removed) = killProcessesAndRemove(location)
             let leftover = Leftover(cgroup: location.directory, ownerPID: owner, processesKilled: killed, removed: removed)
             logger.notice(
                 "removed the cgroup of a run whose memwarn process is gone",
@@ -103,5 +85,33 @@ extension ConstrainedRun {
             leftovers.append(leftover)
         }
         return leftovers
+    }
+
+    /// Kills every process in the cgroup at `location` (for up to a second, as they are found:
+    /// one may fork meanwhile), then removes it (retried for up to a second, while the kernel
+    /// still holds it busy).
+    ///
+    /// - Returns: how many processes were killed, and whether the cgroup is gone.
+    static func killProcessesAndRemove(_ location: CgroupLocation) -> (killed: Int, removed: Bool) {
+        var killed = 0
+        for _ in 0..<50 {
+            let left = ((try? KernelFiles.host.read(location.file("cgroup.procs"))) ?? "").split(separator: "\n").compactMap { Int32($0) }
+            if left.isEmpty { break }
+            // A process outside this PID namespace reads as 0: never kill(0), this process's group.
+            for process in left where process > 0 && (try? Signals.send(SIGKILL, to: process)) != nil { killed += 1 }
+            SystemThread.sleep(for: .milliseconds(20))
+        }
+        var removed = false
+        for _ in 0..<50 {
+            do {
+                try FileSystem.removeDirectory(location.directory)
+                removed = true
+            } catch {
+                removed = error.errno == ENOENT
+            }
+            if removed { break }
+            SystemThread.sleep(for: .milliseconds(20))
+        }
+        return (killed, removed)
     }
 }

@@ -127,7 +127,17 @@ public final class ConstrainedRun: Sendable {
     private let logger: Logger
     private let forwarded = Locked(0)
 
+    /// The number of this process's last run cgroup (`<prefix>-<pid>-<n>`).
     private static let counter = Locked(0)
+
+    /// The next number for a cgroup of this process's (`<prefix>-<pid>-<n>`): one a run, and one
+    /// for each soak leg's load (``HelperCgroup``).
+    static func nextCgroupNumber() -> Int {
+        counter.withLock { counter in
+            counter += 1
+            return counter
+        }
+    }
     /// The lock on the run's cgroup, held until the run is torn down (``claimIfAbandoned(_:owner:)``).
     private let claim: DirectoryLock
     /// The locks on the leaves this process moved into (cgroup v2): held until it ends.
@@ -220,10 +230,7 @@ public final class ConstrainedRun: Sendable {
     /// the name (made by someone else) is never adopted — the next number is tried.
     private static func makeCgroup(in own: CgroupLocation, options: Options, highBytes: UInt64?) throws(CgroupError) -> MemoryCgroup {
         while true {
-            let number = counter.withLock { counter in
-                counter += 1
-                return counter
-            }
+            let number = nextCgroupNumber()
             do {
                 return try MemoryCgroup(
                     parent: own, name: "\(options.namePrefix)-\(getpid())-\(number)",

@@ -87,16 +87,31 @@ final class ServiceWatch: Sendable {
         }
     }
 
-    /// The first process in the cgroup whose control endpoint answers `status`.
+    /// The first process in the cgroup whose control endpoint answers `status`: for each, every
+    /// `<pid>.sock` in the search directories in turn, until one whose listener is that very
+    /// process answers (a stale socket, or one another process listens on, is passed over).
     private func status() -> ControlStatus? {
         let directories = ControlDirectory.everyUsersPaths  // the service may run as another user
         for pid in (try? cgroup.processes()) ?? [] {
-            guard let socket = directories.map({ ControlDirectory.socketPath(for: pid, in: $0) }).first(where: Self.isOwnersSocket),
-                case .status(let status)? = try? ControlClient.send(.status, to: socket, timeout: .milliseconds(800))
-            else { continue }
-            return status
+            for socket in directories.map({ ControlDirectory.socketPath(for: pid, in: $0) }) where Self.isOwnersSocket(socket) {
+                if let status = Self.status(of: pid, at: socket, timeout: .milliseconds(800)) { return status }
+            }
         }
         return nil
+    }
+
+    /// Process `pid`'s status through the endpoint at `socket`, when the process that listens
+    /// there (its `SO_PEERCRED` pid, whatever the socket's name says) is `pid` itself, as the
+    /// node agent believes only the kernel's word for a socket's process; `nil` otherwise, or
+    /// when it does not answer with a status.
+    static func status(of pid: Int32, at socket: String, timeout: Duration) -> ControlStatus? {
+        let exchange = try? ControlClient.exchange(ControlRequest.status.line, with: socket, timeout: timeout) { (peer) throws(ControlError) in
+            guard peer.pid == pid else {
+                throw ControlError(.untrusted, "\(socket) is served by process \(peer.pid), not by \(pid), which its name gives")
+            }
+        }
+        guard let exchange, case .status(let status)? = try? ControlReply(line: Array(exchange.reply.utf8)) else { return nil }
+        return status
     }
 
     /// Whether `path` is a socket (not a link to one) owned by its directory's owner.

@@ -65,13 +65,14 @@ public struct Soak: Sendable {
         }
     }
 
-    /// Why the soak could not be carried out (not why the service did not survive): the command
-    /// was not found, never became ready, exited 0 early, its load failed at once, or no cgroup
-    /// could be made. `memwarn soak` exits 2 with it.
-    public struct SetupError: Error, CustomStringConvertible, CustomDebugStringConvertible {
+    /// Why the soak could not be carried out to its end (not why the service did not survive):
+    /// the service never became ready, exited 0 early, its load failed at once, or a later run
+    /// could not start. It comes in the report of what ran (``SoakReport/problem``); `memwarn
+    /// soak` prints that report, then the reason, and exits 2.
+    public struct SetupError: Error, Sendable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
         /// The kind of failure: how the leg that could not be carried out ended.
-        public struct Code: Sendable, Hashable, CustomStringConvertible {
-            private enum Base: String, Sendable, Hashable { case notReady, loadFailed, exitedEarly, failed }
+        public struct Code: Sendable, Hashable, Codable, CustomStringConvertible {
+            private enum Base: String, Sendable, Hashable, Codable { case notReady, loadFailed, exitedEarly, failed }
             private let base: Base
             private init(_ base: Base) { self.base = base }
 
@@ -172,12 +173,14 @@ public struct Soak: Sendable {
     }
 
     /// Runs every leg — at each limit from the smallest, with memwarn then without — until the
-    /// interruption says stop. At a limit past the first, only the runs that have not survived
-    /// yet are run again.
+    /// interruption says stop, or a leg finds that the soak cannot be carried out. At a limit
+    /// past the first, only the runs that have not survived yet are run again.
     ///
-    /// - Returns: the report (an interrupted soak reports what ran).
-    /// - Throws: ``SetupError`` or ``ConstrainedRun/StartError`` or `CgroupError` when the soak
-    ///   cannot be carried out.
+    /// - Returns: the report of what ran, whatever ended it: an interrupted soak's
+    ///   (``SoakReport/interruptedBy``), and one that could not be carried out to its end, with
+    ///   the reason (``SoakReport/problem``).
+    /// - Throws: ``ConstrainedRun/StartError`` or `CgroupError` when the first run cannot start
+    ///   (nothing ran: there is nothing to report).
     public func run(logger: Logger, interruption: SoakInterruption, progress: @escaping @Sendable (Progress) -> Void) async throws -> SoakReport {
         let labels = includesBaseline ? [true, false] : [true]
         let runs = Locked<[SoakRun]>([])
@@ -194,30 +197,40 @@ public struct Soak: Sendable {
         }
         defer { plotting?.cancel() }
         var survivedOnce: Set<Bool> = []
+        var problem: SetupError?
         legs: for limit in limits {
             for memwarnEnabled in labels where !survivedOnce.contains(memwarnEnabled) {
                 if interruption.signal != nil { break legs }
                 let leg = SoakLeg(soak: self, memwarnEnabled: memwarnEnabled, limit: limit, logger: logger)
-                let run = try await leg.run(interruption: interruption, progress: progress) { partial in live.withLock { $0 = partial } }
+                let run: SoakRun
+                do {
+                    run = try await leg.run(interruption: interruption, progress: progress) { partial in live.withLock { $0 = partial } }
+                } catch {
+                    guard !runs.withLock({ $0.isEmpty }) else { throw error }  // nothing ran: nothing to report
+                    problem = SetupError(
+                        .failed, "the run \(memwarnEnabled ? "with memwarn" : "without memwarn") under \(ByteSize.describe(limit)) could not start: \(error)")
+                    break legs
+                }
                 runs.withLock { $0.append(run) }
                 if run.survived { survivedOnce.insert(memwarnEnabled) }
                 // A limit too small to start under is a result when several limits are tried, or for
                 // the baseline; every other problem means the soak cannot be carried out.
                 let tooSmallToStart = run.end == .notReady && run.run.oomKills > 0
-                if let problem = run.problem, interruption.signal == nil, !tooSmallToStart || (memwarnEnabled && limits.count == 1) {
-                    throw SetupError(SetupError.Code(run.end), problem)
+                if let runProblem = run.problem, interruption.signal == nil, !tooSmallToStart || (memwarnEnabled && limits.count == 1) {
+                    problem = SetupError(SetupError.Code(run.end), runProblem)
+                    break legs
                 }
             }
         }
         plotting?.cancel()
         _ = await plotting?.value  // the final plot is the caller's to write, after the last of these
-        return report(runs.withLock { $0 }, interruption: interruption.signal)
+        return report(runs.withLock { $0 }, interruption: interruption.signal, problem: problem)
     }
 
-    private func report(_ runs: [SoakRun], interruption: Int32?) -> SoakReport {
+    private func report(_ runs: [SoakRun], interruption: Int32?, problem: SetupError? = nil) -> SoakReport {
         SoakReport(
             subject: subjectName, memoryMaxBytes: limits.first ?? 0, limits: limits, durationSeconds: duration.seconds,
-            runs: runs, interruptedBy: interruption)
+            runs: runs, interruptedBy: interruption, problem: problem)
     }
 }
 

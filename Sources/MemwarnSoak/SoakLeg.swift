@@ -34,6 +34,11 @@ struct SoakLeg {
     /// How long `--check` may take.
     static let checkTimeout = Duration.seconds(300)
 
+    /// How long before `--duration` is due a service may end by itself, with status 0, and have
+    /// run to the end (``SoakRun/End/finished``): the stop's grace (``stopGrace``), or a tenth of
+    /// the duration when that is shorter.
+    var finishWindow: Duration { min(Self.stopGrace, soak.duration / 10) }
+
     func run(
         interruption: SoakInterruption, progress: @escaping @Sendable (Soak.Progress) -> Void,
         live: @escaping @Sendable ((@Sendable () -> SoakRun)?) -> Void
@@ -171,6 +176,17 @@ struct SoakLeg {
         var endedBeforeReady = false
         var timers: [Task<Void, Never>] = []
         defer { for timer in timers { timer.cancel() } }
+        // When `--duration` is due (from ready on), for a service that ends by itself near it.
+        var durationDue: ContinuousClock.Instant?
+        // The load's and the check's cgroup, made with the first of them: what they start is
+        // killed with it at the end, or by the next run's start when this soak is killed.
+        var helper: HelperCgroup?
+        defer { helper?.remove() }
+        func shell(_ command: String, service: Soak.Service) throws -> WaitedChild {
+            let cgroup = try helper ?? HelperCgroup(beside: run)
+            helper = cgroup
+            return try startShell(command, service: service, environment: environment, pid: run.pid, in: cgroup)
+        }
         let cgroupDirectory = run.cgroup.location.directory
         var stallAtReady: StallFigures.Reading?
         if let service {
@@ -190,6 +206,7 @@ struct SoakLeg {
                 }
             }
             if reason == nil {
+                durationDue = .now + soak.duration
                 timers.append(
                     Task {
                         try? await Task.sleep(for: soak.duration)
@@ -197,7 +214,7 @@ struct SoakLeg {
                     })
                 if let command = service.load {
                     do {
-                        load = try startShell(command, service: service, environment: environment, pid: run.pid)
+                        load = try shell(command, service: service)
                         loadStarted = .now
                         Task { [load] in
                             guard let load else { return }
@@ -247,7 +264,7 @@ struct SoakLeg {
         if let check = service?.check, problem == nil, ending != .serviceExited, !run.hasEnded {
             if case .interrupted = ending {
             } else if let service {
-                checkExitCode = await runCheck(check, service: service, environment: environment, pid: run.pid, interruption: interruption)
+                checkExitCode = await runCheck(interruption: interruption) { try shell(check, service: service) }
             }
         }
         // Stop the service, then the load.
@@ -275,8 +292,17 @@ struct SoakLeg {
         }
         let figures = watch.current
         if service != nil, runEnd == .serviceExited, report.oomKills == 0, report.exitCode == 0, problem == nil {
-            problem =
-                "\(commandName) exited with status 0 after \(String(format: "%.1f", report.durationSeconds)) s, before the soak's end: a soaked service must run until it is stopped (or give --duration that ends first)"
+            // Near the end (or after it, before the soak stopped it), ending by itself is as good
+            // as being stopped then: an outcome, not bad input.
+            let due = durationDue.map { ($0 - start).seconds }
+            if let due, report.durationSeconds >= due - finishWindow.seconds {
+                runEnd = .finished
+            } else {
+                problem =
+                    "\(commandName) exited with status 0 after \(String(format: "%.1f", report.durationSeconds)) s, "
+                    + (due.map { "\(String(format: "%.1f", $0 - report.durationSeconds)) s before the soak's end" } ?? "before it was ready")
+                    + ": a soaked service must run until it is stopped (or give --duration that ends first)"
+            }
         }
         if runEnd == .notReady, report.oomKills > 0 {
             problem = "\(commandName) was OOM-killed before it was ready: \(ByteSize.describe(limit)) is below what it needs to start"
@@ -341,9 +367,11 @@ struct SoakLeg {
         }
     }
 
-    /// `/bin/sh -c command`, outside the limited cgroup, leading its own process group, with the
-    /// soak's variables.
-    private func startShell(_ command: String, service: Soak.Service, environment: [String: String], pid: Int32) throws -> WaitedChild {
+    /// `/bin/sh -c command`, outside the limited cgroup (in `cgroup`, which has no limit of its
+    /// own), leading its own process group, with the soak's variables.
+    private func startShell(
+        _ command: String, service: Soak.Service, environment: [String: String], pid: Int32, in cgroup: HelperCgroup
+    ) throws -> WaitedChild {
         var environment = environment
         environment["MEMWARN_SOAK_URL"] = service.readyAddress?.origin ?? ""
         environment["MEMWARN_SOAK_PID"] = String(pid)
@@ -354,16 +382,14 @@ struct SoakLeg {
         spawn.standardError = service.outputDescriptor ?? 2
         spawn.newProcessGroup = true
         spawn.parentDeathSignal = SIGKILL
+        spawn.cgroupProcsFile = cgroup.procsFile
         return try WaitedChild(spawn)
     }
 
-    /// Runs `--check`; its exit status (124 when it ran over ``checkTimeout`` and was killed).
-    /// An interruption ends it (SIGTERM to its group).
-    private func runCheck(
-        _ command: String, service: Soak.Service, environment: [String: String], pid: Int32,
-        interruption: SoakInterruption
-    ) async -> Int32 {
-        guard let check = try? startShell(command, service: service, environment: environment, pid: pid) else { return 127 }
+    /// Runs `--check`, started by `start`; its exit status (127 when it could not start, 124 when
+    /// it ran over ``checkTimeout`` and was killed). An interruption ends it (SIGTERM to its group).
+    private func runCheck(interruption: SoakInterruption, start: () throws -> WaitedChild) async -> Int32 {
+        guard let check = try? start() else { return 127 }
         interruption.onInterrupt { _ in check.signalGroup(SIGTERM) }
         defer { check.signalGroup(SIGKILL) }  // what the check left running in its group
         if await waitForExit(check, timeout: Self.checkTimeout) == nil {

@@ -9,17 +9,29 @@ public enum SoakPlot {
     static let margin = (left: 70.0, right: 20.0, top: 58.0, bottom: 44.0)
     static let colors = ["memwarn": "#1f77b4", "baseline": "#d62728"]
 
+    /// The longest line of the title, in characters (15 px bold across the plot's width).
+    static let titleWidth = 96
+    /// The distance between two lines of the title.
+    static let titleLineHeight = 18.0
+
     public static func svg(_ report: SoakReport) -> String {
         let panels = report.runs.count
-        let height = margin.top + Double(panels) * (panelHeight + margin.bottom) + 30
+        // The whole command, wrapped at spaces: never cut (a port cut to its first digit reads as another port).
+        let title = wrap(
+            "memwarn soak: \(report.subject) under \(report.limits.map(ByteSize.describe).joined(separator: ", ")), usage over time", width: titleWidth)
+        let titleExtra = Double(max(0, title.count - 1)) * titleLineHeight
+        let height = margin.top + titleExtra + Double(panels) * (panelHeight + margin.bottom) + 30
         let maximumSeconds = max(report.runs.map(\.run.durationSeconds).max() ?? 1, report.durationSeconds, 1)
         var parts = [
             ##"<svg xmlns="http://www.w3.org/2000/svg" width="\##(Int(width))" height="\##(Int(height))" viewBox="0 0 \##(Int(width)) \##(Int(height))" font-family="sans-serif" font-size="12">"##,
             ##"<rect width="100%" height="100%" fill="white"/>"##,
-            ##"<text x="\##(margin.left)" y="22" font-size="15" font-weight="bold">memwarn soak: \##(escape(String(report.subject.prefix(60)))) under \##(escape(report.limits.map(ByteSize.describe).joined(separator: ", "))), usage over time</text>"##,
         ]
+        for (index, line) in title.enumerated() {
+            parts.append(
+                ##"<text x="\##(margin.left)" y="\##(22 + Double(index) * titleLineHeight)" font-size="15" font-weight="bold">\##(escape(line))</text>"##)
+        }
         for (index, run) in report.runs.enumerated() {
-            let top = margin.top + Double(index) * (panelHeight + margin.bottom)
+            let top = margin.top + titleExtra + Double(index) * (panelHeight + margin.bottom)
             parts += panel(run, top: top, maximumSeconds: maximumSeconds, limit: run.memoryMaxBytes)
         }
         let legendY = height - 12
@@ -118,6 +130,25 @@ public enum SoakPlot {
         }
         parts.append("</g>")
         return parts
+    }
+
+    /// `text` in lines of at most `width` characters, broken at spaces: a word is never cut (one
+    /// longer than a line has a line of its own).
+    static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if line.isEmpty {
+                line = String(word)
+            } else if line.count + 1 + word.count <= width {
+                line += " " + word
+            } else {
+                lines.append(line)
+                line = String(word)
+            }
+        }
+        if !line.isEmpty { lines.append(line) }
+        return lines
     }
 
     /// 1, 2 or 5 times a power of ten, at least `rough`.

@@ -5,7 +5,8 @@ import MemwarnSystem
 public struct SoakReport: Sendable, Codable {
     /// The service soaked: `memwarn-demo`, or the command line.
     public var subject: String
-    /// The first (smallest) limit.
+    /// The first (smallest) limit. The JSON has it only for a soak of one limit: with several,
+    /// each run has its own (`runs[].memoryMaxBytes`), and `limits` lists them.
     public var memoryMaxBytes: UInt64
     /// Every limit asked for, smallest first.
     public var limits: [UInt64]
@@ -13,14 +14,29 @@ public struct SoakReport: Sendable, Codable {
     public var runs: [SoakRun]
     /// The signal that interrupted the soak, if one did: the report is of what ran.
     public var interruptedBy: Int32?
+    /// Why the soak could not be carried out to its end, if it could not (a service that never
+    /// became ready or exited 0 early, a load that failed at once, a run that could not start):
+    /// the report is of what ran.
+    public var problem: Soak.SetupError?
 
-    public init(subject: String, memoryMaxBytes: UInt64, limits: [UInt64], durationSeconds: Double, runs: [SoakRun], interruptedBy: Int32? = nil) {
+    public init(
+        subject: String, memoryMaxBytes: UInt64, limits: [UInt64], durationSeconds: Double, runs: [SoakRun], interruptedBy: Int32? = nil,
+        problem: Soak.SetupError? = nil
+    ) {
         self.subject = subject
         self.memoryMaxBytes = memoryMaxBytes
         self.limits = limits
         self.durationSeconds = durationSeconds
         self.runs = runs
         self.interruptedBy = interruptedBy
+        self.problem = problem
+    }
+
+    /// Whether memwarn was seen in the service: it is the demo, or a control endpoint of a
+    /// process in a run's cgroup answered. A service that never served one is taken for one that
+    /// does not link memwarn: whatever it survived, memwarn did not help it.
+    public var memwarnInService: Bool {
+        runs.contains { $0.demo != nil || $0.service.linksMemwarn }
     }
 
     /// The lowest limit at which the run with memwarn (or the baseline) survived, if any did.
@@ -31,7 +47,7 @@ public struct SoakReport: Sendable, Codable {
     /// With memwarn the service survived (at some limit, with several), not interrupted, and its
     /// data held (the demo lost no write; `--check` passed, when given).
     public var passed: Bool {
-        guard interruptedBy == nil else { return false }
+        guard interruptedBy == nil, problem == nil else { return false }
         return runs.contains { $0.memwarnEnabled && $0.survived && $0.dataHeld != false }
     }
 
@@ -43,7 +59,9 @@ public struct SoakReport: Sendable, Codable {
         var rows = [
             [""] + runs.map { ($0.memwarnEnabled ? "with memwarn" : "without (baseline)") + (several ? " @ \(ByteSize.describe($0.memoryMaxBytes))" : "") },
             row("outcome") { run in
-                if run.survived { return "survived \(String(format: "%.0f", run.run.durationSeconds)) s" }
+                if run.survived {
+                    return "survived \(String(format: "%.0f", run.run.durationSeconds)) s" + (run.end == .finished ? " (ended itself, status 0)" : "")
+                }
                 if run.end == .interrupted && run.run.oomKills == 0 { return "interrupted after \(String(format: "%.1f", run.run.durationSeconds)) s" }
                 if run.end == .notReady { return "not ready" + (run.run.oomKills > 0 ? " (OOM-killed)" : "") }
                 return
@@ -55,7 +73,7 @@ public struct SoakReport: Sendable, Codable {
             row("peak usage") { run in run.run.peakUsageBytes.map(ByteSize.describe) ?? "unknown" },
             row("memwarn in the service") { run in
                 if run.service.linksMemwarn { return run.memwarnEnabled ? "linked, answering" : "linked, turned off (MEMWARN_DISABLE=1)" }
-                return run.demo != nil ? (run.memwarnEnabled ? "linked" : "off (--no-memwarn)") : "no control endpoint answered"
+                return run.demo != nil ? (run.memwarnEnabled ? "linked" : "off (--no-memwarn)") : "no (no control endpoint answered)"
             },
         ]
         let tiers = Set(runs.flatMap { $0.releasedByTier.keys })
@@ -139,25 +157,37 @@ public struct SoakReport: Sendable, Codable {
             }
             notes.append("lowest limit survived: with memwarn \(lowest(true))" + (runs.contains { !$0.memwarnEnabled } ? ", without \(lowest(false))" : ""))
         }
-        var verdict = passed ? "PASS: with memwarn the service survived" : "FAIL: with memwarn the service did not survive cleanly"
-        if let signal = interruptedBy { verdict = "INTERRUPTED by signal \(signal): the report is of what ran" }
-        if passed, let memwarn = runs.first(where: { $0.memwarnEnabled && $0.survived }) {
-            if let demo = memwarn.demo {
-                verdict += ", with 0 OOM kills and 0 lost writes"
-                if demo.turnedAway > 0 { verdict += ", shedding load: \(demo.turnedAway) new users turned away while memory was exhausted" }
-            } else {
-                verdict += memwarn.checkExitCode == 0 ? ", with 0 OOM kills, and its check passed" : ", with 0 OOM kills"
-            }
-            if let baseline = runs.first(where: { !$0.memwarnEnabled && $0.memoryMaxBytes == memwarn.memoryMaxBytes }) {
-                verdict +=
-                    baseline.survived
-                    ? "; without memwarn it survived too"
-                    : "; without memwarn it did not (\(baseline.killedAfterSeconds.map { "killed after \(String(format: "%.1f", $0)) s" } ?? "failed"))"
-            }
-        }
-        if let reason = runs.first(where: \.memwarnEnabled)?.killReason { verdict += "\n" + reason }
+        var verdict = self.verdict
+        if problem == nil, let reason = runs.first(where: \.memwarnEnabled)?.killReason { verdict += "\n" + reason }
         let title = "memwarn soak: \(subject) under \(limits.map(ByteSize.describe).joined(separator: ", ")) for \(String(format: "%.0f", durationSeconds)) s"
         return ([title, ""] + lines + [""] + notes + ["", verdict]).joined(separator: "\n")
+    }
+
+    /// The last line of the text: PASS, FAIL, INTERRUPTED or NOT CARRIED OUT, and why. The
+    /// survival of a service memwarn was not in is never credited to memwarn.
+    var verdict: String {
+        if let signal = interruptedBy { return "INTERRUPTED by signal \(signal): the report is of what ran" }
+        if let problem { return "NOT CARRIED OUT: \(problem.description); the report is of what ran" }
+        let notInService = "memwarn was not in the service (no memwarn control endpoint answered in its cgroup)"
+        guard passed, let memwarn = runs.first(where: { $0.memwarnEnabled && $0.survived }) else {
+            return memwarnInService ? "FAIL: with memwarn the service did not survive cleanly" : "FAIL: the service did not survive cleanly; \(notInService)"
+        }
+        var verdict = memwarnInService ? "PASS: with memwarn the service survived" : "PASS: the service survived"
+        if let demo = memwarn.demo {
+            verdict += ", with 0 OOM kills and 0 lost writes"
+            if demo.turnedAway > 0 { verdict += ", shedding load: \(demo.turnedAway) new users turned away while memory was exhausted" }
+        } else {
+            verdict += memwarn.checkExitCode == 0 ? ", with 0 OOM kills, and its check passed" : ", with 0 OOM kills"
+        }
+        if !memwarnInService { verdict += "; \(notInService): its survival is its own, not memwarn's" }
+        if let baseline = runs.first(where: { !$0.memwarnEnabled && $0.memoryMaxBytes == memwarn.memoryMaxBytes }) {
+            let without = memwarnInService ? "without memwarn it" : "the baseline run"
+            verdict +=
+                baseline.survived
+                ? "; \(without) survived too"
+                : "; \(without) did not (\(baseline.killedAfterSeconds.map { "killed after \(String(format: "%.1f", $0)) s" } ?? "failed"))"
+        }
+        return verdict
     }
 
     /// The report as one JSON object (`memwarn soak --json`).
@@ -187,11 +217,15 @@ public struct SoakReport: Sendable, Codable {
     private struct JSONForm: Encodable {
         var passed: Bool
         var subject: String
-        var memoryMaxBytes: UInt64
+        /// Only for one limit: with several, each run's is its own.
+        var memoryMaxBytes: UInt64?
         var limits: [UInt64]
-        var lowestSurvivingLimit: [String: UInt64]
+        /// `memwarn` and `baseline`, each `null` when no such run survived (or none ran).
+        var lowestSurvivingLimit: [String: UInt64?]
         var durationSeconds: Double
         var interruptedBy: Int32?
+        var problem: String?
+        var memwarnInService: Bool
         var runs: [Run]
 
         struct Run: Encodable {
@@ -233,14 +267,15 @@ public struct SoakReport: Sendable, Codable {
         init(_ report: SoakReport) {
             passed = report.passed
             subject = report.subject
-            memoryMaxBytes = report.memoryMaxBytes
+            memoryMaxBytes = report.limits.count == 1 ? report.memoryMaxBytes : nil
             limits = report.limits
-            lowestSurvivingLimit = [:]
-            for (label, enabled) in [("memwarn", true), ("baseline", false)] {
-                if let lowest = report.lowestSurvivingLimit(memwarnEnabled: enabled) { lowestSurvivingLimit[label] = lowest }
-            }
+            lowestSurvivingLimit = [
+                "memwarn": report.lowestSurvivingLimit(memwarnEnabled: true), "baseline": report.lowestSurvivingLimit(memwarnEnabled: false),
+            ]
             durationSeconds = report.durationSeconds
             interruptedBy = report.interruptedBy
+            problem = report.problem?.description
+            memwarnInService = report.memwarnInService
             runs = report.runs.map { run in
                 let demo = run.demo
                 return Run(

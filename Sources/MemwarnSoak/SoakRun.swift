@@ -10,6 +10,10 @@ public struct SoakRun: Sendable, Codable {
         case loadEnded = "load ended"
         /// The service ended by itself (the demo at the end of its load; a command, early).
         case serviceExited = "service exited"
+        /// The service (a command) ended by itself with status 0 at the soak's end: after its
+        /// time or its load ended, or at most the stop's grace before `--duration` was due (a
+        /// tenth of the duration when that is shorter). It ran to the end.
+        case finished = "service finished"
         /// Ctrl-C or SIGTERM: the soak stopped the service.
         case interrupted
         /// The service never became ready.
@@ -46,12 +50,13 @@ public struct SoakRun: Sendable, Codable {
     public var stall: StallFigures?
 
     /// It ran to the end under its limit: not OOM-killed, and (a command) still running when its
-    /// time or its load ended and the soak stopped it, or (the demo) ended its load and exited 0
-    /// having verified its writes. An interrupted run did not run to the end.
+    /// time or its load ended and the soak stopped it, or ending by itself with status 0 then
+    /// (``End/finished``), or (the demo) ended its load and exited 0 having verified its writes.
+    /// An interrupted run did not run to the end.
     public var survived: Bool {
         guard problem == nil, run.oomKills == 0, end != .interrupted else { return false }
         if let demo { return run.exitCode == 0 && demo.writesAcknowledged != nil }
-        return end == .duration || end == .loadEnded
+        return end == .duration || end == .loadEnded || end == .finished
     }
 
     /// Whether its data held: the demo lost no write; a command's `--check` exited 0 (`nil`:

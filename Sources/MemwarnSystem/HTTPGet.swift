@@ -112,17 +112,24 @@ package enum HTTPGet {
         package var body: String
     }
 
-    /// The most of a body read; the rest is dropped.
+    /// The most of a body read: a longer one is cut there, and the rest never read.
     package static let maximumBodyBytes = 8 << 20
+    /// The most of a reply's head (the status line and the headers) read: a head that does not
+    /// end within it is not HTTP.
+    package static let maximumHeadBytes = 64 << 10
 
-    /// Sends `GET` and reads the whole reply, or fails within `timeout`.
+    /// Sends `GET` and reads the reply, or fails within `timeout`. Both bounds hold however the
+    /// peer sends: a reply that keeps coming without a pause is cut at ``maximumHeadBytes`` plus
+    /// ``maximumBodyBytes``, and the deadline is checked before every read, not only when a read
+    /// would wait.
     ///
     /// - Parameters:
     ///   - address: the URL.
-    ///   - timeout: for the whole exchange.
-    /// - Returns: the reply.
-    /// - Throws: ``SystemError`` when the connection is refused or times out (`ETIMEDOUT`), or
-    ///   the reply is not HTTP (`EPROTO`).
+    ///   - timeout: for the whole exchange: connecting, sending and reading every byte.
+    /// - Returns: the reply, its body cut at ``maximumBodyBytes``.
+    /// - Throws: ``SystemError`` when the connection is refused or the exchange outlasts
+    ///   `timeout` (`ETIMEDOUT`), or the reply is not HTTP (`EPROTO`, a head longer than
+    ///   ``maximumHeadBytes`` included).
     package static func get(_ address: Address, timeout: Duration) throws(SystemError) -> Response {
         let deadline = ContinuousClock.now + timeout
         // Every address the host stands for, in order, until one connects (`localhost` is 127.0.0.1
@@ -154,12 +161,17 @@ package enum HTTPGet {
                 throw SystemError("send", path: address.description)
             }
         }
+        // Read until the peer closes, the reply reaches its bound, or the deadline passes: a peer
+        // that streams without a pause never makes a read wait, so the deadline is checked here too.
+        let limit = maximumHeadBytes + maximumBodyBytes
         var reply: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        while reply.count < limit {
+            guard ContinuousClock.now < deadline else { throw SystemError("an answer", errno: ETIMEDOUT, path: address.description) }
+            let wanted = min(chunk.count, limit - reply.count)
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, wanted, 0) }
             if count > 0 {
-                if reply.count < maximumBodyBytes + 64 << 10 { reply += chunk[..<count] }
+                reply += chunk[..<count]
             } else if count == 0 {
                 break
             } else if errno == EAGAIN || errno == EINTR {
@@ -195,17 +207,22 @@ package enum HTTPGet {
         }
     }
 
-    /// The status line's code and the body after the blank line.
+    /// The status line's code and the body after the blank line (at most ``maximumBodyBytes``).
+    ///
+    /// - Throws: ``SystemError`` (`EPROTO`) when the reply is not HTTP, or its head runs past
+    ///   ``maximumHeadBytes`` without its blank line.
     static func parse(_ reply: [UInt8], address: Address) throws(SystemError) -> Response {
-        let text = String(decoding: reply, as: UTF8.self)
-        let statusLine = text.prefix { $0 != "\r" && $0 != "\n" }
+        let head = reply.prefix(maximumHeadBytes)
+        let statusLine = String(decoding: head.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self)
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]), (100...599).contains(status) else {
             throw SystemError("an HTTP reply", errno: EPROTO, path: address.description)
         }
         var body = ""
-        if let end = reply.indices.dropLast(3).first(where: { reply[$0] == 13 && reply[$0 + 1] == 10 && reply[$0 + 2] == 13 && reply[$0 + 3] == 10 }) {
+        if let end = head.indices.dropLast(3).first(where: { reply[$0] == 13 && reply[$0 + 1] == 10 && reply[$0 + 2] == 13 && reply[$0 + 3] == 10 }) {
             body = String(decoding: reply[(end + 4)...].prefix(maximumBodyBytes), as: UTF8.self)
+        } else if reply.count > maximumHeadBytes {
+            throw SystemError("an HTTP reply's head within \(maximumHeadBytes) bytes", errno: EPROTO, path: address.description)
         }
         return Response(status: status, body: body)
     }

@@ -74,7 +74,10 @@ extension RunCommandTests {
                 try #require(mkdir(base + path, mode) == 0 && chmod(base + path, mode) == 0, "mkdir \(path): errno \(errno)")
             }
             try make("/lock", mode: 0o1777)  // as /run/lock: sticky, world-writable
-            try make("/lock/memwarn", mode: 0o700)
+            try make("/lock/memwarn", mode: 0o777)  // made by anyone, for anyone
+            try make("/pods", mode: 0o1777)  // as a node's /run/memwarn/pods/<uid>, made 1777 for non-root pods
+            try make("/pods/memwarn", mode: 0o700)
+            try #require(chown(base + "/pods/memwarn", 65532, 65532) == 0)  // the pod's service user's: searched
             try make("/pod", mode: 0o755)
             try #require(chown(base + "/pod", 65534, 65534) == 0)  // a service account's runtime directory: searched
             try make("/pod/memwarn", mode: 0o700)
@@ -89,10 +92,11 @@ extension RunCommandTests {
             let unsearched = Dictionary(
                 records.filter(Self.event("unsearched")).compactMap { record in (record["socket"] as? String).map { ($0, record["reason"] as? String ?? "") } },
                 uniquingKeysWith: { first, _ in first })
-            #expect(unsearched[base + "/lock/memwarn"]?.contains("which its group or others may write") == true, "\(unsearched)")
+            #expect(unsearched[base + "/lock/memwarn"]?.contains("writable by its group or others") == true, "\(unsearched)")
             #expect(unsearched[base + "/shared/memwarn"]?.contains("writable by its group or others") == true, "\(unsearched)")
             #expect(unsearched[base + "/shm/memwarn"]?.contains("symbolic link") == true, "\(unsearched)")
             #expect(unsearched[base + "/pod/memwarn"] == nil, "a service's own runtime directory is searched: \(unsearched)")
+            #expect(unsearched[base + "/pods/memwarn"] == nil, "a pod user's 0700 directory in a sticky folder is searched: \(unsearched)")
         }
 
         @Test func aOneSecondLeaseIsRenewedBeforeItRunsOut() async throws {
