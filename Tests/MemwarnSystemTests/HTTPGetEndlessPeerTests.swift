@@ -91,8 +91,10 @@ import Glibc
         let (result, took) = await Self.get(from: peer, timeout: .seconds(5), patience: .seconds(15))
         let response = try result.get()
         #expect(response.status == 200)
-        #expect(response.body.utf8.count == HTTPGet.maximumBodyBytes, "the body is cut at its bound")
-        #expect(took < .milliseconds(2_500), "the rest is never read: the exchange ends at the bound, not at its 5 s deadline (took \(took))")
+        // Cut at its bound, not ended by the deadline (that would be a timeout error, not a reply):
+        // the rest is never read. (How long it took is not asserted: on a loaded machine the
+        // exchange may wait for a thread; it was 8.9 s in one CI run, 0.2 s here.)
+        #expect(response.body.utf8.count == HTTPGet.maximumBodyBytes, "the body is cut at its bound (took \(took))")
         // What the client read, and what the kernel's buffers held when it closed: tens of MiB, not
         // everything a peer can send until the deadline.
         #expect(peer.sent.withLock { $0 } < 64 << 20, "the peer sent \(peer.sent.withLock { $0 }) bytes")
@@ -101,11 +103,10 @@ import Glibc
     @Test func anEndlessHeadIsNotHTTPAndIsCutAtItsBound() async throws {
         let peer = try EndlessPeer(head: "HTTP/1.0 200 OK\r\n", filler: "X-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n")
         let (result, took) = await Self.get(from: peer, timeout: .seconds(5), patience: .seconds(15))
-        #expect(took < .milliseconds(2_500), "took \(took)")
         guard case .failure(let error) = result else {
             Issue.record("a head with no end was taken for a reply: \(result)")
             return
         }
-        #expect(error.errno == EPROTO, "\(error)")
+        #expect(error.errno == EPROTO, "refused as not HTTP at its bound, not timed out (took \(took)): \(error)")
     }
 }
