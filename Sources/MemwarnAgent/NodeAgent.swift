@@ -88,9 +88,8 @@ package final class NodeAgent {
         var started = AgentRecord("started")
         (started.measure, started.parentUsageBytes, started.parentLimitBytes) = (try gauge.describe(), reading.usageBytes, reading.capacityBytes)
         say(started)
-        roster.searchNow()  // the services there now are known before the first crossing
         do {
-            try roster.start()
+            try roster.start()  // its first search at once, beside the watch: nothing it meets delays a crossing
         } catch {
             throw CgroupError(.unsupported, "the agent's roster thread could not be started: \(error)")
         }
@@ -184,7 +183,8 @@ package final class NodeAgent {
         unanswered = unanswered.filter { $0.value > now }
         let order = services.map { ($0, measuredUsage($0, among: services) ?? 0) }.sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0.pid < $1.0.pid }
         guard !order.isEmpty else {
-            episode.nextRound = .now + configuration.roundCooldown  // nobody to ask (yet): the crossing said so
+            // Nobody to ask (yet: the first search may be under way): look again after the next search.
+            episode.nextRound = .now + configuration.discoverEvery
             return
         }
         metrics?.rank(order.map(\.0.cgroup.path))

@@ -62,22 +62,16 @@ final class ServiceRoster: @unchecked Sendable {
         shared.withLock { $0.unanswered[pid] = until }
     }
 
-    /// Searches once, on the caller's thread: the agent's first search, before it watches.
-    func searchNow() {
-        discover()
-        renewIfDue()
-    }
-
     /// Starts the roster's thread.
     ///
     /// - Throws: ``SystemError`` when the thread cannot be started.
     func start() throws(SystemError) {
         try SystemThread.start(name: "memwarn-roster") { [self] in
-            // Each turn waits out the search interval, or less when it is stopped.
-            while shared.wait(timeout: configuration.discoverEvery, until: { $0.stopping ? true : nil }) == nil {
+            // A turn at once, then each after the search interval, until it is stopped.
+            repeat {
                 discover()
                 renewIfDue()
-            }
+            } while shared.wait(timeout: configuration.discoverEvery, until: { $0.stopping ? true : nil }) == nil
             endLeases()
             shared.withLock { $0.finished = true }
         }

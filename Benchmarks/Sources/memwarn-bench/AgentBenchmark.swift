@@ -354,7 +354,7 @@ extension AgentBenchmark.Result {
         detection: how soon the agent reports a crossing of its parent's warning mark (a memwarn-hog steps a 256 MiB parent to 86 %, \(AgentDetection().crossings) times;
         from the hog's acknowledgement to the agent's crossing line, 0 when the line came first), with a clean search path and with 100 junk sockets
         (50 whose backlog is full, said unreachable at once; 50 that accept and never answer, held by this process outside the parent, left alone
-once their peer is read) and four hostile endpoints under the parent (hang on release, lie about size, a report whose sum overflows, never answer):
+        once their peer is read) and four hostile endpoints under the parent (hang on release, lie about size, a report whose sum overflows, never answer):
         \(table([AgentDetection.Result.header] + detection.map(\.row)))
 
         the whole run: \(fixed(seconds, 1)) s (no trial starts after \(fixed(benchmark.budgetSeconds, 0)) s; each is bounded at \(bound) s)
