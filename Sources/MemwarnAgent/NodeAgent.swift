@@ -39,9 +39,6 @@ package final class NodeAgent {
     private let rule: SamplingRule
     private var events: ParentEvents?
 
-    /// Services that did not answer an ask, with when they may be asked again: a hung endpoint
-    /// costs its timeout once, not at every round.
-    private var unanswered: [Int32: ContinuousClock.Instant] = [:]
     /// How long a service that did not answer is left out of the rounds.
     static let retryUnansweredAfter = Duration.seconds(30)
     private var episode: Episode?
@@ -179,8 +176,9 @@ package final class NodeAgent {
     private func round(from reading: ParentReading, episode: inout Episode) {
         var current = reading
         let services = roster.services
-        let now = ContinuousClock.now
-        unanswered = unanswered.filter { $0.value > now }
+        // Services that did not answer an ask are left out for a while (the roster keeps them,
+        // and leases them again only then): a hung endpoint costs its timeout once.
+        var leftOut = roster.unansweredNow
         let order = services.map { ($0, measuredUsage($0, among: services) ?? 0) }.sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0.pid < $1.0.pid }
         guard !order.isEmpty else {
             // Nobody to ask (yet: the first search may be under way): look again after the next search.
@@ -193,9 +191,11 @@ package final class NodeAgent {
         say(announced)
         levels: for level in [MemoryPressureLevel.warning, .critical] {
             if level == .critical && current.ratio < policy.criticalRatio { break }
-            for (rank, entry) in order.enumerated() where (unanswered[entry.0.pid] ?? .now) <= .now {
+            for (rank, entry) in order.enumerated() where !leftOut.contains(entry.0.pid) {
                 if current.ratio < policy.recoveryRatio { break levels }
-                current = ask(entry.0, rank: rank + 1, level: level, parent: current, among: services, episode: &episode)
+                let answer = ask(entry.0, rank: rank + 1, level: level, parent: current, among: services, episode: &episode)
+                current = answer.parent
+                if !answer.answered { leftOut.insert(entry.0.pid) }
             }
         }
         // Still past the warning mark after every service was asked: growth outpaces the
@@ -207,10 +207,11 @@ package final class NodeAgent {
 
     /// Asks one service to release enough to bring the parent under its recovery mark.
     ///
-    /// - Returns: the parent read again after the ask (the reading before, if it cannot be read).
+    /// - Returns: the parent read again after the ask (the reading before, if it cannot be read),
+    ///   and whether the service answered.
     private func ask(
         _ service: AgentService, rank: Int, level: MemoryPressureLevel, parent: ParentReading, among services: [AgentService], episode: inout Episode
-    ) -> ParentReading {
+    ) -> (parent: ParentReading, answered: Bool) {
         // To the recovery mark, 2 % of the limit below it, and what the parent grows by while the
         // ask is under way (its measured rise over twice the last ask's time, at least 100 ms;
         // at most 10 % of the limit): a parent left a page above the mark would cost another ask.
@@ -258,7 +259,6 @@ package final class NodeAgent {
             metrics?.publish()  // the file shows each ask by the time its line is out
             say(record)
         case .failure(let error):
-            unanswered[service.pid] = .now + Self.retryUnansweredAfter
             roster.noteUnanswered(service.pid, until: .now + Self.retryUnansweredAfter)
             var record = AgentRecord("unanswered")
             (record.pid, record.cgroup, record.level, record.rank, record.milliseconds) = (service.pid, service.cgroup.path, level.rawValue, rank, took)
@@ -268,7 +268,8 @@ package final class NodeAgent {
             say(record)
         }
         record(after)
-        return after
+        if case .success = outcome { return (after, true) }
+        return (after, false)
     }
 
     // MARK: Time

@@ -56,6 +56,12 @@ final class ServiceRoster: @unchecked Sendable {
     /// The services found by the last search.
     var services: [AgentService] { shared.withLock { $0.services } }
 
+    /// The services left out of the rounds now: they did not answer an ask a while ago.
+    var unansweredNow: Set<Int32> {
+        let now = ContinuousClock.now
+        return shared.withLock { Set($0.unanswered.filter { $0.value > now }.keys) }
+    }
+
     /// The watching thread found a service unanswering: it is not leased again until `until`
     /// (its lease runs out, and its own monitor counts the parent meanwhile).
     func noteUnanswered(_ pid: Int32, until: ContinuousClock.Instant) {

@@ -64,6 +64,9 @@ enum SharedLimitScenario {
         let ranked = try checkOrder(outcome.agentRecords)
         // Relief: the parent back under its recovery mark, as the agent read it.
         let recoveryRatio = PressurePolicy().recoveryRatio
+        // On cgroup v2 the kernel wakes the agent: an inotify watch of the parent's memory.events.
+        let watching = try require(outcome.agent("watching").first?["reason"] as? String, "no watching record: \(outcome.agentRecords.prefix(4))")
+        try expect(watching.hasPrefix("inotify "), "the agent is not woken by the parent's memory.events: \(watching)")
         let relieved = outcome.agent("relieved")
         try expect(!relieved.isEmpty, "the agent was never relieved: \(outcome.agentRecords) \(outcome.agentStandardError.suffix(400))")
         for record in relieved {

@@ -64,6 +64,8 @@ first="$(jq -rs '[.[] | select(.event=="round")][0].order[0].cgroup // "none"' <
 asked="$(jq -rs '[.[] | select(.event=="ask") | .cgroup | split("/") | last | sub("\\.service$"; "")] | join(", ")' <<<"$records")"
 expect "the agent found $found services, not 3: $(head -5 <<<"$records")" test "$found" = 3
 expect "the first round is led by $first, not shared-large" test "$first" = /shared.slice/shared-large.service
+watching="$(jq -rs '[.[] | select(.event=="watching")][0].reason // "none"' <<<"$records")"
+expect "the agent is not woken by the parent's memory.events (cgroup v2): $watching" test "${watching#inotify }" != "$watching"
 breaches="$(agent_order_breaches <<<"$records")"
 expect "the agent asked out of the kernel's order: $breaches" test -z "$breaches"
 expect "the agent never relieved the parent: $(tail -5 <<<"$records")" grep -q '"event":"relieved"' <<<"$records"

@@ -134,6 +134,8 @@ first="$(jq -rs '[.[] | select(.event=="round")][0].order[0].cgroup // "none"' <
 asked="$(jq -rs '[.[] | select(.event=="ask") | .cgroup | capture("cri-containerd-(?<id>[a-z]+)") | .id] | join(", ")' <<<"$records")"
 expect "the agent found $found pods' services, not 3: $(grep -m3 -E 'found|unreadable|unreachable|refused' <<<"$records")" test "$found" = 3
 expect "the first round is led by $first, not the large pod's container: $(grep -v '"event":"renewed"' <<<"$records" | head -12 | cut -c1-300)" test "$first" != "${first/cri-containerd-large/}"
+watching="$(jq -rs '[.[] | select(.event=="watching")][0].reason // "none"' <<<"$records")"
+expect "the agent is not woken by the parent's memory.events (cgroup v2): $watching" test "${watching#inotify }" != "$watching"
 breaches="$(agent_order_breaches <<<"$records")"
 expect "the agent asked out of the kernel's order: $breaches" test -z "$breaches"
 expect "the agent never relieved the parent: $(tail -5 <<<"$records")" grep -q '"event":"relieved"' <<<"$records"

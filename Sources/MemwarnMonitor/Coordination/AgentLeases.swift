@@ -1,5 +1,6 @@
 import CgroupKit
 import MemwarnSystem
+import Synchronization
 
 /// The ancestors whose pressure a node agent (`memwarn agent`) coordinates for this process,
 /// each until its lease runs out, and the backstop that keeps a coordinated limit from ever
@@ -51,6 +52,9 @@ package final class AgentLeases: Sendable {
     }
 
     private let state = Locked(State())
+    /// How many leases are held, as of the last change: every reading asks first, so that a
+    /// service no agent coordinates (the usual case) pays one relaxed load, no lock.
+    private let held = Atomic<Int>(0)
     private let marks: (warning: Double, critical: Double, recovery: Double)
 
     /// The longest lease an agent may ask for.
@@ -66,6 +70,19 @@ package final class AgentLeases: Sendable {
     /// ask) a moment before this process's reading finds the crossing.
     static let askLead = Duration.milliseconds(500)
 
+    /// Runs `body` with the state locked, and publishes how many leases are held after it.
+    private func locked<T: Sendable>(_ body: (inout State) -> T) -> T {
+        state.withLock { state in
+            let result = body(&state)
+            held.store(state.leases.count, ordering: .relaxed)
+            return result
+        }
+    }
+
+    /// Whether no lease is held (a relaxed read: a lease granted a moment ago is seen at the
+    /// next reading).
+    var isEmpty: Bool { held.load(ordering: .relaxed) == 0 }
+
     /// Leases judged at `policy`'s marks.
     init(policy: PressurePolicy) {
         marks = (policy.warningRatio, policy.criticalRatio, policy.recoveryRatio)
@@ -76,7 +93,7 @@ package final class AgentLeases: Sendable {
     /// - Returns: whether the cgroup was not coordinated before (a reading should follow).
     @discardableResult
     func grant(cgroupPath: String, agentPid: Int32, for duration: Duration, now: ContinuousClock.Instant = .now) -> Bool {
-        state.withLock { state in
+        locked { state in
             let isNew = state.leases[cgroupPath].map { $0.until <= now } ?? true
             state.leases[cgroupPath] = Lease(agentPid: agentPid, until: now + min(duration, Self.longestLease))
             if isNew { state.crossings[cgroupPath] = nil }
@@ -89,7 +106,7 @@ package final class AgentLeases: Sendable {
     /// - Returns: whether there was one.
     @discardableResult
     func revoke(cgroupPath: String) -> Bool {
-        state.withLock { state in
+        locked { state in
             state.crossings[cgroupPath] = nil
             return state.leases.removeValue(forKey: cgroupPath) != nil
         }
@@ -100,7 +117,7 @@ package final class AgentLeases: Sendable {
     /// - Returns: the cgroups it coordinated.
     @discardableResult
     func revokeAll(agentPid: Int32) -> [String] {
-        state.withLock { state in
+        locked { state in
             let ended = state.leases.filter { $0.value.agentPid == agentPid }.map(\.key)
             for cgroup in ended { (state.leases[cgroup], state.crossings[cgroup]) = (nil, nil) }
             state.lastAsk[agentPid] = nil
@@ -110,7 +127,7 @@ package final class AgentLeases: Sendable {
 
     /// The cgroups coordinated now, with their leases; expired ones are forgotten.
     func current(now: ContinuousClock.Instant = .now) -> [String: Lease] {
-        state.withLock { state in
+        locked { state in
             // Every full reading asks: no lease (the usual case) costs a lock and nothing more.
             if state.leases.contains(where: { $0.value.until <= now }) { expire(&state, now: now) }
             return state.leases
@@ -126,7 +143,7 @@ package final class AgentLeases: Sendable {
     /// An agent asked this process to release (a `warn` request from its pid): it answers the
     /// crossings of the limits it coordinates.
     func noteAsk(agentPid: Int32, now: ContinuousClock.Instant = .now) {
-        state.withLock { state in
+        locked { state in
             guard state.leases.values.contains(where: { $0.agentPid == agentPid }) else { return }
             state.lastAsk[agentPid] = now
             for (cgroup, lease) in state.leases where lease.agentPid == agentPid { state.crossings[cgroup]?.answered = true }
@@ -137,15 +154,17 @@ package final class AgentLeases: Sendable {
     /// agent, and the rest, which count.
     ///
     /// - Parameters:
-    ///   - constraints: the ancestors' limits read (the watched cgroup's own is never passed).
+    ///   - constraints: the limits read, the watched cgroup's own among them.
+    ///   - own: the watched cgroup's path: its own limit is never left to an agent.
     ///   - now: the reading's time.
     /// - Returns: the cgroups left to the agent (their limits do not count).
-    func leftToAgent(_ constraints: [MemoryConstraint], now: ContinuousClock.Instant = .now) -> Set<String> {
-        state.withLock { state in
+    func leftToAgent(_ constraints: [MemoryConstraint], excluding own: String, now: ContinuousClock.Instant = .now) -> Set<String> {
+        guard !isEmpty else { return [] }
+        return locked { state in
             if state.leases.contains(where: { $0.value.until <= now }) { expire(&state, now: now) }
             guard !state.leases.isEmpty else { return [] }
             var left = Set<String>()
-            for constraint in constraints where !constraint.isHidden {
+            for constraint in constraints where !constraint.isHidden && constraint.cgroupPath != own {
                 guard let lease = state.leases[constraint.cgroupPath] else { continue }
                 let ratio = constraint.ratio
                 guard ratio >= marks.recovery else {
@@ -172,13 +191,13 @@ package final class AgentLeases: Sendable {
     /// When the backstop should look again: the earliest moment an unanswered crossing reaches
     /// ``answerBound`` (a reading then counts its limit), or `nil`.
     func nextBackstopCheck() -> ContinuousClock.Instant? {
-        state.withLock { state in
+        locked { state in
             state.crossings.values.filter { !$0.answered && !$0.counted }.map { $0.since + Self.answerBound }.min()
         }
     }
 
     /// The coordinated limits the backstop counts again now.
     var countedAgain: [String] {
-        state.withLock { state in state.crossings.filter(\.value.counted).map(\.key).sorted() }
+        locked { state in state.crossings.filter(\.value.counted).map(\.key).sorted() }
     }
 }

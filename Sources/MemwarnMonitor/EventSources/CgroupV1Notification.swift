@@ -1,5 +1,5 @@
-import CgroupKit
-import MemwarnRelease
+package import CgroupKit
+package import MemwarnRelease
 import MemwarnSystem
 
 #if canImport(Glibc)
@@ -13,7 +13,7 @@ import Glibc
 /// the way up and on the way down), `memory.pressure_level` (`low|medium|critical`; it floods
 /// under thrash, so it pauses after each firing) and `memory.oom_control`. The kernel also
 /// signals the eventfd when the cgroup is removed.
-final class CgroupV1Notification: PressureSource {
+package final class CgroupV1Notification: PressureSource {
     private let counter: FileDescriptor
     private let target: FileDescriptor
     private let hint: MemoryPressureLevel
@@ -34,7 +34,7 @@ final class CgroupV1Notification: PressureSource {
     /// - Throws: ``/CgroupKit/CgroupError`` when the files cannot be opened or the kernel refuses it
     ///   (`.permissionDenied` for a user who may not write `cgroup.event_control`);
     ///   ``SystemError`` when no eventfd can be made.
-    init(
+    package init(
         cgroup: CgroupLocation, file: String, argument: String, files: KernelFiles, hint: MemoryPressureLevel,
         signal: PressureSignal, quietTime: Duration? = nil, description: String
     ) throws {
@@ -53,6 +53,12 @@ final class CgroupV1Notification: PressureSource {
     func register(on loop: EventLoop, _ fired: @escaping (EpollEvents) -> Void) throws(SystemError) -> EventLoop.Registration? {
         try loop.watch(counter, for: .readable, fired)
     }
+
+    /// The eventfd, for a caller that polls it without an event loop (the node agent).
+    package var pollDescriptor: Int32 { counter.rawValue }
+
+    /// Empties what the kernel signalled, for a caller that only needs "it fired".
+    package func acknowledge() { _ = drain([]) }
 
     func drain(_ fired: EpollEvents) -> PressureSourceReport {
         guard let count = try? counter.readCounter(), count > 0 else { return .quiet }

@@ -1,11 +1,11 @@
-import CgroupKit
+package import CgroupKit
 import MemwarnSystem
 
 /// cgroup v2 `memory.events`, watched with inotify (`IN_MODIFY`): the kernel raises it when a
 /// counter changes. Notifications coalesce, so every firing re-reads the counters and compares
 /// them with the last ones: an OOM or OOM kill hints `critical`, a `max` event `critical`, a
 /// `high` event `warning`, anything else is a change to look at.
-final class MemoryEventsWatch: PressureSource {
+package final class MemoryEventsWatch: PressureSource {
     private let watch: InotifyWatch
     private let reader: CgroupMemoryReader
     private let cgroup: CgroupLocation
@@ -15,7 +15,7 @@ final class MemoryEventsWatch: PressureSource {
     /// Watches the memory cgroup `cgroup`'s `memory.events`.
     ///
     /// - Throws: ``/CgroupKit/CgroupError`` when the file cannot be read or watched.
-    init(cgroup: CgroupLocation, files: KernelFiles) throws(CgroupError) {
+    package init(cgroup: CgroupLocation, files: KernelFiles) throws(CgroupError) {
         self.cgroup = cgroup
         reader = CgroupMemoryReader(location: cgroup, files: files)
         let path = files.path(cgroup.file("memory.events"))
@@ -33,6 +33,13 @@ final class MemoryEventsWatch: PressureSource {
     func register(on loop: EventLoop, _ fired: @escaping (EpollEvents) -> Void) throws(SystemError) -> EventLoop.Registration? {
         try loop.watch(watch.descriptor, for: .readable, fired)
     }
+
+    /// The inotify descriptor, for a caller that polls it without an event loop (the node agent).
+    package var pollDescriptor: Int32 { watch.descriptor.rawValue }
+
+    /// Empties what the kernel signalled (and takes in the counters), for a caller that only
+    /// needs "it changed".
+    package func acknowledge() { _ = drain([]) }
 
     func drain(_ fired: EpollEvents) -> PressureSourceReport {
         do {

@@ -395,7 +395,8 @@ final class MonitorEngine {
     /// ``AgentLeases/answerBound`` (it then counts again), and a line when the limits counted
     /// again change.
     private func scheduleBackstopCheck() {
-        guard let leases = sampler.leases else { return }
+        // Every evaluation asks: without a lease, and nothing left from one, it costs one load.
+        guard let leases = sampler.leases, !(leases.isEmpty && countedAgain.isEmpty && backstopDeadline == nil) else { return }
         if let pending = backstopDeadline { loop.cancel(pending) }
         backstopDeadline = nil
         let counted = leases.countedAgain

@@ -82,8 +82,8 @@ public struct PressureSnapshot: Sendable, Hashable {
     ///
     /// - Parameters:
     ///   - ratio: the mark, as a share of each limit.
-    ///   - headroom: what each mark is lowered by, as a share of that limit's excess allowance
-    ///     (bytes, capped at the mark itself).
+    ///   - headroom: bytes each mark is lowered by (room for growth until the next release can
+    ///     act), at most the mark itself.
     func excessBytes(over ratio: Double, lessHeadroom headroom: Double = 0) -> Double {
         let measures = constraints.isEmpty ? capacityBytes.map { [(usageBytes, $0)] } ?? [] : constraints.map { ($0.usageBytes, $0.limit.bytes) }
         return measures.reduce(0.0) { largest, measure in

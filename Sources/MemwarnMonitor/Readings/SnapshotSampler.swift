@@ -89,7 +89,7 @@ public struct SnapshotSampler: Sendable {
             watched = constraints
             if let leases {
                 // The limits a lease leaves to the agent, unless its backstop counts them again.
-                let left = leases.leftToAgent(constraints.filter { $0.cgroupPath != reader.location.path })
+                let left = leases.leftToAgent(constraints, excluding: reader.location.path)
                 if !left.isEmpty {
                     coordinated = constraints.map(\.cgroupPath).filter(left.contains)
                     constraints.removeAll { left.contains($0.cgroupPath) && !$0.isHidden }
