@@ -76,7 +76,7 @@ package struct AgentRecord: Encodable, Sendable {
         case "round":
             return "round: " + (order ?? []).map { "\($0.pid) (\(ByteSize.describe($0.usageBytes)))" }.joined(separator: ", ")
         case "unreachable":
-            return "unreachable: \(socket ?? "?") (\(reason ?? "")); tried again in 5 s"
+            return "unreachable: \(socket ?? "?") (\(reason ?? "")); tried again after 250 ms, then less often (at most every 5 s)"
         case "unsearched":
             return "not searched: \(socket ?? "?") (\(reason ?? ""))"
         case "watching":

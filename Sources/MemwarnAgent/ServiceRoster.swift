@@ -8,8 +8,9 @@ import MemwarnSystem
 /// Each turn (every ``AgentConfiguration/discoverEvery``) searches the control directories
 /// (``ServiceFinder``: the new sockets asked together, at most one timeout for all of them) and
 /// renews the leases that are due (every ``AgentConfiguration/renewEvery``, a third of the lease;
-/// the renewals also go out together). A socket that failed is tried again
-/// ``retryUnreachableAfter`` after *its* failure. The services found are published for the
+/// the renewals also go out together). A socket that failed is tried again after *its* failure,
+/// soon at first and less often as it keeps failing (``retryDelay(afterFailures:)``: a service
+/// just started may answer its first status late). The services found are published for the
 /// watching thread (``services``), which asks them to release.
 final class ServiceRoster: @unchecked Sendable {
     // @unchecked: the search state below is touched only on the roster's thread; what the
@@ -39,10 +40,22 @@ final class ServiceRoster: @unchecked Sendable {
     private var reported: Set<String> = []
     /// Sockets whose status exchange failed, with when to try them again.
     private var failedSockets: [String: ContinuousClock.Instant] = [:]
+    /// How many times in a row each socket's status exchange failed (forgotten once it answers
+    /// or is gone).
+    private var failureCounts: [String: Int] = [:]
     private var lastRenewal: ContinuousClock.Instant?
 
-    /// How long a socket that failed is left alone, from its own failure.
+    /// The longest a socket that failed is left alone, from its own failure; a lease renewal
+    /// that failed is tried again after this long.
     static let retryUnreachableAfter = Duration.seconds(5)
+
+    /// How long a socket that failed `failures` times in a row is left alone: 250 ms, doubled at
+    /// each further failure, at most ``retryUnreachableAfter``. A service whose first status came
+    /// late (it was starting, on a busy or emulated machine) is found within a second; a socket
+    /// nobody serves costs one bounded batch every 5 s, on the roster's thread.
+    static func retryDelay(afterFailures failures: Int) -> Duration {
+        min(retryUnreachableAfter, exchangeTimeout * (1 << min(max(0, failures - 1), 8)))
+    }
     /// The bound on one batch of exchanges (a search's new sockets, a turn's renewals).
     static let exchangeTimeout = Duration.milliseconds(250)
 
@@ -99,9 +112,13 @@ final class ServiceRoster: @unchecked Sendable {
         let found = finder.search(known: known, skipping: Set(failedSockets.keys).union(outsideSockets.keys))
         outsideSockets.merge(found.outside) { $1 }
         reported = reported.filter { FileType.at($0, followingLinks: false) != nil }
+        failureCounts = failureCounts.filter { socket, _ in FileType.at(socket, followingLinks: false) != nil }
+        for service in found.services { failureCounts[service.socketPath] = nil }
         for failure in found.failures {
-            // Tried again a while after it failed, not at every search.
-            failedSockets[failure.socket] = failure.at + Self.retryUnreachableAfter
+            // Tried again a while after it failed, not at every search: sooner the first times.
+            let failures = failureCounts[failure.socket, default: 0] + 1
+            failureCounts[failure.socket] = failures
+            failedSockets[failure.socket] = failure.at + Self.retryDelay(afterFailures: failures)
             guard reported.insert(failure.socket).inserted else { continue }  // said once while it is there
             var record = AgentRecord("unreachable")
             (record.socket, record.reason) = (failure.socket, failure.reason)

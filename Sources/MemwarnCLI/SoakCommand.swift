@@ -25,9 +25,16 @@ struct SoakCommand: AsyncParsableCommand {
             control endpoint, the report shows its releases by tier and consumer, exhausted \
             time and forecasts; its /metrics (the ready URL's, or --metrics-url) give load shed \
             (counters named *_shed_total, or --shed-counter). Every run reports its floor and a \
-            trend: steady, warming up, leaking (MiB/min, confidence) or retained by the \
-            allocator. --limits runs the pair at each limit from the smallest and reports the \
-            lowest each survives. A service that exits 0 by itself at most 10 s (or a tenth \
+            trend: steady, warming up, leaking (MiB/min, confidence), retained by the \
+            allocator, or unknown (no control endpoint, and its memory fell under pressure: \
+            the caches cannot be told from the floor). Every run reports what survival cost: \
+            releases a second, bytes released a minute, time spent releasing, throughput \
+            (*_requests_total, or --request-counter) and cache miss rate \
+            (*_cache_hits_total and *_cache_misses_total) from /metrics; releases every second \
+            for a minute or more are flagged THRASHING. --limits runs the pair at each limit \
+            from the smallest until one survives without thrashing, reports the lowest each \
+            survives and recommends a limit with a 25 % margin over the lowest survived \
+            without thrashing. A service that exits 0 by itself at most 10 s (or a tenth \
             of --duration) before its end ran to the end. A service no memwarn control endpoint \
             answered for is reported as one memwarn was not in: its survival is not memwarn's. \
             A progress line on stderr; --plot is rewritten every 5 s.
@@ -96,6 +103,11 @@ struct SoakCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("A counter of requests your service shed (repeatable; default: every *_shed_total).", valueName: "name"))
     var shedCounter: [String] = []
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("A counter of requests your service served, for its throughput (repeatable; default: every *_requests_total).", valueName: "name"))
+    var requestCounter: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Write your service's, the load's and the check's output here (default: stderr).", valueName: "file"))
     var serviceLog: String?
@@ -210,7 +222,7 @@ struct SoakCommand: AsyncParsableCommand {
             subject = .command(
                 Soak.Service(
                     command: command, readiness: readiness, load: load, check: check, metricsURL: metricsUrl,
-                    shedCounters: shedCounter, outputDescriptor: log?.fileDescriptor))
+                    shedCounters: shedCounter, requestCounters: requestCounter, outputDescriptor: log?.fileDescriptor))
         }
         let soak = Soak(
             subject: subject, limits: limitBytes, duration: .milliseconds(Int64(seconds * 1_000)), includesBaseline: !noBaseline,

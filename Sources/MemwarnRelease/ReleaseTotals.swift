@@ -19,6 +19,9 @@ public struct ReleaseTotals: Sendable, Hashable {
     public var freedBytesByTier: [String: Int] = [:]
     /// Bytes freed, by consumer name.
     public var freedBytesByConsumer: [String: Int] = [:]
+    /// Seconds spent in those releases (each release's ``ReleaseReport/duration``, trimming
+    /// included): what survival cost the service's threads.
+    public var seconds = 0.0
 
     /// No release yet.
     public init() {}
@@ -29,6 +32,7 @@ public struct ReleaseTotals: Sendable, Hashable {
     mutating func add(_ report: ReleaseReport) {
         guard report.level > .normal else { return }
         releases += 1
+        seconds += max(0, report.duration.seconds)
         // Each sum held at Int.max: a consumer's word is not checked, and a total never traps.
         for entry in report.entries where entry.bytesFreed > 0 {
             freedBytesByTier[entry.tier.name] = freedBytesByTier[entry.tier.name, default: 0].addingSaturating(entry.bytesFreed)

@@ -25,6 +25,12 @@ import Foundation
 ///    in the floor whose heap in use (the service's own figure, less its consumers) does not rise
 ///    with it — under a third of the rate: *retained by the allocator* (freed memory malloc
 ///    keeps; not a leak). Otherwise: *leaking*, with the rate.
+/// 5. **What cannot be seen.** Without the consumers' footprint (no control endpoint answered),
+///    a floor sample is the whole anonymous memory. When that memory falls while the cgroup is at
+///    warning or critical (``fallsUnderPressure(_:levelChanges:limitBytes:)``: something releases
+///    under pressure, as memwarn's release loop does), the troughs are where the releases left
+///    the caches, not the floor: a leak shrinks the caches and the troughs stay flat. The verdict
+///    is then *unknown: no control endpoint*, never *steady*.
 public struct MemoryTrend: Sendable, Hashable, Codable {
     /// The verdict.
     public enum Verdict: String, Sendable, Hashable, Codable {
@@ -34,7 +40,13 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
         case retainedByAllocator = "retained by the allocator"
         /// Fewer than six troughs, or a soak under 20 s: nothing can be said.
         case tooShort = "too short to tell"
+        /// No control endpoint answered and the anonymous memory fell under pressure: the caches
+        /// cannot be told from the floor (see the method's step 5).
+        case unknownNoEndpoint = "unknown: no control endpoint"
     }
+
+    /// How many falls under pressure make the floor unknowable from outside.
+    public static let fallsThatHideTheFloor = 2
 
     /// One trough: the lowest floor sample of its window.
     public struct Point: Sendable, Hashable, Codable {
@@ -66,6 +78,10 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
     public var basis: String
     /// The troughs, in time order (the plot marks them).
     public var troughs: [Point]
+    /// When no control endpoint answered: how many times the anonymous memory fell by at least
+    /// ``smallestFall(limitBytes:)`` from one floor sample to the next while the cgroup was at
+    /// warning or critical. `nil` when the consumers' footprint was known.
+    public var fallsUnderPressure: Int?
 
     /// One line: `steady (floor 61.2 MiB)`, `leaking 2.1 MiB/min (confidence 99.9 %; floor 80.3 MiB)`.
     public var summary: String {
@@ -85,6 +101,11 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
             return
                 "retained by the allocator (the floor rose \(rate), heap in use did not; \(floor)\(heapFloorBytes.map { ", heap \(mebibytes(Double($0)))" } ?? ""))"
         case .tooShort: return "too short to tell (\(troughs.count) troughs; \(floor))"
+        case .unknownNoEndpoint:
+            return
+                "unknown: no control endpoint answered, and the anonymous memory fell \(fallsUnderPressure ?? 0) times at warning or critical "
+                + "(something releases under pressure): without the consumers' footprint the caches cannot be told from the floor, "
+                + "and a leak would only shrink them; serve memwarn's control endpoint (ControlService) for a verdict"
         }
     }
 
@@ -108,9 +129,14 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
     ///   - spanSeconds: the soak's length.
     ///   - limitBytes: its limit (the smallest rise that counts is 1 % of it, at least 2 MiB).
     ///   - basis: what the samples are, for the report.
+    ///   - fallsUnderPressure: when no control endpoint answered, the falls of the samples under
+    ///     pressure (``fallsUnderPressure(_:levelChanges:limitBytes:)``); `nil` when the
+    ///     consumers' footprint was subtracted.
     /// - Returns: the trend.
     /// - Complexity: O(t²) for t troughs (at most about 40).
-    public static func analyse(_ samples: [Sample], spanSeconds: Double, limitBytes: UInt64, basis: String) -> MemoryTrend {
+    public static func analyse(
+        _ samples: [Sample], spanSeconds: Double, limitBytes: UInt64, basis: String, fallsUnderPressure: Int? = nil
+    ) -> MemoryTrend {
         let window = max(5, spanSeconds / 40)
         let troughs = troughs(of: samples.map { Point(seconds: $0.seconds, bytes: $0.floorBytes) }, window: window, span: spanSeconds)
         // The heap's figures come with the service's answers: not before its endpoint listens.
@@ -122,11 +148,17 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
         var trend = MemoryTrend(
             verdict: .tooShort, floorBytes: lastQuarterMedian(troughs), heapFloorBytes: lastQuarterMedian(heapTroughs),
             rateBytesPerMinute: 0, confidence: 0, smallestVisibleRateBytesPerMinute: smallestRise / span * 60,
-            basis: basis, troughs: troughs)
+            basis: basis, troughs: troughs, fallsUnderPressure: fallsUnderPressure)
         guard troughs.count >= 6, spanSeconds >= 20 else { return trend }
         let slope = senSlope(troughs)
         trend.rateBytesPerMinute = slope * 60
         trend.confidence = risingConfidence(troughs)
+        if let falls = fallsUnderPressure, falls >= fallsThatHideTheFloor {
+            // The troughs are where the releases left the caches: no floor, no verdict on it.
+            trend.verdict = .unknownNoEndpoint
+            trend.floorBytes = nil
+            return trend
+        }
         let observedSpan = (troughs.last?.seconds ?? 0) - (troughs.first?.seconds ?? 0)
         guard trend.confidence >= 0.99, slope * observedSpan >= smallestRise else {
             trend.verdict = .steady
@@ -146,6 +178,39 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
             trend.verdict = .leaking
         }
         return trend
+    }
+
+    /// The smallest fall that counts as a release seen from outside: 1 % of the limit, at least 1 MiB.
+    public static func smallestFall(limitBytes: UInt64) -> UInt64 { max(1 << 20, limitBytes / 100) }
+
+    /// How many times the samples fell by at least ``smallestFall(limitBytes:)`` from one to the
+    /// next while the cgroup was at warning or critical (at the first of the two, or at a level
+    /// change between them): releases under pressure, as seen from outside.
+    ///
+    /// - Parameters:
+    ///   - samples: floor samples, in time order.
+    ///   - levelChanges: the soak's own monitor's level changes, on the samples' clock.
+    ///   - limitBytes: the run's limit.
+    /// - Returns: the number of falls.
+    public static func fallsUnderPressure(_ samples: [Sample], levelChanges: [ConstrainedRunReport.LevelChange], limitBytes: UInt64) -> Int {
+        let smallest = smallestFall(limitBytes: limitBytes)
+        var falls = 0
+        var next = 0  // the first level change after the current sample
+        var level = "normal"
+        for (earlier, later) in zip(samples, samples.dropFirst()) {
+            while next < levelChanges.count, levelChanges[next].seconds <= earlier.seconds {
+                level = levelChanges[next].level
+                next += 1
+            }
+            var pressed = level != "normal"
+            var index = next
+            while !pressed, index < levelChanges.count, levelChanges[index].seconds <= later.seconds {
+                pressed = levelChanges[index].level != "normal"
+                index += 1
+            }
+            if pressed, earlier.floorBytes >= later.floorBytes + smallest { falls += 1 }
+        }
+        return falls
     }
 
     /// The lowest point of each whole window after the first (a last window cut short by the

@@ -23,6 +23,41 @@ public struct ServiceFigures: Sendable, Hashable, Codable {
     /// those given with `--shed-counter`), summed over their labels, at the last scrape.
     public var shedCounters: [String: Double] = [:]
 
+    /// The service's release counters at each answer of its endpoint, for what survival cost.
+    public var releaseSamples: [ReleaseSample] = []
+    /// The request counters (`--request-counter`, or names ending in `_requests_total`) summed,
+    /// at each scrape of `/metrics` that had one.
+    public var requestSamples: [CounterSample] = []
+    /// The request counters' names, at the last scrape that had one.
+    public var requestCounterNames: [String] = []
+    /// The cache lookups (names ending in `_cache_hits_total` and `_cache_misses_total`, each
+    /// summed), at each scrape of `/metrics` that had both.
+    public var cacheSamples: [CacheSample] = []
+
+    /// The service's own release counters at one answer of its endpoint.
+    public struct ReleaseSample: Sendable, Hashable, Codable {
+        /// Seconds since the run started.
+        public var seconds: Double
+        public var releases: Int
+        /// Bytes freed, every tier.
+        public var freedBytes: Int
+        /// Seconds spent releasing (0 from a service whose endpoint predates the figure).
+        public var releaseSeconds: Double
+    }
+
+    /// A counter's value at one scrape.
+    public struct CounterSample: Sendable, Hashable, Codable {
+        public var seconds: Double
+        public var value: Double
+    }
+
+    /// A cache's hit and miss counters at one scrape.
+    public struct CacheSample: Sendable, Hashable, Codable {
+        public var seconds: Double
+        public var hits: Double
+        public var misses: Double
+    }
+
     public init() {}
 
     /// Load shed: the shedding counters summed, or `nil` when none was read.

@@ -12,6 +12,7 @@ final class ServiceWatch: Sendable {
     private let start: ContinuousClock.Instant
     private let metrics: HTTPGet.Address?
     private let shedCounterNames: [String]
+    private let requestCounterNames: [String]
     private let figures = Locked(ServiceFigures())
     private let interval: Duration
     /// Whether the thread is asked to stop, and whether it has.
@@ -19,12 +20,13 @@ final class ServiceWatch: Sendable {
 
     init(
         cgroup: MemoryCgroup, start: ContinuousClock.Instant, metrics: HTTPGet.Address?, shedCounterNames: [String],
-        interval: Duration = .seconds(1)
+        requestCounterNames: [String] = [], interval: Duration = .seconds(1)
     ) {
         self.cgroup = cgroup
         self.start = start
         self.metrics = metrics
         self.shedCounterNames = shedCounterNames
+        self.requestCounterNames = requestCounterNames
         self.interval = interval
     }
 
@@ -67,6 +69,10 @@ final class ServiceWatch: Sendable {
                 figures.releasedBytesByConsumer = status.released.freedBytesByConsumer
                 figures.forecastWarnings = status.forecasts.raised
                 figures.falseForecasts = status.forecasts.falseAlarms
+                figures.releaseSamples.append(
+                    .init(
+                        seconds: seconds, releases: status.released.releases,
+                        freedBytes: status.released.freedBytesByTier.values.lazy.saturatingSum(), releaseSeconds: status.released.seconds))
                 if let last = lastAnswer, last.exhausted { figures.exhaustedSeconds += (now - last.at).seconds }
                 lastAnswer = (now, status.isMemoryExhausted)
             }
@@ -79,10 +85,21 @@ final class ServiceWatch: Sendable {
             figures.floorSamples.append(.init(seconds: seconds, floorBytes: anonymous > footprint ? anonymous - footprint : 0, heapFloorBytes: heapFloor))
         }
         if let metrics, let response = try? HTTPGet.get(metrics, timeout: .milliseconds(800)), (200..<300).contains(response.status) {
+            let scraped = (ContinuousClock.now - start).seconds
             let counters = Self.shedCounters(in: response.body, names: shedCounterNames)
+            let requests = Self.requestCounters(in: response.body, names: requestCounterNames)
+            let hits = Self.counters(in: response.body) { $0.hasSuffix("_cache_hits_total") }
+            let misses = Self.counters(in: response.body) { $0.hasSuffix("_cache_misses_total") }
             figures.withLock { figures in
                 figures.metricsScraped = true
                 if !counters.isEmpty { figures.shedCounters = counters }
+                if !requests.isEmpty {
+                    figures.requestCounterNames = requests.keys.sorted()
+                    figures.requestSamples.append(.init(seconds: scraped, value: requests.values.reduce(0, +)))
+                }
+                if !hits.isEmpty, !misses.isEmpty {
+                    figures.cacheSamples.append(.init(seconds: scraped, hits: hits.values.reduce(0, +), misses: misses.values.reduce(0, +)))
+                }
             }
         }
     }
@@ -132,13 +149,23 @@ final class ServiceWatch: Sendable {
     /// The shedding counters in a Prometheus text page, summed over their labels: those named,
     /// or else every sample whose name ends in `_shed_total`.
     static func shedCounters(in page: String, names: [String]) -> [String: Double] {
+        counters(in: page) { names.isEmpty ? $0.hasSuffix("_shed_total") : names.contains($0) }
+    }
+
+    /// The request counters in a Prometheus text page, summed over their labels: those named
+    /// (`--request-counter`), or else every sample whose name ends in `_requests_total`.
+    static func requestCounters(in page: String, names: [String]) -> [String: Double] {
+        counters(in: page) { names.isEmpty ? $0.hasSuffix("_requests_total") : names.contains($0) }
+    }
+
+    /// The samples of a Prometheus text page whose name `matches`, summed over their labels.
+    static func counters(in page: String, where matches: (String) -> Bool) -> [String: Double] {
         var sums: [String: Double] = [:]
         for line in page.split(separator: "\n") where !line.hasPrefix("#") {
             let name = String(line.prefix { $0 != "{" && $0 != " " })
             // `name{labels} value [timestamp]`: the value is the first field after the labels.
             let labelsEnd = line.lastIndex(of: "}").map { line.index(after: $0) } ?? line.index(line.startIndex, offsetBy: name.count)
-            guard names.isEmpty ? name.hasSuffix("_shed_total") : names.contains(name),
-                let valueText = line[labelsEnd...].split(separator: " ").first, let value = Double(valueText), value.isFinite
+            guard matches(name), let valueText = line[labelsEnd...].split(separator: " ").first, let value = Double(valueText), value.isFinite
             else { continue }
             sums[name, default: 0] += value
         }

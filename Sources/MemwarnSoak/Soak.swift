@@ -42,12 +42,15 @@ public struct Soak: Sendable {
         public var metricsURL: String?
         /// The shedding counters to read (default: names ending in `_shed_total`).
         public var shedCounters: [String]
+        /// The request counters to read for the load's throughput (default: names ending in
+        /// `_requests_total`).
+        public var requestCounters: [String]
         /// Where the service's, the load's and the check's output go (a descriptor; `nil`: stderr).
         public var outputDescriptor: Int32?
 
         public init(
             command: [String], readiness: Readiness, load: String? = nil, check: String? = nil, metricsURL: String? = nil,
-            shedCounters: [String] = [], outputDescriptor: Int32? = nil
+            shedCounters: [String] = [], requestCounters: [String] = [], outputDescriptor: Int32? = nil
         ) {
             self.command = command
             self.readiness = readiness
@@ -55,6 +58,7 @@ public struct Soak: Sendable {
             self.check = check
             self.metricsURL = metricsURL
             self.shedCounters = shedCounters
+            self.requestCounters = requestCounters
             self.outputDescriptor = outputDescriptor
         }
 
@@ -174,7 +178,9 @@ public struct Soak: Sendable {
 
     /// Runs every leg — at each limit from the smallest, with memwarn then without — until the
     /// interruption says stop, or a leg finds that the soak cannot be carried out. At a limit
-    /// past the first, only the runs that have not survived yet are run again.
+    /// past the first, only the runs that have not yet survived without thrashing
+    /// (``SoakRun/survivedComfortably``) are run again: a limit survived only by releasing every
+    /// second is not where the search stops.
     ///
     /// - Returns: the report of what ran, whatever ended it: an interrupted soak's
     ///   (``SoakReport/interruptedBy``), and one that could not be carried out to its end, with
@@ -196,10 +202,10 @@ public struct Soak: Sendable {
             }
         }
         defer { plotting?.cancel() }
-        var survivedOnce: Set<Bool> = []
+        var survivedComfortably: Set<Bool> = []
         var problem: SetupError?
         legs: for limit in limits {
-            for memwarnEnabled in labels where !survivedOnce.contains(memwarnEnabled) {
+            for memwarnEnabled in labels where !survivedComfortably.contains(memwarnEnabled) {
                 if interruption.signal != nil { break legs }
                 let leg = SoakLeg(soak: self, memwarnEnabled: memwarnEnabled, limit: limit, logger: logger)
                 let run: SoakRun
@@ -212,7 +218,7 @@ public struct Soak: Sendable {
                     break legs
                 }
                 runs.withLock { $0.append(run) }
-                if run.survived { survivedOnce.insert(memwarnEnabled) }
+                if run.survivedComfortably { survivedComfortably.insert(memwarnEnabled) }
                 // A limit too small to start under is a result when several limits are tried, or for
                 // the baseline; every other problem means the soak cannot be carried out.
                 let tooSmallToStart = run.end == .notReady && run.run.oomKills > 0

@@ -107,7 +107,9 @@ struct SoakLeg {
         let metrics = service.flatMap { service in
             service.metricsURL.flatMap { try? HTTPGet.Address.parse($0).get() } ?? service.readyAddress?.with(path: "/metrics")
         }
-        let watch = ServiceWatch(cgroup: run.cgroup, start: start, metrics: metrics, shedCounterNames: service?.shedCounters ?? [])
+        let watch = ServiceWatch(
+            cgroup: run.cgroup, start: start, metrics: metrics, shedCounterNames: service?.shedCounters ?? [],
+            requestCounterNames: service?.requestCounters ?? [])
         do {
             try watch.startPolling()
         } catch {
@@ -133,9 +135,8 @@ struct SoakLeg {
                     let trend = trendLine.withLock { last -> String? in
                         guard sample.seconds - last.at >= 5 else { return last.text }
                         let since = readySeconds.withLock { $0 } ?? sample.seconds
-                        let trend = MemoryTrend.analyse(
-                            Self.loadedSamples(figures.floorSamples, from: since, until: sample.seconds),
-                            spanSeconds: sample.seconds - since, limitBytes: limit, basis: "")
+                        let trend = Self.trend(
+                            of: figures, levelChanges: changes.withLock { $0 }, from: since, until: sample.seconds, limitBytes: limit)
                         last = (sample.seconds, trend.verdict == .tooShort ? nil : trend.verdict.rawValue)
                         return last.text
                     }
@@ -159,9 +160,9 @@ struct SoakLeg {
                     command: command, cgroup: run.cgroup.location.path, memoryMaxBytes: limit, seconds: seconds,
                     samples: samples.withLock { $0 }, levelChanges: changes.withLock { $0 }),
                 demo: nil, service: figures,
-                trend: MemoryTrend.analyse(
-                    Self.loadedSamples(figures.floorSamples, from: readySeconds.withLock { $0 } ?? seconds, until: seconds),
-                    spanSeconds: seconds - (readySeconds.withLock { $0 } ?? seconds), limitBytes: limit, basis: ""),
+                trend: Self.trend(
+                    of: figures, levelChanges: changes.withLock { $0 }, from: readySeconds.withLock { $0 } ?? seconds, until: seconds,
+                    limitBytes: limit),
                 end: .duration)
         }
         defer { live(nil) }
@@ -311,15 +312,13 @@ struct SoakLeg {
                 "\(commandName) exited with \(report.exit.signal.map { "signal \($0)" } ?? "status \(report.exitCode)") "
                 + "\(String(format: "%.1f", report.durationSeconds)) s after it started, before it was ready: a soaked service must run until it is stopped"
         }
-        let basis = figures.linksMemwarn ? "anonymous memory less the consumers' footprint" : "anonymous memory"
-        // The trend is the loaded service's: from ready until the soak began to stop it (not its
-        // start-up, its check or its shutdown).
-        let loaded = Self.loadedSamples(figures.floorSamples, from: readyAfter ?? 0, until: stoppedAt)
-        return SoakRun(
+        var soakRun = SoakRun(
             label: label, memwarnEnabled: memwarnEnabled, memoryMaxBytes: limit, run: report, demo: demo, service: figures,
-            trend: MemoryTrend.analyse(loaded, spanSeconds: max(0, stoppedAt - (readyAfter ?? 0)), limitBytes: limit, basis: basis),
+            trend: Self.trend(of: figures, levelChanges: report.levelChanges, from: readyAfter ?? 0, until: stoppedAt, limitBytes: limit),
             end: runEnd, readyAfterSeconds: readyAfter, loadExitCode: load?.exitIfEnded?.code, checkExitCode: checkExitCode,
             problem: problem, killedAtStop: killedAtStop, stall: stall)
+        soakRun.cost = SurvivalCost.of(figures, from: readyAfter ?? 0, until: stoppedAt)
+        return soakRun
     }
 
     /// Why the service never became ready.
@@ -405,6 +404,24 @@ struct SoakLeg {
         let done = LegEnd<ProcessExit>()
         Task { done.fire(await run.commandExit()) }
         return await done.wait(for: timeout)
+    }
+
+    /// The trend of the loaded service: from ready until the soak began to stop it (not its
+    /// start-up, its check or its shutdown). Without the consumers' footprint (no control
+    /// endpoint answered), the falls of its anonymous memory under pressure are counted: they
+    /// make the floor unknowable from outside.
+    static func trend(
+        of figures: ServiceFigures, levelChanges: [ConstrainedRunReport.LevelChange], from ready: Double, until stop: Double, limitBytes: UInt64
+    ) -> MemoryTrend {
+        let basis = figures.linksMemwarn ? "anonymous memory less the consumers' footprint" : "anonymous memory"
+        let falls =
+            figures.linksMemwarn
+            ? nil
+            : MemoryTrend.fallsUnderPressure(
+                figures.floorSamples.filter { $0.seconds >= ready && $0.seconds < stop }, levelChanges: levelChanges, limitBytes: limitBytes)
+        return MemoryTrend.analyse(
+            loadedSamples(figures.floorSamples, from: ready, until: stop), spanSeconds: max(0, stop - ready), limitBytes: limitBytes, basis: basis,
+            fallsUnderPressure: falls)
     }
 
     /// The floor samples of the loaded service: from ready until the soak began to stop it,

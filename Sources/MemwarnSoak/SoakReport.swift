@@ -44,6 +44,25 @@ public struct SoakReport: Sendable, Codable {
         runs.filter { $0.memwarnEnabled == memwarnEnabled && $0.survived }.map(\.memoryMaxBytes).min()
     }
 
+    /// The margin the recommended limit adds to the lowest limit survived without thrashing.
+    public static let recommendedMargin = 0.25
+
+    /// The lowest limit at which the run with memwarn survived without thrashing, if any did.
+    public var lowestComfortableLimit: UInt64? {
+        runs.filter { $0.memwarnEnabled && $0.survivedComfortably }.map(\.memoryMaxBytes).min()
+    }
+
+    /// With several limits: the lowest one survived with memwarn without thrashing, plus
+    /// ``recommendedMargin`` (rounded up to a whole MiB) — a limit with room for a heavier load
+    /// than the soak's, named as such wherever it is shown. `nil` with one limit, or when no limit
+    /// was survived without thrashing.
+    public var recommendedLimit: UInt64? {
+        guard limits.count > 1, let lowest = lowestComfortableLimit else { return nil }
+        let mebibyte: UInt64 = 1 << 20
+        let padded = UInt64((Double(lowest) * (1 + Self.recommendedMargin)).rounded(.up))
+        return (padded + mebibyte - 1) / mebibyte * mebibyte
+    }
+
     /// With memwarn the service survived (at some limit, with several), not interrupted, and its
     /// data held (the demo lost no write; `--check` passed, when given).
     public var passed: Bool {
@@ -121,6 +140,24 @@ public struct SoakReport: Sendable, Codable {
             rows.append(row("load exit status") { run in run.loadExitCode.map(String.init) ?? "-" })
             rows.append(row("check") { run in run.checkExitCode.map { $0 == 0 ? "passed" : "FAILED (status \($0))" } ?? "-" })
         }
+        // What survival cost, each figure the service reports (its endpoint's counters, its /metrics).
+        let costs: [(String, (SurvivalCost) -> String?)] = [
+            ("releases/s", { $0.releasesPerSecond.map { String(format: "%.2f", $0) } }),
+            ("released/min", { $0.releasedBytesPerMinute.map(mebibytes) }),
+            ("time releasing", { $0.releasingShare.map { String(format: "%.1f %%", $0 * 100) } }),
+            ("throughput", { $0.requestsPerSecond.map { String(format: "%.0f requests/s", $0) } }),
+            ("cache miss rate", { $0.cacheMissRate.map { String(format: "%.1f %%", $0 * 100) } }),
+        ]
+        for (name, figure) in costs where runs.contains(where: { figure($0.cost) != nil }) {
+            rows.append(row(name) { figure($0.cost) ?? "-" })
+        }
+        if runs.contains(where: { $0.cost.releasesPerSecond != nil }) {
+            rows.append(
+                row("thrashing") { run in
+                    guard let thrashing = run.cost.thrashing else { return run.cost.releasesPerSecond == nil ? "-" : "no" }
+                    return String(format: "YES: %.0f s of releases every second", thrashing.seconds)
+                })
+        }
         if runs.contains(where: { $0.stall != nil }) {
             rows.append(
                 row("memory stall (PSI)") { run in
@@ -150,12 +187,23 @@ public struct SoakReport: Sendable, Codable {
             notes.append("trend with memwarn: " + memwarn.trend.summary)
             if let stall = memwarn.stall { notes.append("memory stall with memwarn: " + stall.summary) }
         }
+        for run in runs where run.memwarnEnabled && !run.cost.phrases.isEmpty {
+            notes.append("cost with memwarn at \(ByteSize.describe(run.memoryMaxBytes)): " + run.cost.phrases.joined(separator: ", "))
+        }
         if limits.count > 1 {
             let lowest = { (memwarn: Bool) in
                 self.lowestSurvivingLimit(memwarnEnabled: memwarn).map(ByteSize.describe)
                     ?? "none of \(self.limits.map(ByteSize.describe).joined(separator: ", "))"
             }
             notes.append("lowest limit survived: with memwarn \(lowest(true))" + (runs.contains { !$0.memwarnEnabled } ? ", without \(lowest(false))" : ""))
+            if let recommended = recommendedLimit, let lowest = lowestComfortableLimit {
+                notes.append(
+                    "recommended limit, with a \(Int(Self.recommendedMargin * 100)) % margin: \(ByteSize.describe(recommended)) "
+                        + "(the lowest survived without thrashing, \(ByteSize.describe(lowest)), plus \(Int(Self.recommendedMargin * 100)) % for a load heavier than this soak's)"
+                )
+            } else if lowestSurvivingLimit(memwarnEnabled: true) != nil {
+                notes.append("no recommended limit: every limit survived with memwarn was survived only by thrashing (releases every second); try larger ones")
+            }
         }
         var verdict = self.verdict
         if problem == nil, let reason = runs.first(where: \.memwarnEnabled)?.killReason { verdict += "\n" + reason }
@@ -200,6 +248,12 @@ public struct SoakReport: Sendable, Codable {
     /// Every run's samples as one JSON object (`memwarn soak --samples FILE`): usage every
     /// 100 ms, and the floor samples once a second, for an analysis of your own.
     public func samplesJSON() throws -> Data {
+        struct RecommendedLimit: Encodable {
+            var bytes: UInt64
+            var lowestWithoutThrashingBytes: UInt64
+            var marginPercent: Int
+        }
+
         struct Run: Encodable {
             var label: String
             var memoryMaxBytes: UInt64
@@ -222,11 +276,19 @@ public struct SoakReport: Sendable, Codable {
         var limits: [UInt64]
         /// `memwarn` and `baseline`, each `null` when no such run survived (or none ran).
         var lowestSurvivingLimit: [String: UInt64?]
+        /// With several limits: the lowest survived with memwarn without thrashing, plus the margin.
+        var recommendedLimit: RecommendedLimit?
         var durationSeconds: Double
         var interruptedBy: Int32?
         var problem: String?
         var memwarnInService: Bool
         var runs: [Run]
+
+        struct RecommendedLimit: Encodable {
+            var bytes: UInt64
+            var lowestWithoutThrashingBytes: UInt64
+            var marginPercent: Int
+        }
 
         struct Run: Encodable {
             var label: String
@@ -262,6 +324,9 @@ public struct SoakReport: Sendable, Codable {
             var writesVerified: Int?
             var lostWrites: Int?
             var trend: MemoryTrend
+            /// The trend in one line, with the reason for a verdict it could not give.
+            var trendSummary: String
+            var cost: SurvivalCost
         }
 
         init(_ report: SoakReport) {
@@ -272,6 +337,11 @@ public struct SoakReport: Sendable, Codable {
             lowestSurvivingLimit = [
                 "memwarn": report.lowestSurvivingLimit(memwarnEnabled: true), "baseline": report.lowestSurvivingLimit(memwarnEnabled: false),
             ]
+            recommendedLimit = report.recommendedLimit.flatMap { bytes in
+                report.lowestComfortableLimit.map {
+                    RecommendedLimit(bytes: bytes, lowestWithoutThrashingBytes: $0, marginPercent: Int(SoakReport.recommendedMargin * 100))
+                }
+            }
             durationSeconds = report.durationSeconds
             interruptedBy = report.interruptedBy
             problem = report.problem?.description
@@ -290,7 +360,7 @@ public struct SoakReport: Sendable, Codable {
                     forecastWarnings: demo?.forecastWarnings ?? (run.service.linksMemwarn ? run.service.forecastWarnings : nil),
                     falseForecasts: demo?.falseForecasts ?? (run.service.linksMemwarn ? run.service.falseForecasts : nil),
                     killReason: run.killReason, writesAcknowledged: demo?.writesAcknowledged, writesVerified: demo?.writesVerified,
-                    lostWrites: demo?.lostWrites, trend: run.trend)
+                    lostWrites: demo?.lostWrites, trend: run.trend, trendSummary: run.trend.summary, cost: run.cost)
             }
         }
     }

@@ -48,6 +48,11 @@ public struct SoakRun: Sendable, Codable {
     public var killedAtStop = false
     /// Memory pressure stall while it was loaded (`nil` without PSI).
     public var stall: StallFigures?
+    /// What surviving cost the service while it was loaded.
+    public var cost = SurvivalCost()
+
+    /// It survived without thrashing: a limit it can live at, not merely one it outlasted.
+    public var survivedComfortably: Bool { survived && !cost.isThrashing }
 
     /// It ran to the end under its limit: not OOM-killed, and (a command) still running when its
     /// time or its load ended and the soak stopped it, or ending by itself with status 0 then

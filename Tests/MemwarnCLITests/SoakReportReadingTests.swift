@@ -80,6 +80,7 @@ import FoundationXML
         memwarn.checkExitCode = 0
         memwarn.killedAtStop = true
         memwarn.stall = try JSONDecoder().decode(StallFigures.self, from: Data(#"{"source":"system","someSeconds":0.5,"fullSeconds":0.1}"#.utf8))
+        memwarn.cost = SurvivalCost.of(SurvivalCostTests.figures(seconds: 120) { _ in 2 }, from: 0, until: 120)
         let report = SoakReport(
             subject: "./my-service", memoryMaxBytes: limit, limits: [limit], durationSeconds: 60,
             runs: [memwarn, Self.run(memwarn: false, limit: limit, survived: false)])
@@ -91,6 +92,7 @@ import FoundationXML
             String(line.components(separatedBy: "   ").first ?? "").trimmingCharacters(in: .whitespaces)
         }
         #expect(names.contains("load exit status") && names.contains("check") && names.contains("stopped"), "\(names)")
+        #expect(["releases/s", "released/min", "time releasing", "throughput", "cache miss rate", "thrashing"].allSatisfy(names.contains), "\(names)")
         // The article's list names each row in bold: **name**, or a tier's as **released: TIER**.
         let article = try Self.article()
         let list = try #require(article.range(of: "The report, line by line").map { String(article[$0.upperBound...]) })

@@ -66,6 +66,16 @@ extension RunCommandTests {
             #expect((memwarn["releases"] as? Int ?? 0) > 0, "the service's own releases were read: \(memwarn)")
             #expect(((memwarn["releasedBytesByTier"] as? [String: Int])?["caches"] ?? 0) > 0)
             #expect(((memwarn["releasedBytesByConsumer"] as? [String: Int])?["entries"] ?? 0) > 0, "by consumer: the probe's cache is named entries")
+            // What survival cost, from the service's own counters (issue 37, item 7): the probe
+            // inserts 20 MiB/s and releases what passes the warning mark, so it releases about as
+            // fast as it inserts once the cache is full; each release takes its own time.
+            let cost = try #require(memwarn["cost"] as? [String: Any], "\(memwarn)")
+            #expect((cost["releasesPerSecond"] as? Double ?? 0) > 0, "\(cost)")
+            let perMinute = (cost["releasedBytesPerMinute"] as? Double ?? 0) / 1_048_576
+            #expect(perMinute > 200 && perMinute < 1_500, "released \(perMinute) MiB/min of 1,200 inserted: \(cost)")
+            #expect((cost["releasingShare"] as? Double ?? 0) > 0, "\(cost)")
+            #expect(cost["requestsPerSecond"] == nil && cost["cacheMissRate"] == nil, "no /metrics: not reported, not 0: \(cost)")
+            #expect(cost["thrashing"] == nil, "10 s is no minute of releases: \(cost)")
             let stall = try #require(memwarn["stall"] as? [String: Any], "PSI over the loaded run: \(memwarn)")
             #expect(stall["source"] as? String == "system" && (stall["someSeconds"] as? Double ?? -1) >= 0, "v1 has no PSI of its own per cgroup: \(stall)")
             // The baseline: the same binary with MEMWARN_DISABLE=1 — memwarn linked but off.

@@ -28,6 +28,37 @@ extension RunCommandTests.SoakServiceTests {
         }
     }
 
+    /// Item 1: a service written as the README teaches, leaking 60 MiB a minute beside a cache
+    /// that its releases hold at the warning mark, soaked with and without its control endpoint.
+    /// Without it, the troughs of its anonymous memory stay flat (the caches shrink as the leak
+    /// grows): the soak said `steady`. It must say it cannot tell, and why.
+    @Test func aLeakBehindReleasesWithNoEndpointIsUnknownNeverSteady() async throws {
+        func soak(endpoint: Bool) async throws -> [String: Any] {
+            let result = try await Self.soak(
+                ["--memory-max", "128M", "--duration", "40s", "--ready-after", "1s", "--no-baseline", "--json", "--", Self.probe]
+                    + ["--rate", "20", "--total", "100000", "--leak", "60"] + (endpoint ? ["--control", "default"] : []))
+            #expect(result.status == 0, "\(result.errors)")
+            return try #require((try Self.json(result.output)["runs"] as? [[String: Any]])?.first)
+        }
+        async let withEndpoint = soak(endpoint: true)
+        async let withoutEndpoint = soak(endpoint: false)
+        let (seen, unseen) = try await (withEndpoint, withoutEndpoint)
+        let seenTrend = try #require(seen["trend"] as? [String: Any])
+        let rate = (seenTrend["rateBytesPerMinute"] as? Double ?? 0) / 1_048_576
+        // With its endpoint the floor is seen rising at the leak's rate (in 40 s, seven troughs: the
+        // verdict may still be "warming up", as a short soak says; the rate is the point).
+        #expect(
+            ["leaking", "warming up"].contains(seenTrend["verdict"] as? String) && rate > 42 && rate < 78, "with its endpoint: \(seen["trendSummary"] ?? "")")
+        let trend = try #require(unseen["trend"] as? [String: Any])
+        #expect(unseen["linksMemwarn"] as? Bool == false)
+        #expect(trend["verdict"] as? String == "unknown: no control endpoint", "\(unseen["trendSummary"] ?? "")")
+        #expect((trend["fallsUnderPressure"] as? Int ?? 0) >= 2, "\(trend)")
+        #expect((unseen["trendSummary"] as? String ?? "").contains("the caches cannot be told from the floor"), "\(unseen)")
+        // What made the old verdict steady: the troughs of anonymous memory hide the leak.
+        let hidden = (trend["rateBytesPerMinute"] as? Double ?? 0) / 1_048_576
+        #expect(hidden < 30, "the troughs rose \(hidden) MiB/min of the 60 leaked: \(trend["troughs"] ?? "")")
+    }
+
     /// Item 2, as filed: a service whose work ends a moment before the soak's end exits 0 then.
     @Test func aServiceThatEndsByItselfAtTheSoaksEndRanToTheEndAndIsReported() async throws {
         // Ready at 0.5 s, the 10 s duration due at 10.5 s; the service ends at 10.3 s.

@@ -59,8 +59,16 @@ import Glibc
 
         /// Stops sending and closes the connection (the client then reads its end), and waits
         /// until the server's thread has ended.
+        /// Safe to call twice: the listener is closed once (a second `close` would close whatever
+        /// descriptor the process was given next under its number: another test's pipe, in one
+        /// CI run).
         func stop() {
-            stopping.withLock { $0 = true }
+            guard
+                stopping.withLock({ stopping in
+                    defer { stopping = true }
+                    return !stopping
+                })
+            else { return }
             shutdown(listener, Int32(SHUT_RDWR))
             _ = ended.wait(timeout: .seconds(10), until: { $0 ? true : nil })
             close(listener)
@@ -76,7 +84,7 @@ import Glibc
             do throws(SystemError) { return .success(try HTTPGet.get(address, timeout: timeout)) } catch { return .failure(error) }
         }
         let watchdog = Task.detached {
-            try? await Task.sleep(for: patience)
+            guard (try? await Task.sleep(for: patience)) != nil else { return }  // cancelled: the exchange ended
             peer.stop()
         }
         let result = await exchange.value

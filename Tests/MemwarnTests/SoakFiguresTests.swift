@@ -27,6 +27,7 @@ import Testing
         totals.add(report(.warning, [("cache", .caches, 5), ("posters", .media, 7), ("idle", .caches, 0)]))
         totals.add(report(.critical, [("cache", .caches, 1)]))
         #expect(totals.releases == 2)
+        #expect(totals.seconds == 0, "the releases above took no time")
         #expect(totals.freedBytesByTier == ["caches": 6, "media": 7])
         #expect(totals.freedBytesByConsumer == ["cache": 6, "posters": 7], "a consumer that freed nothing is not named")
         for index in 0..<(ReleaseTotals.maximumConsumerNames + 10) { totals.add(report(.warning, [("unit-\(index)", .suspendedUnits, 1)])) }
@@ -42,6 +43,7 @@ import Testing
         status.released.releases = 2
         status.released.freedBytesByTier = ["caches": 4]
         status.released.freedBytesByConsumer = ["cache": 4]
+        status.released.seconds = 0.25
         status.isMemoryExhausted = true
         status.forecasts.raised = 3
         status.forecasts.falseAlarms = 1
@@ -59,6 +61,24 @@ import Testing
             return
         }
         #expect(old.released == ReleaseTotals() && !old.isMemoryExhausted && old.process == nil)
+    }
+
+    /// Issue 37, item 7: the time a service spent releasing is its coordinator's sum of each
+    /// release's duration, carried by the status reply; a reply's value that is no duration is
+    /// refused, naming the field.
+    @Test func theTimeSpentReleasingIsSummedAndCarriedAndANonsenseValueIsRefused() throws {
+        var totals = ReleaseTotals()
+        let release = ReleaseReport(level: .warning, targetBytes: 1, entries: [], trimmedHeap: false, duration: .milliseconds(250))
+        totals.add(release)
+        totals.add(release)
+        totals.add(ReleaseReport(level: .normal, targetBytes: 1, entries: [], trimmedHeap: false, duration: .seconds(9)))
+        #expect(abs(totals.seconds - 0.5) < 1e-9, "two releases above normal of 250 ms; one at normal is not counted: \(totals.seconds)")
+        for bad in ["-1", "1e999"] {
+            let line =
+                #"{"ok":true,"request":"status","pid":7,"level":"normal","usageBytes":null,"limitBytes":null,"cgroupPath":null,"consumers":[],"releaseSeconds":"#
+                + bad + "}"
+            #expect(throws: (any Error).self, "releaseSeconds \(bad)") { try ControlReply(line: Array(line.utf8)) }
+        }
     }
 
     @Test func theProcessMemoryIsThisProcesssOwn() throws {

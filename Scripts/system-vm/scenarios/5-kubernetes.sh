@@ -127,7 +127,9 @@ read -r kills statuses <"$work/pods.run"
 crun kill agent TERM 2>/dev/null
 wait "$agent"
 records="$(grep '^{' "$work/agent.out")"
-expect "with the agent: OOM kills $kills below kubepods.slice, pods $statuses; agent: $(tail -4 <<<"$records") $(tail -3 "$work/agent.err")" test "$kills" = 0
+expect "with the agent: OOM kills $kills below kubepods.slice, pods $statuses; the agent said (renewals left out):
+$(grep -v '"event":"renewed"' <<<"$records" | head -60 | cut -c1-400)
+$(tail -3 "$work/agent.err")" test "$kills" = 0
 expect "with the agent a pod did not exit 0: $statuses" test "$statuses" = "large=0 medium=0 small=0"
 found="$(jq -s '[.[] | select(.event=="found")] | length' <<<"$records")"
 first="$(jq -rs '[.[] | select(.event=="round")][0].order[0].cgroup // "none"' <<<"$records")"

@@ -223,7 +223,7 @@ extension ControlStatus: Codable {
     private enum CodingKeys: String, CodingKey {
         case pid, level, usageBytes, limitBytes, cgroupPath, consumers
         case releases, releasedBytesByTier, releasedBytesByConsumer, memoryExhausted, forecastWarnings, falseForecasts
-        case residentBytes, heapInUseBytes, coordinatedCgroups
+        case residentBytes, heapInUseBytes, coordinatedCgroups, releaseSeconds
     }
 
     /// Reads a reply; the figures added after the first release (releases, exhaustion,
@@ -242,6 +242,12 @@ extension ControlStatus: Codable {
         released.releases = try container.decodeIfPresent(Int.self, forKey: .releases) ?? 0
         released.freedBytesByTier = try container.decodeSizesIfPresent(forKey: .releasedBytesByTier) ?? [:]
         released.freedBytesByConsumer = try container.decodeSizesIfPresent(forKey: .releasedBytesByConsumer) ?? [:]
+        let releaseSeconds = try container.decodeIfPresent(Double.self, forKey: .releaseSeconds) ?? 0
+        guard releaseSeconds.isFinite, releaseSeconds >= 0 else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .releaseSeconds, in: container, debugDescription: "releaseSeconds \(releaseSeconds) is not a duration")
+        }
+        released.seconds = releaseSeconds
         isMemoryExhausted = try container.decodeIfPresent(Bool.self, forKey: .memoryExhausted) ?? false
         forecasts.raised = try container.decodeIfPresent(Int.self, forKey: .forecastWarnings) ?? 0
         forecasts.falseAlarms = try container.decodeIfPresent(Int.self, forKey: .falseForecasts) ?? 0
@@ -266,6 +272,7 @@ extension ControlStatus: Codable {
         try container.encode(released.releases, forKey: .releases)
         try container.encode(released.freedBytesByTier, forKey: .releasedBytesByTier)
         try container.encode(released.freedBytesByConsumer, forKey: .releasedBytesByConsumer)
+        try container.encode(released.seconds, forKey: .releaseSeconds)
         try container.encode(isMemoryExhausted, forKey: .memoryExhausted)
         try container.encode(forecasts.raised, forKey: .forecastWarnings)
         try container.encode(forecasts.falseAlarms, forKey: .falseForecasts)
