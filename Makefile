@@ -13,7 +13,8 @@ setup:  ## install libcgroup-dev when missing, then build
 	Scripts/setup
 
 PREFIX ?= /usr/local
-install: setup  ## the memwarn CLI on the PATH: a release build copied to $(PREFIX)/bin
+install:  ## the memwarn CLI on the PATH: libcgroup-dev when missing, a release build of memwarn alone, copied to $(PREFIX)/bin
+	Scripts/setup --packages
 	swift build -c release --product memwarn
 	install -m 0755 "$$(swift build -c release --show-bin-path)/memwarn" "$(PREFIX)/bin/memwarn"
 

@@ -16,6 +16,9 @@
 //                   release thread, admission, a node agent's leases
 //   MemwarnControl  the control endpoint and client (memwarn status/trigger/agent speak to it)
 //   Memwarn         the library services link: re-exports the four above, and the DocC articles
+//   MemwarnConfiguration  the policy from apple/swift-configuration's ConfigReader, and a running
+//                   monitor that follows it (a product of its own: a service that does not use
+//                   swift-configuration does not build it)
 //   MemwarnLifeCycle  UIKit's life cycle for a service and its units: states, background tasks,
 //                   will-terminate, and terminate-suspended through the release order
 //   MemwarnAgent    the node agent: finds the memwarn services under a parent cgroup (or a node),
@@ -46,10 +49,14 @@ let package = Package(
     name: "memwarn",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "Memwarn", targets: ["Memwarn"]),
+        // Memwarn and the four layers it re-exports, named: their API is the product's (and what
+        // Scripts/api-check compares with the last release).
+        .library(name: "Memwarn", targets: ["Memwarn", "MemwarnRelease", "MemwarnStores", "MemwarnMonitor", "MemwarnControl"]),
         // The stores alone (the cache, purgeable data, media, shared resources) on the release
         // core: no monitor, no libcgroup.
         .library(name: "MemwarnStores", targets: ["MemwarnStores"]),
+        // The policy from a swift-configuration ConfigReader, followed while the monitor runs.
+        .library(name: "MemwarnConfiguration", targets: ["MemwarnConfiguration"]),
         .library(name: "MemwarnLifeCycle", targets: ["MemwarnLifeCycle"]),
         .library(name: "CgroupKit", targets: ["CgroupKit"]),
         .executable(name: "memwarn", targets: ["MemwarnCLI"]),
@@ -65,7 +72,11 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // Reloading: ReloadingFileProvider, for a policy changed while the service runs.
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: [.defaults, "Reloading"]),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // FilePath, for the tests' configuration files (swift-configuration's own dependency).
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -131,6 +142,16 @@ let package = Package(
         .target(
             name: "Memwarn",
             dependencies: ["MemwarnControl", "MemwarnMonitor", "MemwarnRelease", "MemwarnStores"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "MemwarnConfiguration",
+            dependencies: [
+                "MemwarnMonitor",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -264,6 +285,7 @@ let package = Package(
             dependencies: [
                 "CLibcgroup",
                 "CgroupKit",
+                "MemwarnConfiguration",
                 "Memwarn",
                 "MemwarnControl",
                 "MemwarnMonitor",
@@ -276,6 +298,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSettings
         ),

@@ -36,6 +36,9 @@ public struct PressureSignal: Sendable, Hashable, CustomStringConvertible {
 
     /// The first reading when the monitor starts.
     public static let initial = PressureSignal("initial", eventDriven: false)
+    /// The first reading at a policy applied while the monitor runs
+    /// (`PressureMonitor.apply(policy:)`): the marks moved.
+    public static let policyChange = PressureSignal("policy-change", eventDriven: false)
     /// A cgroup v1 usage threshold (`memory.usage_in_bytes` via `cgroup.event_control`).
     public static let usageThreshold = PressureSignal("usage-threshold", eventDriven: true)
     /// A cgroup v1 `memory.pressure_level` notification.

@@ -49,13 +49,14 @@ package final class AgentLeases: Sendable {
         var crossings: [String: Crossing] = [:]
         /// When the agent last asked this process to release, by agent pid.
         var lastAsk: [Int32: ContinuousClock.Instant] = [:]
+        /// The policy's marks the crossings are judged at.
+        var marks: (warning: Double, critical: Double, recovery: Double)
     }
 
-    private let state = Locked(State())
+    private let state: Locked<State>
     /// How many leases are held, as of the last change: every reading asks first, so that a
     /// service no agent coordinates (the usual case) pays one relaxed load, no lock.
     private let held = Atomic<Int>(0)
-    private let marks: (warning: Double, critical: Double, recovery: Double)
 
     /// The longest lease an agent may ask for.
     package static let longestLease = Duration.seconds(60)
@@ -85,7 +86,12 @@ package final class AgentLeases: Sendable {
 
     /// Leases judged at `policy`'s marks.
     init(policy: PressurePolicy) {
-        marks = (policy.warningRatio, policy.criticalRatio, policy.recoveryRatio)
+        state = Locked(State(marks: (policy.warningRatio, policy.criticalRatio, policy.recoveryRatio)))
+    }
+
+    /// Judges the crossings at `policy`'s marks from now on (a policy applied while running).
+    func update(policy: PressurePolicy) {
+        state.withLock { $0.marks = (policy.warningRatio, policy.criticalRatio, policy.recoveryRatio) }
     }
 
     /// Grants or renews a lease.
@@ -167,18 +173,18 @@ package final class AgentLeases: Sendable {
             for constraint in constraints where !constraint.isHidden && constraint.cgroupPath != own {
                 guard let lease = state.leases[constraint.cgroupPath] else { continue }
                 let ratio = constraint.ratio
-                guard ratio >= marks.recovery else {
+                guard ratio >= state.marks.recovery else {
                     state.crossings[constraint.cgroupPath] = nil  // back under its recovery mark: the crossing is over
                     left.insert(constraint.cgroupPath)
                     continue
                 }
                 var crossing = state.crossings[constraint.cgroupPath]
-                if crossing == nil, ratio >= marks.warning {
+                if crossing == nil, ratio >= state.marks.warning {
                     let asked = state.lastAsk[lease.agentPid].map { now - $0 <= Self.askLead } ?? false
                     crossing = Crossing(since: now, answered: asked)
                 }
                 if var current = crossing {
-                    if ratio >= marks.critical || (!current.answered && now - current.since >= Self.answerBound) { current.counted = true }
+                    if ratio >= state.marks.critical || (!current.answered && now - current.since >= Self.answerBound) { current.counted = true }
                     state.crossings[constraint.cgroupPath] = current
                     if current.counted { continue }
                 }

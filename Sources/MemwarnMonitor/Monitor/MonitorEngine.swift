@@ -24,6 +24,9 @@ final class MonitorEngine {
     private(set) var failure: CgroupError?
 
     private var evaluator: LevelEvaluator
+    /// The level of the session this one replaces (a policy applied while running): the first
+    /// reading is a change from it, or no event at all.
+    private let carriedLevel: MemoryPressureLevel?
     private var growth: GrowthTracker
     /// The sources, with their registrations (`nil`: periodic, or no longer watched).
     private var sources: [(source: any PressureSource, registration: EventLoop.Registration?)] = []
@@ -85,8 +88,9 @@ final class MonitorEngine {
 
     init(
         loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger, ledger: ReleaseLedger,
-        samples: UsageSampleCount, output: any MonitorEngineOutput, releaseLoop: ReleaseLoop
+        samples: UsageSampleCount, output: any MonitorEngineOutput, releaseLoop: ReleaseLoop, carriedLevel: MemoryPressureLevel? = nil
     ) {
+        self.carriedLevel = carriedLevel
         self.loop = loop
         self.samples = samples
         self.sampler = sampler
@@ -95,7 +99,7 @@ final class MonitorEngine {
         self.ledger = ledger
         self.output = output
         self.releaseLoop = releaseLoop
-        evaluator = LevelEvaluator(policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall)
+        evaluator = LevelEvaluator(policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall, level: carriedLevel ?? .normal)
         growth = GrowthTracker(policy: configuration.policy)
     }
 
@@ -153,9 +157,17 @@ final class MonitorEngine {
         _ = evaluator.evaluate(snapshot, hint: .normal, now: .now)
         resample(after: snapshot)  // first: the reading carries the sampler's wait as its detection bound
         if let failure { throw failure }  // the sampler could not open a limit's usage file
-        let event = LevelEvent(level: evaluator.level, previous: nil, source: .initial, snapshot: snapshot, forecast: forecast)
-        output.engineEmitted(event)
-        hand(reading(event, rise: nil))
+        if let carried = carriedLevel {
+            // A policy applied while running: the level carries over (its hold time too), and the
+            // first reading at the new marks is an event only when it changes the level.
+            let event = LevelEvent(level: evaluator.level, previous: carried, source: .policyChange, snapshot: snapshot, forecast: forecast)
+            if evaluator.level != carried { output.engineEmitted(event) }
+            hand(reading(event, rise: evaluator.level > carried ? evaluator.level : nil))
+        } else {
+            let event = LevelEvent(level: evaluator.level, previous: nil, source: .initial, snapshot: snapshot, forecast: forecast)
+            output.engineEmitted(event)
+            hand(reading(event, rise: nil))
+        }
         scheduleRecheckIfRaised()
     }
 

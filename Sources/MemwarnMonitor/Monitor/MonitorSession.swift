@@ -24,6 +24,8 @@ final class MonitorSession: Sendable {
         var exhaustionChanged: @Sendable (MemoryExhaustion) -> Void
         /// The ancestors a node agent coordinates for the monitor.
         var leases: AgentLeases
+        /// The level of the session this one replaces, when a policy is applied while running.
+        var carriedLevel: MemoryPressureLevel? = nil
     }
 
     private let loop: EventLoop
@@ -91,7 +93,7 @@ final class MonitorSession: Sendable {
         let engine = EngineBox(
             MonitorEngine(
                 loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
-                ledger: ledger, samples: parts.samples, output: parts.output(), releaseLoop: releaseLoop))
+                ledger: ledger, samples: parts.samples, output: parts.output(), releaseLoop: releaseLoop, carriedLevel: parts.carriedLevel))
         let (engineEnded, endEngine) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
         let armed = ConditionLock<Result<(watch: MonitorArming.UsageWatch, pendingThresholds: Int), any Error>?>(nil)
         let threadEnded = ConditionLock(false)

@@ -67,11 +67,17 @@ public final class PressureMonitor: Service, Sendable {
         var transientErrors = 0
         var lastTransientError: CgroupError?
         var retryingReads = false
+        /// ``run()`` was asked to end: a policy applied now re-arms nothing.
+        var stopping = false
     }
 
-    /// The configuration it runs with.
-    public let configuration: MonitorConfiguration
-    private let logger: Logger
+    /// The configuration it runs with: the policy is the one last applied
+    /// (``apply(policy:)``).
+    public var configuration: MonitorConfiguration { currentConfiguration.withLock { $0 } }
+    private let currentConfiguration: Locked<MonitorConfiguration>
+    /// Held while a policy is applied: one change at a time.
+    private let policyChange = Locked(())
+    package let logger: Logger
     private let state = Locked(State())
     private let levelEvents = Broadcaster<LevelEvent>(replaysLatest: true)
     private let exhaustionChanges = Broadcaster<MemoryExhaustion>()
@@ -96,7 +102,7 @@ public final class PressureMonitor: Service, Sendable {
     ///     `memwarn_released_bytes_total`, …); `nil` uses the process's bootstrapped factory (a
     ///     no-op one unless the application set one up).
     public init(configuration: MonitorConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)? = nil) {
-        self.configuration = configuration
+        currentConfiguration = Locked(configuration)
         self.logger = logger
         leases = AgentLeases(policy: configuration.policy)
         metrics = MonitorMetrics(factory: metricsFactory ?? MetricsSystem.factory)
@@ -278,6 +284,7 @@ public final class PressureMonitor: Service, Sendable {
                 throw MonitorError(.alreadyRunning, "the monitor is already running")
             case .armed(let session):
                 state.phase = .running(session)
+                state.stopping = false
                 return .armed(session)
             case .failedToArm(let error):
                 state.phase = .idle
@@ -319,6 +326,7 @@ public final class PressureMonitor: Service, Sendable {
                     throw MonitorError(.alreadyRunning, "the monitor is already running")
                 }
                 state.phase = .running(session)
+                state.stopping = false
             }
         }
         defer {
@@ -329,21 +337,100 @@ public final class PressureMonitor: Service, Sendable {
             }
             levelEvents.finish()
         }
-        try await withTaskCancellationOrGracefulShutdownHandler {
-            try await session.waitUntilEnded()
-        } onCancelOrGracefulShutdown: {
-            session.stop()
+        // A policy applied while running replaces the session: the run goes on with the new one.
+        var current = session
+        while true {
+            let running = current
+            try await withTaskCancellationOrGracefulShutdownHandler {
+                try await running.waitUntilEnded()
+            } onCancelOrGracefulShutdown: { [state] in
+                let latest = state.withLock { state -> MonitorSession? in
+                    state.stopping = true
+                    if case .running(let latest) = state.phase { return latest }
+                    return nil
+                }
+                running.stop()
+                latest?.stop()
+            }
+            let next = state.withLock { state -> MonitorSession? in
+                guard !state.stopping, case .running(let latest) = state.phase, latest !== running else { return nil }
+                return latest
+            }
+            guard let next else { break }
+            current = next
+        }
+    }
+
+    /// Applies `policy` to the monitor while it runs (or is armed): its marks, sampling, PSI
+    /// triggers and growth settings are planned again on every path, as for a new limit, by
+    /// arming a new session with it and ending the old one; the level carries over (its hold
+    /// time too), and the first reading at the new marks is a ``LevelEvent`` with source
+    /// ``/MemwarnRelease/PressureSignal/policyChange`` only when it changes the level. A monitor
+    /// not armed (a run ended) takes the policy at its next ``run()``.
+    ///
+    /// - Parameter policy: the new policy.
+    /// - Throws: ``PolicyError`` for an inconsistent policy, and CgroupKit's `CgroupError` or
+    ///   ``MonitorError`` when the monitor cannot be armed anew: either way nothing changes, the
+    ///   running policy is kept.
+    public func apply(policy: PressurePolicy) throws {
+        try policy.validate()
+        try policyChange.withLock { _ in
+            let before = configuration
+            guard before.policy != policy else { return }
+            currentConfiguration.withLock { $0.policy = policy }
+            leases.update(policy: policy)
+            let armed = state.withLock { state -> MonitorSession? in
+                guard !state.stopping else { return nil }
+                switch state.phase {
+                case .armed(let session), .running(let session): return session
+                case .idle, .failedToArm, .disabled: return nil
+                }
+            }
+            guard let armed else { return }
+            let replacement: MonitorSession
+            do {
+                replacement = try arm(carrying: level)
+            } catch {
+                currentConfiguration.withLock { $0.policy = before.policy }
+                leases.update(policy: before.policy)
+                throw error
+            }
+            let swapped = state.withLock { state -> Bool in
+                switch state.phase {
+                case .armed(let session) where session === armed:
+                    state.phase = .armed(replacement)
+                case .running(let session) where session === armed && !state.stopping:
+                    state.phase = .running(replacement)
+                default:
+                    return false
+                }
+                return true
+            }
+            guard swapped else {
+                // The run ended meanwhile: the new session is not wanted.
+                replacement.stop()
+                return
+            }
+            armed.stop()
+            logger.notice(
+                "memory monitor: a new policy applies; its marks are planned again",
+                metadata: [
+                    "warningRatio": "\(policy.warningRatio)", "criticalRatio": "\(policy.criticalRatio)", "recoveryRatio": "\(policy.recoveryRatio)",
+                    "level": "\(level)",
+                ])
         }
     }
 
     /// Arms a new session: blocks until its sources are registered and its first reading taken.
-    private func arm() throws -> MonitorSession {
+    ///
+    /// - Parameter level: the level of the session it replaces (a policy applied while running).
+    private func arm(carrying level: MemoryPressureLevel? = nil) throws -> MonitorSession {
         let session = try MonitorSession.arm(
             .init(
                 configuration: configuration, logger: logger, metrics: metrics, samples: samples,
                 output: { [weak self] in EngineOutput(self) },
                 coordinators: coordinators,
-                exhaustionChanged: { [weak self] change in self?.publish(change) }, leases: leases))
+                exhaustionChanged: { [weak self] change in self?.publish(change) }, leases: leases, carriedLevel: level))
         var arming = session.arming
         state.withLock { state in
             arming.sources = state.sources

@@ -12,9 +12,10 @@ struct LevelEvaluator: Sendable {
     private(set) var level: MemoryPressureLevel = .normal
     private var lowerSince: ContinuousClock.Instant?
 
-    init(policy: PressurePolicy, countsPressureStall: Bool = true) {
+    init(policy: PressurePolicy, countsPressureStall: Bool = true, level: MemoryPressureLevel = .normal) {
         self.policy = policy
         self.countsPressureStall = countsPressureStall
+        self.level = level
     }
 
     /// The level a snapshot asks for, given the current level (for hysteresis) and what the

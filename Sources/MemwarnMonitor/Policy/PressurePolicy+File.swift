@@ -80,14 +80,14 @@ extension PressurePolicy {
     }
 
     /// The keys a policy file and `MEMWARN_*` variables may set.
-    static let keys = [
+    package static let keys = [
         "warning_ratio", "critical_ratio", "recovery_ratio", "psi_some_warning_percent", "psi_full_critical_percent",
         "psi_window", "hold_time", "recheck_interval", "poll_interval", "pressure_level_quiet_time",
         "forecast_horizon", "growth_window", "worst_case_growth", "ancestor_limits",
     ]
 
     /// Sets one setting by its file key.
-    mutating func set(_ key: String, to value: String, origin: String) throws(PolicyError) {
+    package mutating func set(_ key: String, to value: String, origin: String) throws(PolicyError) {
         func number() throws(PolicyError) -> Double {
             guard let number = Double(value), number.isFinite else {
                 throw PolicyError(.badValue, "\(origin): \(key) must be a number, is \(Self.quoted(value))")
