@@ -38,11 +38,9 @@ final class ServiceRoster: @unchecked Sendable {
     private var renewalFailed: [Int32: ContinuousClock.Instant] = [:]
     /// Sockets and directories already reported (unreachable, not searched): said once while they are there.
     private var reported: Set<String> = []
-    /// Sockets whose status exchange failed, with when to try them again.
-    private var failedSockets: [String: ContinuousClock.Instant] = [:]
-    /// How many times in a row each socket's status exchange failed (forgotten once it answers
-    /// or is gone).
-    private var failureCounts: [String: Int] = [:]
+    /// Sockets whose status exchange failed: how many times in a row, and when to try them
+    /// again (forgotten once they answer or are gone).
+    private var failedSockets: [String: (failures: Int, retryAt: ContinuousClock.Instant)] = [:]
     private var lastRenewal: ContinuousClock.Instant?
 
     /// The longest a socket that failed is left alone, from its own failure; a lease renewal
@@ -106,19 +104,18 @@ final class ServiceRoster: @unchecked Sendable {
 
     private func discover() {
         let now = ContinuousClock.now
-        failedSockets = failedSockets.filter { $0.value > now }
         outsideSockets = outsideSockets.filter { Signals.processExists($0.value) }
         let known = services
-        let found = finder.search(known: known, skipping: Set(failedSockets.keys).union(outsideSockets.keys))
+        let waiting = failedSockets.filter { $0.value.retryAt > now }.keys
+        let found = finder.search(known: known, skipping: Set(waiting).union(outsideSockets.keys))
         outsideSockets.merge(found.outside) { $1 }
         reported = reported.filter { FileType.at($0, followingLinks: false) != nil }
-        failureCounts = failureCounts.filter { socket, _ in FileType.at(socket, followingLinks: false) != nil }
-        for service in found.services { failureCounts[service.socketPath] = nil }
+        failedSockets = failedSockets.filter { socket, _ in FileType.at(socket, followingLinks: false) != nil }
+        for service in found.services { failedSockets[service.socketPath] = nil }
         for failure in found.failures {
             // Tried again a while after it failed, not at every search: sooner the first times.
-            let failures = failureCounts[failure.socket, default: 0] + 1
-            failureCounts[failure.socket] = failures
-            failedSockets[failure.socket] = failure.at + Self.retryDelay(afterFailures: failures)
+            let failures = (failedSockets[failure.socket]?.failures ?? 0) + 1
+            failedSockets[failure.socket] = (failures, failure.at + Self.retryDelay(afterFailures: failures))
             guard reported.insert(failure.socket).inserted else { continue }  // said once while it is there
             var record = AgentRecord("unreachable")
             (record.socket, record.reason) = (failure.socket, failure.reason)

@@ -132,6 +132,29 @@ struct SyntheticHostMonitorTests {
         }
     }
 
+    /// A policy applied while running (issue 38, item 1) on cgroup v2, as any user: the marks
+    /// move under the usage (one event, from the policy), the watch of `memory.events` and the
+    /// adaptive sampling are armed again, and they go on finding changes.
+    @Test func aPolicyAppliedWhileRunningMovesTheMarksOnV2AndTheWatchGoesOn() async throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        let monitor = Self.monitor(host)
+        try host.setUsage(0.6)
+        try await withRunningMonitor(monitor) { iterator in
+            #expect(try await next(&iterator).level == .normal)
+            var lowered = monitor.configuration.policy
+            (lowered.warningRatio, lowered.recoveryRatio) = (0.5, 0.4)
+            try monitor.apply(policy: lowered)
+            let moved = try await next(&iterator, within: .seconds(5))
+            #expect(moved.level == .warning && moved.previous == .normal && moved.source == .policyChange, "\(moved)")
+            #expect(monitor.arming?.usageWatch == .adaptiveSampling, "armed again, sampling: \(String(describing: monitor.arming))")
+            #expect(monitor.watchedSources.contains { $0.hasPrefix("inotify") && $0.contains("memory.events") }, "\(monitor.watchedSources)")
+            // The new session's sources work: a climb past the critical mark is found.
+            try host.setUsage(0.95)
+            let critical = try await next(&iterator, within: .seconds(5))
+            #expect(critical.level == .critical && critical.source == .usageSample, "\(critical.level) from \(critical.source)")
+        }
+    }
+
     @Test func observersAddedWhileLevelsChangeHearEachEventOnceAndInOrder() async throws {
         let host = try SyntheticHost(limit: Self.limit)
         var policy = PressurePolicy()

@@ -74,6 +74,9 @@ public final class PressureMonitor: Service, Sendable {
     /// The configuration it runs with: the policy is the one last applied
     /// (``apply(policy:)``).
     public var configuration: MonitorConfiguration { currentConfiguration.withLock { $0 } }
+    /// The critical mark of the policy last applied, without copying the configuration (its
+    /// environment): admission asks at every reservation.
+    package var criticalRatio: Double { currentConfiguration.withLock { $0.policy.criticalRatio } }
     private let currentConfiguration: Locked<MonitorConfiguration>
     /// Held while a policy is applied: one change at a time.
     private let policyChange = Locked(())
@@ -435,7 +438,8 @@ public final class PressureMonitor: Service, Sendable {
         state.withLock { state in
             arming.sources = state.sources
             state.arming = arming
-            if state.usageWatch == nil || arming.pendingThresholds == 0 { state.usageWatch = arming.usageWatch }
+            // A session armed for a new policy registers its thresholds anew: sampled until they are in.
+            if state.usageWatch == nil || arming.pendingThresholds == 0 || level != nil { state.usageWatch = arming.usageWatch }
         }
         metrics.record(arming)
         logger.notice(
