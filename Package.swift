@@ -322,6 +322,7 @@ let package = Package(
         .testTarget(
             name: "MemwarnCLITests",
             dependencies: [
+                "MemwarnAgent",
                 "MemwarnTestKit",
                 "MemwarnTestTraits",
                 "CgroupKit",

@@ -243,9 +243,13 @@ def main():
     stop_watch.set()
 
     metrics = {}
+    families, helped = set(), set()
     try:
         status, text = fetch(arguments, "/metrics")
         for line in text.splitlines():
+            described = re.match(r'^# (HELP|TYPE) (memwarn_\w+) ', line)
+            if described:
+                (helped if described.group(1) == "HELP" else families).add(described.group(2))
             match = re.match(r'^(memwarn_\w+|service_\w+)(\{[^}]*\})?\s+(\S+)$', line)
             if match:
                 metrics[match.group(1) + (match.group(2) or "")] = float(match.group(3))
@@ -279,6 +283,8 @@ def main():
             "exhaustions_total": metric_sum("memwarn_exhaustions_total"),
             "requests_shed_total": metric_sum("service_requests_shed_total"),
             "metrics_scraped": bool(metrics),
+            "memwarn_families": sorted(families),
+            "memwarn_families_without_help": sorted(families - helped),
         }
     print(json.dumps(summary, indent=2, sort_keys=True))
 

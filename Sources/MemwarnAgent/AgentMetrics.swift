@@ -1,19 +1,8 @@
 import MemwarnSystem
 
 /// The agent's metrics in Prometheus's text format, written whole to a file after each change
-/// (for node_exporter's textfile collector, or any scraper that reads a file):
-///
-/// | metric | kind | what |
-/// |---|---|---|
-/// | `memwarn_agent_services` | gauge | memwarn services found under the parent |
-/// | `memwarn_agent_unlinked_cgroups` | gauge | the parent's children with no memwarn service |
-/// | `memwarn_agent_parent_usage_bytes`, `memwarn_agent_parent_limit_bytes` | gauge | the guarded usage and its limit |
-/// | `memwarn_agent_asks_total{cgroup,level}` | counter | asks, by service cgroup and level |
-/// | `memwarn_agent_freed_bytes_total{cgroup}` | counter | kernel-measured bytes freed by asks |
-/// | `memwarn_agent_last_ask_freed_bytes{cgroup}` | gauge | measured bytes freed by the last ask |
-/// | `memwarn_agent_unanswered_total{cgroup}` | counter | asks that timed out or failed |
-/// | `memwarn_agent_episodes_total` | counter | crossings of the warning mark |
-/// | `memwarn_agent_relief_seconds` | gauge | the last episode: crossing to back under the recovery mark |
+/// (for node_exporter's textfile collector, or any scraper that reads a file), each family with
+/// its `# HELP` line (``AgentMetricFamilies``).
 ///
 /// The per-service series (those with a `cgroup` label) name the
 /// ``maximumNamedCgroups`` largest services of the latest round, the rest as
@@ -126,7 +115,10 @@ final class AgentMetrics: @unchecked Sendable {
             var typed = Set<String>()
             for (series, value) in table.sorted(by: { $0.key < $1.key }) {
                 let name = String(series.prefix { $0 != "{" })
-                if typed.insert(name).inserted { text += "# TYPE \(name) \(kind)\n" }
+                if typed.insert(name).inserted {
+                    if let help = AgentMetricFamilies.help[name] { text += "# HELP \(name) \(help)\n" }
+                    text += "# TYPE \(name) \(kind)\n"
+                }
                 text += "\(series) \(value.isInfinite ? "+Inf" : String(value))\n"
             }
         }

@@ -138,8 +138,8 @@ package final class NodeAgent {
             (rising, falling) = (max(0, rate), max(0, -rate))
         }
         last = (reading.usageBytes, now)
-        metrics?.set("memwarn_agent_parent_usage_bytes", Double(reading.usageBytes))
-        metrics?.set("memwarn_agent_parent_limit_bytes", Double(reading.capacityBytes))
+        metrics?.set(AgentMetricFamilies.parentUsage.name, Double(reading.usageBytes))
+        metrics?.set(AgentMetricFamilies.parentLimit.name, Double(reading.capacityBytes))
     }
 
     private func act(on reading: ParentReading) {
@@ -150,7 +150,7 @@ package final class NodeAgent {
                 (record.milliseconds, record.asks, record.measuredFreedBytes) = ((now - current.began).seconds * 1000, current.asks, current.freed)
                 (record.parentUsageBytes, record.parentLimitBytes, record.measure) = (reading.usageBytes, reading.capacityBytes, reading.measure)
                 say(record)
-                metrics?.set("memwarn_agent_relief_seconds", (now - current.began).seconds)
+                metrics?.set(AgentMetricFamilies.relief.name, (now - current.began).seconds)
                 metrics?.publish()
                 episode = nil
                 return
@@ -165,7 +165,7 @@ package final class NodeAgent {
         (record.level, record.measure) = (reading.ratio >= policy.criticalRatio ? "critical" : "warning", reading.measure)
         (record.parentUsageBytes, record.parentLimitBytes) = (reading.usageBytes, reading.capacityBytes)
         say(record)
-        metrics?.add("memwarn_agent_episodes_total")
+        metrics?.add(AgentMetricFamilies.episodes.name)
         var current = Episode(began: now, nextRound: now)
         round(from: reading, episode: &current)
         episode = current
@@ -221,7 +221,7 @@ package final class NodeAgent {
         let before = measuredUsage(service, among: services)
         let began = ContinuousClock.now
         let labels = [("cgroup", service.cgroup.path), ("level", level.rawValue)]
-        metrics?.add("memwarn_agent_asks_total", labels)
+        metrics?.add(AgentMetricFamilies.asks.name, labels)
         episode.asks += 1
         let outcome: Result<Int, ControlError>
         do {
@@ -254,8 +254,8 @@ package final class NodeAgent {
             (record.serviceUsageBytes, record.targetBytes, record.reportedFreedBytes, record.measuredFreedBytes) = (before, target, reported, freed)
             (record.parentUsageBytes, record.parentAfterBytes, record.parentLimitBytes) = (parent.usageBytes, after.usageBytes, after.capacityBytes)
             record.milliseconds = took
-            metrics?.add("memwarn_agent_freed_bytes_total", [labels[0]], Double(max(0, freed ?? 0)))
-            metrics?.set("memwarn_agent_last_ask_freed_bytes", [labels[0]], Double(freed ?? 0))
+            metrics?.add(AgentMetricFamilies.freedBytes.name, [labels[0]], Double(max(0, freed ?? 0)))
+            metrics?.set(AgentMetricFamilies.lastAskFreed.name, [labels[0]], Double(freed ?? 0))
             metrics?.publish()  // the file shows each ask by the time its line is out
             say(record)
         case .failure(let error):
@@ -263,7 +263,7 @@ package final class NodeAgent {
             var record = AgentRecord("unanswered")
             (record.pid, record.cgroup, record.level, record.rank, record.milliseconds) = (service.pid, service.cgroup.path, level.rawValue, rank, took)
             (record.serviceUsageBytes, record.reason) = (before, error.message)
-            metrics?.add("memwarn_agent_unanswered_total", [labels[0]])
+            metrics?.add(AgentMetricFamilies.unanswered.name, [labels[0]])
             metrics?.publish()
             say(record)
         }

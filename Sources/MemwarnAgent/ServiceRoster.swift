@@ -154,8 +154,8 @@ final class ServiceRoster: @unchecked Sendable {
             }
             unlinkedSeen = unlinked
         }
-        metrics?.set("memwarn_agent_services", Double(found.services.count))
-        metrics?.set("memwarn_agent_unlinked_cgroups", Double(unlinked.count))
+        metrics?.set(AgentMetricFamilies.services.name, Double(found.services.count))
+        metrics?.set(AgentMetricFamilies.unlinkedCgroups.name, Double(unlinked.count))
         metrics?.publish()
     }
 

@@ -5,17 +5,27 @@
 /// holds consumers weakly: one that is deallocated leaves the registry by itself.
 ///
 /// Implementations are called from the coordinator's caller (the monitor's thread for
-/// automatic releases) and must be thread-safe.
+/// automatic releases) and must be thread-safe. The article "Writing your own consumer", in the
+/// `Memwarn` module's documentation, says which tier a consumer belongs in, what its figures
+/// count and what a release must do.
 public protocol MemoryConsumer: AnyObject, Sendable {
     /// A name for reports, such as `thumbnails`.
     var name: String { get }
     /// The consumer's tier in the release order.
     var tier: ReleaseTier { get }
-    /// The bytes it holds now.
+    /// The bytes it holds now: everything it owns, in use or not.
     var footprintBytes: Int { get }
     /// The bytes it holds in content already discarded or expired, dropped first in tier
     /// ``ReleaseTier/discarded`` (0 by default).
     var discardedBytes: Int { get }
+    /// The part of ``footprintBytes`` in use now — buffers lent to running work, handles
+    /// checked out, content under access — which no release can give back until the work
+    /// returns it; `nil` (the default) when the consumer does not say.
+    ///
+    /// The monitor's exhaustion report, the control endpoint's `status`, the metric
+    /// `memwarn_consumer_in_use_bytes` and `memwarn soak` carry it, so that memory held by work
+    /// in flight is told apart from memory a release failed to give.
+    var inUseBytes: Int? { get }
 
     /// Gives memory back.
     ///
@@ -26,7 +36,10 @@ public protocol MemoryConsumer: AnyObject, Sendable {
 }
 
 extension MemoryConsumer {
+    /// No discarded content: 0.
     public var discardedBytes: Int { 0 }
+    /// Not said: `nil`.
+    public var inUseBytes: Int? { nil }
 }
 
 /// What a consumer is asked to release.

@@ -16,7 +16,8 @@ public struct MemoryExhaustion: Sendable, Hashable {
     public var floorBytes: UInt64
     /// Bytes the last release could still have freed: 0 while exhausted.
     public var releasableBytes: Int
-    /// Bytes still held by registered consumers but in use (not releasable now).
+    /// Bytes still held by registered consumers but in use (not releasable now): of each holder,
+    /// what it says is in use (``Holder/inUseBytes``), or all it holds when it does not say.
     public var heldInUseBytes: Int
     /// Who holds ``heldInUseBytes``: the consumers still holding memory after the release that
     /// asked every tier, the most first (at most 16; the rest are in ``heldInUseBytes`` only).
@@ -32,6 +33,9 @@ public struct MemoryExhaustion: Sendable, Hashable {
         public var tier: ReleaseTier
         /// What it holds.
         public var bytes: Int
+        /// What of ``bytes`` it says is in use (``MemoryConsumer/inUseBytes``): held by work in
+        /// flight, not a release that failed; `nil` when it does not say.
+        public var inUseBytes: Int?
 
         /// A holder.
         ///

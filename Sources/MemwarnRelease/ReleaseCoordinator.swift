@@ -135,7 +135,7 @@ public final class ReleaseCoordinator: Sendable {
                     .init(
                         consumer: consumer.name, tier: tier, bytesBefore: before, bytesAfter: after,
                         bytesFreed: freed, duration: .now - began,
-                        bytesInUse: tier != .discarded && freed < asked ? max(0, after) : 0))
+                        bytesInUse: tier != .discarded && freed < asked ? max(0, min(after, consumer.inUseBytes ?? after)) : 0))
                 remaining -= freed
             }
         }

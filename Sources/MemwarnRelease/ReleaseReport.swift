@@ -17,11 +17,12 @@ public struct ReleaseReport: Sendable, Hashable {
         public var bytesFreed: Int
         /// How long it took.
         public var duration: Duration
-        /// What it still held, asked in its own tier for more than it gave: memory in use,
-        /// which no release can take now — content being accessed (a `PurgeableData` or other
-        /// `DiscardableContent` between `beginContentAccess()` and `endContentAccess()`, or one
-        /// never ended after it was made: it starts accessed), a consumer that cannot let go.
-        /// 0 when it gave all it was asked for.
+        /// What it still held in use, asked in its own tier for more than it gave: memory no
+        /// release can take now — buffers lent to running work, content being accessed (a
+        /// `PurgeableData` or other `DiscardableContent` between `beginContentAccess()` and
+        /// `endContentAccess()`, or one never ended after it was made: it starts accessed).
+        /// The consumer's own ``MemoryConsumer/inUseBytes`` when it says (at most what it still
+        /// held), else all it still held. 0 when it gave all it was asked for.
         public var bytesInUse: Int = 0
 
         /// One consumer's part (the coordinator makes these; so may a test or a decoder).

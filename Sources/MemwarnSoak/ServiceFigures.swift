@@ -1,3 +1,5 @@
+import MemwarnSystem
+
 /// What a soak read from the service itself while it ran: through memwarn's control endpoint
 /// (`status`, once a second) when the service links memwarn and serves one, and from its
 /// `/metrics` when it has them.
@@ -33,6 +35,44 @@ public struct ServiceFigures: Sendable, Hashable, Codable {
     /// The cache lookups (names ending in `_cache_hits_total` and `_cache_misses_total`, each
     /// summed), at each scrape of `/metrics` that had both.
     public var cacheSamples: [CacheSample] = []
+
+    /// The consumers as the endpoint last answered: what each held and, when it says, what of
+    /// that was in use (``/MemwarnRelease/MemoryConsumer/inUseBytes``).
+    public var lastConsumers: [ConsumerFigure] = []
+    /// The answer at which the consumers said the most was in use, summed (`nil` while none
+    /// said anything was).
+    public var peakInUse: InUsePeak?
+
+    /// One consumer at one answer of the endpoint.
+    public struct ConsumerFigure: Sendable, Hashable, Codable {
+        public var name: String
+        public var tier: String
+        public var footprintBytes: Int
+        /// `nil` when the consumer does not say.
+        public var inUseBytes: Int?
+    }
+
+    /// The most memory in use the consumers reported, and who held it.
+    public struct InUsePeak: Sendable, Hashable, Codable {
+        /// Seconds since the run started.
+        public var seconds: Double
+        /// In use, summed over the consumers that say.
+        public var bytes: Int
+        /// Each consumer's part, the most first (those with none in use left out).
+        public var byConsumer: [String: Int]
+
+        /// `renders 38.0 MiB, pool 2.0 MiB`, the most first.
+        public var holders: String {
+            byConsumer.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(3).map { "\($0.key) \(ByteSize.describe(UInt64($0.value)))" }
+                .joined(separator: ", ")
+        }
+    }
+
+    /// Memory in use at the last answer, summed over the consumers that say; `nil` when none says.
+    public var lastInUseBytes: Int? {
+        let said = lastConsumers.compactMap(\.inUseBytes)
+        return said.isEmpty ? nil : said.lazy.saturatingSum()
+    }
 
     /// The service's own release counters at one answer of its endpoint.
     public struct ReleaseSample: Sendable, Hashable, Codable {

@@ -73,6 +73,16 @@ final class ServiceWatch: Sendable {
                     .init(
                         seconds: seconds, releases: status.released.releases,
                         freedBytes: status.released.freedBytesByTier.values.lazy.saturatingSum(), releaseSeconds: status.released.seconds))
+                figures.lastConsumers = status.consumers.map {
+                    .init(name: $0.name, tier: $0.tier, footprintBytes: $0.footprintBytes, inUseBytes: $0.inUseBytes)
+                }
+                if let inUse = figures.lastInUseBytes, inUse > (figures.peakInUse?.bytes ?? 0) {
+                    var byConsumer: [String: Int] = [:]
+                    for consumer in status.consumers {
+                        if let bytes = consumer.inUseBytes, bytes > 0 { byConsumer[consumer.name] = [byConsumer[consumer.name] ?? 0, bytes].saturatingSum() }
+                    }
+                    figures.peakInUse = .init(seconds: seconds, bytes: inUse, byConsumer: byConsumer)
+                }
                 if let last = lastAnswer, last.exhausted { figures.exhaustedSeconds += (now - last.at).seconds }
                 lastAnswer = (now, status.isMemoryExhausted)
             }

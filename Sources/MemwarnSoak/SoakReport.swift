@@ -106,6 +106,16 @@ public struct SoakReport: Sendable, Codable {
                     return top.isEmpty ? "-" : top.map { "\($0.key) \(mib($0.value))" }.joined(separator: ", ")
                 })
         }
+        if runs.contains(where: { $0.service.linksMemwarn }) {
+            rows.append(
+                row("consumers in use (peak)") { run in
+                    guard run.service.linksMemwarn else { return "-" }
+                    guard let peak = run.service.peakInUse else {
+                        return run.service.lastConsumers.contains { $0.inUseBytes != nil } ? "none" : "not reported by any consumer"
+                    }
+                    return "\(mib(peak.bytes)) at \(String(format: "%.0f", peak.seconds)) s (\(peak.holders))"
+                })
+        }
         rows += [
             row("memory exhausted") { run in
                 guard run.memwarnEnabled else { return "-" }
@@ -315,7 +325,12 @@ public struct SoakReport: Sendable, Codable {
             var stall: StallFigures?
             var unitsTerminated: Int
             var exhaustions: Int
-            var floorBytes: Int?
+            /// The demo's usage right after the release that found nothing more to give, on its
+            /// first exhaustion (not the trend's floor, ``MemoryTrend/floorBytes``).
+            var exhaustedFloorBytes: Int?
+            /// The most memory the service's consumers said was in use at one answer of its
+            /// endpoint, and by whom.
+            var peakInUse: ServiceFigures.InUsePeak?
             var turnedAway: Int
             var forecastWarnings: Int?
             var falseForecasts: Int?
@@ -356,7 +371,8 @@ public struct SoakReport: Sendable, Codable {
                     releasedBytesByTier: run.releasedByTier, releasedBytesByConsumer: run.service.releasedBytesByConsumer,
                     exhaustedSeconds: run.service.exhaustedSeconds, shed: run.service.shed, loadExitCode: run.loadExitCode,
                     checkExitCode: run.checkExitCode, killedAtStop: run.killedAtStop, stall: run.stall, unitsTerminated: demo?.terminations.count ?? 0,
-                    exhaustions: demo?.exhaustions.count ?? 0, floorBytes: demo?.exhaustions.first?.floorBytes, turnedAway: demo?.turnedAway ?? 0,
+                    exhaustions: demo?.exhaustions.count ?? 0, exhaustedFloorBytes: demo?.exhaustions.first?.floorBytes, peakInUse: run.service.peakInUse,
+                    turnedAway: demo?.turnedAway ?? 0,
                     forecastWarnings: demo?.forecastWarnings ?? (run.service.linksMemwarn ? run.service.forecastWarnings : nil),
                     falseForecasts: demo?.falseForecasts ?? (run.service.linksMemwarn ? run.service.falseForecasts : nil),
                     killReason: run.killReason, writesAcknowledged: demo?.writesAcknowledged, writesVerified: demo?.writesVerified,

@@ -88,7 +88,7 @@ public struct SoakRun: Sendable, Codable {
                 return "killed while its monitor found memory exhausted (\(Int(service.exhaustedSeconds)) s in all): its floor did not fit in \(limit)"
             }
             if !service.linksMemwarn && demo == nil { return "OOM-killed under \(limit); no memwarn control endpoint answered, so what it released is unknown" }
-            return "killed with no exhaustion reported: releasable memory was left, and the releases did not keep up with growth"
+            return Self.unexhaustedKillReason(service)
         }
         let floor = ByteSize.describe(UInt64(max(0, exhaustion.floorBytes)))
         let growth = ByteSize.describe(UInt64(max(0, exhaustion.growthBytesPerSecond)))
@@ -96,6 +96,25 @@ public struct SoakRun: Sendable, Codable {
             return "killed: the floor, \(floor), plus one second of growth, \(growth), did not fit in \(limit)"
         }
         return "killed: memory was exhausted (floor \(floor) of \(limit), growing \(growth)/s) and the service kept growing past it"
+    }
+
+    /// Why a service whose monitor never found memory exhausted was killed: memory its
+    /// consumers held in use (work in flight, which no release can give) when that was most of
+    /// what they held at the endpoint's last answer; else releases that did not keep up.
+    static func unexhaustedKillReason(_ service: ServiceFigures) -> String {
+        let held = service.lastConsumers.lazy.map(\.footprintBytes).saturatingSum()
+        guard let inUse = service.lastInUseBytes, inUse > 0 else {
+            return "killed with no exhaustion reported: releasable memory was left, and the releases did not keep up with growth"
+        }
+        let holders = service.lastConsumers.filter { ($0.inUseBytes ?? 0) > 0 }.sorted { ($0.inUseBytes ?? 0) > ($1.inUseBytes ?? 0) }
+            .prefix(3).map { "\($0.name) \(ByteSize.describe(UInt64($0.inUseBytes ?? 0)))" }.joined(separator: ", ")
+        let describe = { (bytes: Int) in ByteSize.describe(UInt64(max(0, bytes))) }
+        if inUse >= held - inUse {
+            return "killed with no exhaustion reported: at the endpoint's last answer the consumers held \(describe(held)), "
+                + "\(describe(inUse)) of it in use (\(holders)), which no release can give: the work in flight outgrew the limit, not the releases"
+        }
+        return "killed with no exhaustion reported: releasable memory was left (\(describe(held - inUse)) of the consumers' \(describe(held)) "
+            + "at the endpoint's last answer), and the releases did not keep up with growth; \(describe(inUse)) more was in use (\(holders))"
     }
 
     /// Bytes released by tier: the demo's events, or the service's own count.

@@ -84,6 +84,14 @@ struct AgentCommandTests {
         #expect(metrics.contains("# TYPE memwarn_agent_asks_total counter"), "\(metrics)")
         #expect(metrics.contains(#"memwarn_agent_asks_total{cgroup=""#), "\(metrics)")
         #expect(metrics.contains("memwarn_agent_services 1.0"), "\(metrics)")
+        // Issue 38, item 4: every family explains itself, in the file and in the article.
+        let lines = metrics.split(separator: "\n")
+        let families = lines.filter { $0.hasPrefix("# TYPE ") }.map { String($0.split(separator: " ")[2]) }
+        let helped = Set(lines.filter { $0.hasPrefix("# HELP ") }.map { String($0.split(separator: " ")[2]) })
+        #expect(families.count >= 5, "\(metrics)")
+        #expect(families.filter { !helped.contains($0) }.isEmpty, "families without # HELP: \(metrics)")
+        let article = try String(contentsOfFile: ArticleRows.metricsArticle, encoding: .utf8)
+        #expect(families.filter { !article.contains("| `\($0)` |") }.isEmpty, "families with no row in MetricsReference.md: \(families)")
     }
 
     /// Issue 36, item 7: `--ask-timeout` read "(default 2s). (default: 2s)": the parser adds the

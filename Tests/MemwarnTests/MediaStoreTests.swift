@@ -81,9 +81,11 @@ struct MediaStoreTests {
             #expect(store.release(Self.everything) == 8 * 8 * 4)  // only the idle one
             #expect(busy.releaseBuffer() == 0)
             #expect(store.footprintBytes == 32 * 32 * 4)
+            #expect(store.inUseBytes == 32 * 32 * 4, "the asset under withPixels is in use")
             #expect(rgba.count == 32 * 32 * 4 && rgba[3] == 255)
         }
         #expect(!busy.isInUse)
+        #expect(store.inUseBytes == 0)
         #expect(store.release(Self.everything) == 32 * 32 * 4)
         #expect(store.footprintBytes == 0)
     }

@@ -41,6 +41,7 @@ import Glibc
     @Test(arguments: [
         #""consumers":[{"name":"cache","tier":"caches","footprintBytes":-5}]"#,
         #""consumers":[{"name":"cache","tier":"caches","footprintBytes":9223372036854775807}]"#,
+        #""consumers":[{"name":"pool","tier":"caches","footprintBytes":5,"inUseBytes":-1}]"#,
         #""consumers":[],"releasedBytesByTier":{"caches":-1}"#,
         #""consumers":[],"releasedBytesByConsumer":{"cache":9223372036854775807}"#,
     ])
@@ -49,6 +50,32 @@ import Glibc
         let error = #expect(throws: ControlError.self) { try ControlReply(line: Array(line.utf8)) }
         #expect(error?.code == .malformedReply)
         #expect(error?.message.contains("negative") == true || error?.message.contains("more than any memory") == true, "\(error?.message ?? "")")
+    }
+
+    /// Issue 38, item 3: a consumer's bytes in use cross the wire when it says, and are absent
+    /// (not 0) when it does not, or from an endpoint that predates them.
+    @Test func aConsumersBytesInUseCrossTheWireOnlyWhenItSays() throws {
+        var status = ControlStatus(
+            pid: 7, level: .warning, usageBytes: 1, limitBytes: 2, cgroupPath: "/x",
+            consumers: [
+                .init(name: "pool", tier: "caches", footprintBytes: 40 << 20, inUseBytes: 32 << 20),
+                .init(name: "cache", tier: "caches", footprintBytes: 8 << 20),
+            ])
+        status.isMemoryExhausted = false
+        let line = ControlReply.status(status).line
+        #expect(line.contains(#""inUseBytes":33554432"#) && line.components(separatedBy: "inUseBytes").count == 2, "\(line)")
+        guard case .status(let read) = try ControlReply(line: Array(line.utf8)) else {
+            Issue.record("not a status reply")
+            return
+        }
+        #expect(read.consumers.map(\.inUseBytes) == [32 << 20, nil])
+        let older =
+            #"{"ok":true,"request":"status","pid":7,"level":"normal","usageBytes":1,"limitBytes":2,"cgroupPath":"/x","consumers":[{"name":"c","tier":"caches","footprintBytes":3}]}"#
+        guard case .status(let old) = try ControlReply(line: Array(older.utf8)) else {
+            Issue.record("not a status reply")
+            return
+        }
+        #expect(old.consumers.first?.inUseBytes == nil)
     }
 
     @Test func aPlausibleReplyStillReads() throws {

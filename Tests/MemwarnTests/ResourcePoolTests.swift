@@ -112,8 +112,10 @@ struct ResourcePoolTests {
             #expect(result.closed == 0 && result.inUse == 1)
             #expect(fixture.closeCount == 0)
             #expect(writesOneByte(fd))
+            #expect(pool.inUseBytes == DescriptorPoolFixture.bytesPerHandle && pool.footprintBytes == DescriptorPoolFixture.bytesPerHandle)
         }
         #expect(pool.idleCount == 1 && fixture.closeCount == 0)
+        #expect(pool.inUseBytes == 0, "back in the pool: idle, not in use")
         #expect(pool.release(Self.request(1)) == DescriptorPoolFixture.bytesPerHandle)
         #expect(fixture.closeCount == 1 && pool.openCount == 0)
     }

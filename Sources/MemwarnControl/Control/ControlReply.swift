@@ -10,7 +10,7 @@ import Foundation
 /// connection.
 ///
 /// ```
-/// {"ok":true,"request":"status","pid":42,"level":"normal","usageBytes":…,"limitBytes":…,"cgroupPath":…,"consumers":[{"name":…,"tier":…,"footprintBytes":…}],
+/// {"ok":true,"request":"status","pid":42,"level":"normal","usageBytes":…,"limitBytes":…,"cgroupPath":…,"consumers":[{"name":…,"tier":…,"footprintBytes":…,"inUseBytes":…}],
 ///  "releases":…,"releasedBytesByTier":{…},"releasedBytesByConsumer":{…},"memoryExhausted":false,"forecastWarnings":…,
 ///  "falseForecasts":…,"residentBytes":…,"heapInUseBytes":…,"coordinatedCgroups":["/shared.slice"]}
 /// {"ok":true,"request":"warn","pid":42,"report":{…}}

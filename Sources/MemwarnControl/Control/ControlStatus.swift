@@ -13,6 +13,9 @@ public struct ControlStatus: Sendable, Hashable {
         public var tier: String
         /// The bytes it holds now.
         public var footprintBytes: Int
+        /// The part of ``footprintBytes`` it says is in use (``/MemwarnRelease/MemoryConsumer/inUseBytes``);
+        /// `nil` when it does not say (and from an endpoint that predates it).
+        public var inUseBytes: Int?
     }
 
     /// The process's pid.

@@ -60,7 +60,13 @@ struct ControlSubject: Sendable {
     private func status() -> ControlStatus {
         let latest = latestEvent()
         let consumers = coordinator.consumers
-            .map { (tier: $0.tier, entry: ControlStatus.Consumer(name: $0.name, tier: $0.tier.name, footprintBytes: $0.footprintBytes)) }
+            .map {
+                // The consumers' words, kept plausible: one negative figure would make the whole
+                // reply unreadable to the soak and the node agent (sizes are checked when read).
+                let footprint = max(0, $0.footprintBytes)
+                let inUse = $0.inUseBytes.map { min(max(0, $0), footprint) }
+                return (tier: $0.tier, entry: ControlStatus.Consumer(name: $0.name, tier: $0.tier.name, footprintBytes: footprint, inUseBytes: inUse))
+            }
             .sorted { $0.tier != $1.tier ? $0.tier < $1.tier : ($0.entry.footprintBytes, $1.entry.name) > ($1.entry.footprintBytes, $0.entry.name) }
         var status = ControlStatus(
             pid: getpid(), level: latest?.level ?? .normal, usageBytes: latest?.snapshot.usageBytes,

@@ -284,14 +284,14 @@ extension ControlStatus: Codable {
 
 extension ControlStatus.Consumer: Codable {
     private enum CodingKeys: String, CodingKey {
-        case name, tier, footprintBytes
+        case name, tier, footprintBytes, inUseBytes
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             name: try container.decode(String.self, forKey: .name), tier: try container.decode(String.self, forKey: .tier),
-            footprintBytes: try container.decodeSize(forKey: .footprintBytes))
+            footprintBytes: try container.decodeSize(forKey: .footprintBytes), inUseBytes: try container.decodeSizeIfPresent(forKey: .inUseBytes))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -299,6 +299,7 @@ extension ControlStatus.Consumer: Codable {
         try container.encode(name, forKey: .name)
         try container.encode(tier, forKey: .tier)
         try container.encode(footprintBytes, forKey: .footprintBytes)
+        try container.encodeIfPresent(inUseBytes, forKey: .inUseBytes)
     }
 }
 

@@ -2,28 +2,9 @@ import MemwarnRelease
 import MemwarnSystem
 import Metrics
 
-/// The metrics a monitor reports, named as Prometheus expects (`_bytes`, `_seconds`, `_total`):
-///
-/// | metric | kind | what |
-/// |---|---|---|
-/// | `memwarn_level` | gauge | 0 normal, 1 warning, 2 critical |
-/// | `memwarn_usage_bytes`, `memwarn_limit_bytes` | gauge | every reading: the binding limit and the usage measured against it (an ancestor's counts its siblings) |
-/// | `memwarn_cgroup_usage_bytes` | gauge | the watched cgroup's own usage |
-/// | `memwarn_binding_depth` | gauge | which limit binds: 0 the cgroup's own, 1 its parent's, 2 the grandparent's…; -1 none (the system's memory) |
-/// | `memwarn_coordinated_cgroups` | gauge | ancestors whose limits a node agent coordinates now |
-/// | `memwarn_level_changes_total{level}` | counter | level changes |
-/// | `memwarn_growth_bytes_per_second` | gauge | the sustained growth rate (0 when none) |
-/// | `memwarn_forecast_seconds_to_critical`, `memwarn_forecast_seconds_to_limit` | gauge | `+Inf` when not growing |
-/// | `memwarn_forecast_warnings_total{outcome}` | counter | `raised`, `confirmed`, `false` |
-/// | `memwarn_releases_total{level}` | counter | automatic releases |
-/// | `memwarn_released_bytes_total{tier}` | counter | bytes freed, by tier |
-/// | `memwarn_release_duration_seconds` | timer | each automatic release |
-/// | `memwarn_consumer_footprint_bytes{consumer,tier}` | gauge | after each release: the 64 largest consumers by name, the rest as `(other consumers)`; a gone consumer's series is destroyed |
-/// | `memwarn_exhausted` | gauge | 1 while exhausted |
-/// | `memwarn_exhaustions_total` | counter | entries into the exhausted state |
-/// | `memwarn_floor_bytes` | gauge | the floor reported on entering it |
-/// | `memwarn_usage_samples_total` | counter | cheap reads of usage (adaptive sampling, guard bands) |
-/// | `memwarn_armed_after_seconds{since}` | gauge | arming's duration (`since="monitor_created"`) and the process's age when armed (`since="process_start"`) |
+/// The metrics a monitor reports, named as Prometheus expects (`_bytes`, `_seconds`, `_total`);
+/// ``MemwarnMetric/all`` names each family with its labels and help text, and the article
+/// "Metrics, series by series" lists them.
 final class MonitorMetrics: Sendable {
     private let factory: any MetricsFactory
     private let level: Gauge
@@ -41,7 +22,8 @@ final class MonitorMetrics: Sendable {
     private let releaseDuration: Timer
     private let exhausted: Gauge
     private let exhaustions: Counter
-    private let floor: Gauge
+    /// Made at the first exhaustion: the family is absent until there is a floor to report.
+    private let floor = Locked<Gauge?>(nil)
     private let transientErrors: Counter
     private let usageSamples: Counter
     private let cgroupUsage: Gauge
@@ -49,47 +31,46 @@ final class MonitorMetrics: Sendable {
     private let coordinated: Gauge
     private let reportedTally = Locked(ForecastTally())
     /// The footprint series published, so that those of consumers gone can be destroyed.
-    private let footprints = Locked<[FootprintSeries: Gauge]>([:])
+    private let footprints = Locked<[FootprintSeries: (footprint: Gauge, inUse: Gauge?)]>([:])
 
     init(factory: any MetricsFactory) {
         self.factory = factory
-        level = Gauge(label: "memwarn_level", factory: factory)
-        usage = Gauge(label: "memwarn_usage_bytes", factory: factory)
-        limit = Gauge(label: "memwarn_limit_bytes", factory: factory)
+        level = Gauge(label: MemwarnMetric.level.name, factory: factory)
+        usage = Gauge(label: MemwarnMetric.usage.name, factory: factory)
+        limit = Gauge(label: MemwarnMetric.limit.name, factory: factory)
         levelChanges = Dictionary(
             uniqueKeysWithValues: MemoryPressureLevel.allCases.map {
-                ($0, Counter(label: "memwarn_level_changes_total", dimensions: [("level", $0.rawValue)], factory: factory))
+                ($0, Counter(label: MemwarnMetric.levelChanges.name, dimensions: [("level", $0.rawValue)], factory: factory))
             })
-        growth = Gauge(label: "memwarn_growth_bytes_per_second", factory: factory)
-        secondsToCritical = Gauge(label: "memwarn_forecast_seconds_to_critical", factory: factory)
-        secondsToLimit = Gauge(label: "memwarn_forecast_seconds_to_limit", factory: factory)
-        forecastRaised = Counter(label: "memwarn_forecast_warnings_total", dimensions: [("outcome", "raised")], factory: factory)
-        forecastConfirmed = Counter(label: "memwarn_forecast_warnings_total", dimensions: [("outcome", "confirmed")], factory: factory)
-        forecastFalse = Counter(label: "memwarn_forecast_warnings_total", dimensions: [("outcome", "false")], factory: factory)
+        growth = Gauge(label: MemwarnMetric.growth.name, factory: factory)
+        secondsToCritical = Gauge(label: MemwarnMetric.secondsToCritical.name, factory: factory)
+        secondsToLimit = Gauge(label: MemwarnMetric.secondsToLimit.name, factory: factory)
+        forecastRaised = Counter(label: MemwarnMetric.forecastWarnings.name, dimensions: [("outcome", "raised")], factory: factory)
+        forecastConfirmed = Counter(label: MemwarnMetric.forecastWarnings.name, dimensions: [("outcome", "confirmed")], factory: factory)
+        forecastFalse = Counter(label: MemwarnMetric.forecastWarnings.name, dimensions: [("outcome", "false")], factory: factory)
         releases = Dictionary(
             uniqueKeysWithValues: [MemoryPressureLevel.warning, .critical].map {
-                ($0, Counter(label: "memwarn_releases_total", dimensions: [("level", $0.rawValue)], factory: factory))
+                ($0, Counter(label: MemwarnMetric.releases.name, dimensions: [("level", $0.rawValue)], factory: factory))
             })
         releasedBytes = Dictionary(
             uniqueKeysWithValues: ReleaseTier.all.map {
-                ($0, Counter(label: "memwarn_released_bytes_total", dimensions: [("tier", $0.name)], factory: factory))
+                ($0, Counter(label: MemwarnMetric.releasedBytes.name, dimensions: [("tier", $0.name)], factory: factory))
             })
-        releaseDuration = Timer(label: "memwarn_release_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
-        exhausted = Gauge(label: "memwarn_exhausted", factory: factory)
-        exhaustions = Counter(label: "memwarn_exhaustions_total", factory: factory)
-        floor = Gauge(label: "memwarn_floor_bytes", factory: factory)
-        transientErrors = Counter(label: "memwarn_transient_errors_total", factory: factory)
-        usageSamples = Counter(label: "memwarn_usage_samples_total", factory: factory)
-        cgroupUsage = Gauge(label: "memwarn_cgroup_usage_bytes", factory: factory)
-        bindingDepth = Gauge(label: "memwarn_binding_depth", factory: factory)
-        coordinated = Gauge(label: "memwarn_coordinated_cgroups", factory: factory)
+        releaseDuration = Timer(label: MemwarnMetric.releaseDuration.name, preferredDisplayUnit: .seconds, factory: factory)
+        exhausted = Gauge(label: MemwarnMetric.exhausted.name, factory: factory)
+        exhaustions = Counter(label: MemwarnMetric.exhaustions.name, factory: factory)
+        transientErrors = Counter(label: MemwarnMetric.transientErrors.name, factory: factory)
+        usageSamples = Counter(label: MemwarnMetric.usageSamples.name, factory: factory)
+        cgroupUsage = Gauge(label: MemwarnMetric.cgroupUsage.name, factory: factory)
+        bindingDepth = Gauge(label: MemwarnMetric.bindingDepth.name, factory: factory)
+        coordinated = Gauge(label: MemwarnMetric.coordinatedCgroups.name, factory: factory)
     }
 
     /// The monitor was armed.
     func record(_ arming: MonitorArming) {
-        Gauge(label: "memwarn_armed_after_seconds", dimensions: [("since", "monitor_created")], factory: factory).record(arming.duration.seconds)
+        Gauge(label: MemwarnMetric.armedAfter.name, dimensions: [("since", "monitor_created")], factory: factory).record(arming.duration.seconds)
         if let age = arming.sinceProcessStart {
-            Gauge(label: "memwarn_armed_after_seconds", dimensions: [("since", "process_start")], factory: factory).record(age.seconds)
+            Gauge(label: MemwarnMetric.armedAfter.name, dimensions: [("since", "process_start")], factory: factory).record(age.seconds)
         }
     }
 
@@ -149,40 +130,51 @@ final class MonitorMetrics: Sendable {
         var tier: String
     }
 
-    /// `memwarn_consumer_footprint_bytes`: a series for each of the
-    /// ``/MemwarnRelease/ReleaseTotals/maximumConsumerNames`` largest consumers by name (consumers sharing a name
+    /// `memwarn_consumer_footprint_bytes` and `memwarn_consumer_in_use_bytes`: a series for each
+    /// of the ``/MemwarnRelease/ReleaseTotals/maximumConsumerNames`` largest consumers by name (consumers sharing a name
     /// and tier summed), the rest summed per tier as ``/MemwarnRelease/ReleaseTotals/otherConsumers``; the series
     /// of a consumer that is gone (deallocated, unregistered, or no longer among the largest)
     /// is destroyed, so the label set stays bounded however many names — unit ids from request
-    /// data, say — come and go.
+    /// data, say — come and go. The in-use series exists only while some consumer of the
+    /// series says what it has in use.
     private func publishFootprints(of consumers: [any MemoryConsumer]) {
-        let sized = consumers.map { (name: $0.name, tier: $0.tier.name, bytes: $0.footprintBytes) }
-        var byName: [FootprintSeries: Int] = [:]
-        for consumer in sized { byName[FootprintSeries(consumer: consumer.name, tier: consumer.tier), default: 0] += consumer.bytes }
-        let ranked = byName.sorted {
-            $0.value != $1.value ? $0.value > $1.value : ($0.key.consumer, $0.key.tier) < ($1.key.consumer, $1.key.tier)
+        var byName: [FootprintSeries: (bytes: Int, inUse: Int?)] = [:]
+        for consumer in consumers {
+            let series = FootprintSeries(consumer: consumer.name, tier: consumer.tier.name)
+            byName[series, default: (0, nil)].bytes += consumer.footprintBytes
+            if let inUse = consumer.inUseBytes { byName[series, default: (0, nil)].inUse = (byName[series]?.inUse ?? 0) + inUse }
         }
-        var values: [FootprintSeries: Int] = [:]
+        let ranked = byName.sorted {
+            $0.value.bytes != $1.value.bytes ? $0.value.bytes > $1.value.bytes : ($0.key.consumer, $0.key.tier) < ($1.key.consumer, $1.key.tier)
+        }
+        var values: [FootprintSeries: (bytes: Int, inUse: Int?)] = [:]
         for (index, entry) in ranked.enumerated() {
             let series =
                 index < ReleaseTotals.maximumConsumerNames
                 ? entry.key
                 : FootprintSeries(consumer: ReleaseTotals.otherConsumers, tier: entry.key.tier)
-            values[series, default: 0] += entry.value
+            values[series, default: (0, nil)].bytes += entry.value.bytes
+            if let inUse = entry.value.inUse { values[series, default: (0, nil)].inUse = (values[series]?.inUse ?? 0) + inUse }
         }
         footprints.withLock { published in
-            for (series, gauge) in published where values[series] == nil {
-                gauge.destroy()
+            for (series, gauges) in published where values[series] == nil {
+                gauges.footprint.destroy()
+                gauges.inUse?.destroy()
                 published[series] = nil
             }
-            for (series, bytes) in values {
-                let gauge =
-                    published[series]
-                    ?? Gauge(
-                        label: "memwarn_consumer_footprint_bytes",
-                        dimensions: [("consumer", series.consumer), ("tier", series.tier)], factory: factory)
-                published[series] = gauge
-                gauge.record(bytes)
+            for (series, value) in values {
+                let dimensions = [("consumer", series.consumer), ("tier", series.tier)]
+                var gauges = published[series] ?? (Gauge(label: MemwarnMetric.consumerFootprint.name, dimensions: dimensions, factory: factory), nil)
+                gauges.footprint.record(value.bytes)
+                if let inUse = value.inUse {
+                    let gauge = gauges.inUse ?? Gauge(label: MemwarnMetric.consumerInUse.name, dimensions: dimensions, factory: factory)
+                    gauge.record(inUse)
+                    gauges.inUse = gauge
+                } else if let gone = gauges.inUse {
+                    gone.destroy()
+                    gauges.inUse = nil
+                }
+                published[series] = gauges
             }
         }
     }
@@ -192,7 +184,13 @@ final class MonitorMetrics: Sendable {
         exhausted.record(exhaustion.isExhausted ? 1 : 0)
         if exhaustion.isExhausted {
             exhaustions.increment()
-            floor.record(Int64(clamping: exhaustion.floorBytes))
+            let gauge = floor.withLock { made in
+                if let made { return made }
+                let gauge = Gauge(label: MemwarnMetric.exhaustedFloor.name, factory: factory)
+                made = gauge
+                return gauge
+            }
+            gauge.record(Int64(clamping: exhaustion.floorBytes))
         }
     }
 }

@@ -101,7 +101,7 @@ public final class PressureMonitor: Service, Sendable {
     ///   - configuration: what to watch and the policy.
     ///   - logger: the caller's logger; memwarn never bootstraps logging.
     ///   - metricsFactory: where to report the level, usage, growth, forecast, release and
-    ///     exhaustion metrics (the README lists them: `memwarn_usage_bytes`,
+    ///     exhaustion metrics (``MemwarnMetric/all`` lists them: `memwarn_usage_bytes`,
     ///     `memwarn_released_bytes_total`, …); `nil` uses the process's bootstrapped factory (a
     ///     no-op one unless the application set one up).
     public init(configuration: MonitorConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)? = nil) {

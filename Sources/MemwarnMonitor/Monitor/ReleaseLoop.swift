@@ -160,11 +160,16 @@ final class ReleaseLoop: @unchecked Sendable {
         guard let after, let capacity = after.capacityBytes else { return }
         let stillCritical = after.levelRatio >= min(policy.criticalRatio, 1)
         if releaseLevel == .critical, freed < target.bytes, stillCritical, exhaustion?.isExhausted != true {
-            let holders = coordinators.flatMap(\.consumers).map { MemoryExhaustion.Holder(consumer: $0.name, tier: $0.tier, bytes: $0.footprintBytes) }
-                .filter { $0.bytes > 0 }.sorted { $0.bytes > $1.bytes }
+            let holders = coordinators.flatMap(\.consumers).map { consumer in
+                let held = consumer.footprintBytes
+                var holder = MemoryExhaustion.Holder(consumer: consumer.name, tier: consumer.tier, bytes: held)
+                holder.inUseBytes = consumer.inUseBytes.map { min(max(0, $0), max(0, held)) }  // the consumer's word, within what it holds
+                return holder
+            }
+            .filter { $0.bytes > 0 }.sorted { $0.bytes > $1.bytes }
             var entered = MemoryExhaustion(
                 isExhausted: true, floorBytes: after.usageBytes, releasableBytes: 0,
-                heldInUseBytes: holders.reduce(0) { $0 + $1.bytes },
+                heldInUseBytes: holders.lazy.map { min($0.bytes, $0.inUseBytes ?? $0.bytes) }.saturatingSum(),
                 usageBytes: after.usageBytes, capacityBytes: capacity,
                 growthBytesPerSecond: reading.growthBytesPerSecond, time: after.time)
             entered.holders = Array(holders.prefix(16))
@@ -174,7 +179,7 @@ final class ReleaseLoop: @unchecked Sendable {
                 metadata: [
                     "floor": "\(after.usageBytes)", "capacity": "\(capacity)", "growthBytesPerSecond": "\(Int(reading.growthBytesPerSecond))",
                     "heldInUse": "\(entered.heldInUseBytes)",
-                    "holders": "\(holders.prefix(5).map { "\($0.consumer) \(ByteSize.describe(UInt64($0.bytes)))" }.joined(separator: ", "))",
+                    "holders": "\(holders.prefix(5).map(\.description).joined(separator: ", "))",
                 ])
             context.exhaustionChanged(entered)
         }

@@ -184,6 +184,9 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
     /// Handles open × ``bytesPerHandle``.
     public var footprintBytes: Int { openCount * bytesPerHandle }
 
+    /// Handles lent to borrowers × ``bytesPerHandle``: no release closes them.
+    public var inUseBytes: Int? { inUseCount * bytesPerHandle }
+
     /// Closes idle handles, least recently used first, until `targetBytes` are freed (the
     /// pool holds no discarded content: a ``/MemwarnRelease/ReleaseTier/discarded`` request frees nothing).
     /// Handles in use stay open. Failed closes count as freed (the handle is dropped) and

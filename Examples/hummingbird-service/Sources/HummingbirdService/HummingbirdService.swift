@@ -118,10 +118,10 @@ struct HummingbirdService {
         router.get("/healthz") { _, _ in "ok\n" }
         router.get("/metrics") { _, _ -> Response in
             serviceMetrics.record(renders: renders, jobs: jobs, sessions: sessions)
-            var text: [UInt8] = []
-            registry.emit(into: &text)
+            // swift-metrics carries no help text: memwarn's families get their `# HELP` lines here.
+            let text = MemwarnMetric.addingHelp(to: registry.emitToString())
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: text)))
+                            body: .init(byteBuffer: ByteBuffer(string: text)))
         }
         router.get("/status") { _, _ in
             ServiceStatus(monitor: monitor, admission: admission, renders: renders, jobs: jobs, sessions: sessions)
