@@ -20,7 +20,9 @@ public protocol MemoryConsumer: AnyObject, Sendable {
     var discardedBytes: Int { get }
     /// The part of ``footprintBytes`` in use now — buffers lent to running work, handles
     /// checked out, content under access — which no release can give back until the work
-    /// returns it; `nil` (the default) when the consumer does not say.
+    /// returns it; `nil` (the default) when the consumer does not say. Declare it as `Int?`: an
+    /// `Int` property of that name is another property, and the default stays. A value below 0
+    /// or above ``footprintBytes`` is clamped to that range where it is reported.
     ///
     /// The monitor's exhaustion report, the control endpoint's `status`, the metric
     /// `memwarn_consumer_in_use_bytes` and `memwarn soak` carry it, so that memory held by work

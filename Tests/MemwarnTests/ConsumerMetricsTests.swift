@@ -32,6 +32,37 @@ struct ConsumerMetricsTests {
         #expect(Set(live) == ["unit-0", "unit-299"], "\(live.count) series")
     }
 
+    /// A consumer that says what it has in use, rightly or not.
+    final class SayingConsumer: MemoryConsumer, Sendable {
+        let name: String
+        let tier = ReleaseTier.caches
+        let footprintBytes: Int
+        let inUseBytes: Int?
+        init(_ name: String, footprint: Int, inUse: Int?) {
+            self.name = name
+            footprintBytes = footprint
+            inUseBytes = inUse
+        }
+        func release(_ request: ReleaseRequest) -> Int { 0 }
+    }
+
+    /// Issue 38, items 3 and 4: `memwarn_consumer_in_use_bytes` for the consumers that say, their
+    /// word kept within 0…footprint; none for those that do not.
+    @Test func theInUseSeriesCarriesWhatConsumersSayWithinTheirFootprint() throws {
+        let factory = TestMetrics()
+        let metrics = MonitorMetrics(factory: factory)
+        let consumers = [
+            SayingConsumer("honest", footprint: 8 << 20, inUse: 3 << 20), SayingConsumer("negative", footprint: 4 << 20, inUse: -1),
+            SayingConsumer("boastful", footprint: 2 << 20, inUse: 9 << 20), SayingConsumer("silent", footprint: 1 << 20, inUse: nil),
+        ]
+        metrics.record(Self.report(), consumers: consumers)
+        let label = "memwarn_consumer_in_use_bytes"
+        #expect(try factory.expectGauge(label, [("consumer", "honest"), ("tier", "caches")]).lastValue == Double(3 << 20))
+        #expect(try factory.expectGauge(label, [("consumer", "negative"), ("tier", "caches")]).lastValue == 0)
+        #expect(try factory.expectGauge(label, [("consumer", "boastful"), ("tier", "caches")]).lastValue == Double(2 << 20))
+        #expect(factory.recorders(label: label).count == 3, "no series for the consumer that does not say")
+    }
+
     @Test func consumersSharingANameAndTierAreOneSeriesOfTheirSum() throws {
         let factory = TestMetrics()
         let metrics = MonitorMetrics(factory: factory)

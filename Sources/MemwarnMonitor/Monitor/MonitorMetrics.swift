@@ -141,8 +141,11 @@ final class MonitorMetrics: Sendable {
         var byName: [FootprintSeries: (bytes: Int, inUse: Int?)] = [:]
         for consumer in consumers {
             let series = FootprintSeries(consumer: consumer.name, tier: consumer.tier.name)
-            byName[series, default: (0, nil)].bytes += consumer.footprintBytes
-            if let inUse = consumer.inUseBytes { byName[series, default: (0, nil)].inUse = (byName[series]?.inUse ?? 0) + inUse }
+            let footprint = max(0, consumer.footprintBytes)
+            byName[series, default: (0, nil)].bytes += footprint
+            if let said = consumer.inUseBytes {  // the consumer's word, within what it holds
+                byName[series, default: (0, nil)].inUse = (byName[series]?.inUse ?? 0) + min(max(0, said), footprint)
+            }
         }
         let ranked = byName.sorted {
             $0.value.bytes != $1.value.bytes ? $0.value.bytes > $1.value.bytes : ($0.key.consumer, $0.key.tier) < ($1.key.consumer, $1.key.tier)
