@@ -11,7 +11,7 @@ import Glibc
 /// memory cgroup at or below the parent. A socket already known is not asked again while it
 /// exists and its process lives: a search is a directory listing, and costs an exchange only
 /// for a new socket; the new ones are asked together (``ControlClient/exchangeEach``), so a
-/// search costs at most one timeout whatever the sockets do. Also lists the parent's child
+/// search costs at most one timeout (its caller's) whatever the sockets do. Also lists the parent's child
 /// cgroups that hold no such service (services that do not link memwarn): listed, never asked.
 ///
 /// Only directories that nobody but their owner can change are searched (``DirectoryTrust``).
@@ -19,7 +19,6 @@ struct ServiceFinder {
     let directories: [String]
     let parent: CgroupLocation?
     let files: KernelFiles
-    let timeout: Duration
 
     /// What one search found.
     struct Search {
@@ -34,8 +33,8 @@ struct ServiceFinder {
         var unlinked: [(cgroup: String, usageBytes: UInt64)] = []
     }
 
-    /// One search.
-    func search(known: [AgentService], skipping skipped: Set<String>) -> Search {
+    /// One search; its new sockets' exchanges are bounded by `timeout` together.
+    func search(known: [AgentService], skipping skipped: Set<String>, timeout: Duration) -> Search {
         var found = Search()
         var asked: [String] = []
         for pattern in directories {

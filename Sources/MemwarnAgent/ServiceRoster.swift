@@ -57,11 +57,21 @@ final class ServiceRoster: @unchecked Sendable {
     /// The bound on one batch of exchanges (a search's new sockets, a turn's renewals).
     static let exchangeTimeout = Duration.milliseconds(250)
 
+    /// The bound on a search that asks again sockets which failed up to `failures` times in a
+    /// row: ``exchangeTimeout`` for new sockets, doubled at each failure, at most 2 s. A service
+    /// that answers, but slowly (starting on a busy or emulated machine: three pods starting
+    /// together in the system VM missed 250 ms three times running), is given longer at each try
+    /// instead of being missed at every one; a socket nobody answers costs at most 2 s of the
+    /// roster's thread every 5 s, never the watching thread's.
+    static func searchTimeout(afterFailures failures: Int) -> Duration {
+        min(.seconds(2), exchangeTimeout * (1 << min(max(0, failures), 3)))
+    }
+
     init(configuration: AgentConfiguration, files: KernelFiles, metrics: AgentMetrics?, say: @escaping (AgentRecord) -> Void) {
         self.configuration = configuration
         self.metrics = metrics
         self.say = say
-        finder = ServiceFinder(directories: configuration.controlDirectories, parent: configuration.parent, files: files, timeout: Self.exchangeTimeout)
+        finder = ServiceFinder(directories: configuration.controlDirectories, parent: configuration.parent, files: files)
     }
 
     /// The services found by the last search.
@@ -107,7 +117,9 @@ final class ServiceRoster: @unchecked Sendable {
         outsideSockets = outsideSockets.filter { Signals.processExists($0.value) }
         let known = services
         let waiting = failedSockets.filter { $0.value.retryAt > now }.keys
-        let found = finder.search(known: known, skipping: Set(waiting).union(outsideSockets.keys))
+        let due = failedSockets.filter { $0.value.retryAt <= now }.values.map(\.failures)
+        let found = finder.search(
+            known: known, skipping: Set(waiting).union(outsideSockets.keys), timeout: Self.searchTimeout(afterFailures: due.max() ?? 0))
         outsideSockets.merge(found.outside) { $1 }
         reported = reported.filter { FileType.at($0, followingLinks: false) != nil }
         failedSockets = failedSockets.filter { socket, _ in FileType.at(socket, followingLinks: false) != nil }
