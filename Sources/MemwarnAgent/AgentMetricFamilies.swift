@@ -26,6 +26,6 @@ package enum AgentMetricFamilies {
     /// Every family, in the article's order.
     package static let all = [services, unlinkedCgroups, parentUsage, parentLimit, asks, freedBytes, lastAskFreed, unanswered, episodes, relief]
 
-    /// The help text of each family, by name.
-    static let help = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0.help) })
+    /// Each family, by name.
+    static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 }

@@ -116,7 +116,7 @@ final class AgentMetrics: @unchecked Sendable {
             for (series, value) in table.sorted(by: { $0.key < $1.key }) {
                 let name = String(series.prefix { $0 != "{" })
                 if typed.insert(name).inserted {
-                    if let help = AgentMetricFamilies.help[name] { text += "# HELP \(name) \(help)\n" }
+                    if let family = AgentMetricFamilies.byName[name] { text += family.helpLine + "\n" }
                     text += "# TYPE \(name) \(kind)\n"
                 }
                 text += "\(series) \(value.isInfinite ? "+Inf" : String(value))\n"

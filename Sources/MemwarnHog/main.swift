@@ -10,14 +10,15 @@ import MemwarnSystem
 // Or, for `memwarn run` and its tests: `memwarn-hog --allocate <size>` touches that much
 // memory, then exits 0 (if the cgroup lets it live that long).
 //
-// Or, for the node agent's tests: `memwarn-hog --endpoint <dir> hang|lie|overflow|mute|late` also serves a
+// Or, for the node agent's tests: `memwarn-hog --endpoint <dir> hang|lie|overflow|mute|late|slow` also serves a
 // control endpoint, `<dir>/<pid>.sock`, that misbehaves: `hang` answers status and coordinate as a
 // memwarn service would (its real usage unknown to it: it claims none) and never answers a release;
 // `lie` answers every request as a memwarn service would, claiming 64 GiB of usage and 1 GiB
 // freed by each release, and frees nothing; `overflow` answers a release with two entries of
 // 2^63-1 bytes each (a sum that overflows); `mute` accepts every connection and never answers
 // anything; `late` is `hang` whose first status is answered only after 600 ms (a service still
-// starting on a busy machine). Commands on stdin as above.
+// starting on a busy machine); `slow` is `hang` answering every status only after 600 ms (a
+// service that answers, but slowly). Commands on stdin as above.
 //
 // A size is bytes or has a binary unit, as memwarn's own options take it (ByteSize):
 // `104857600`, `100M`, `64MiB`, `1.5G`; `0` holds nothing.
@@ -79,7 +80,7 @@ func byteCount(_ text: some StringProtocol) -> Int? {
 
 /// Serves a misbehaving control endpoint on a thread of its own (see the header).
 func serveEndpoint(directory: String, mode: String) throws(SystemError) {
-    let lying = mode != "hang" && mode != "late"
+    let lying = mode != "hang" && mode != "late" && mode != "slow"
     signal(SIGPIPE, SIG_IGN)  // a reply to a client that gave up fails, it does not end the hog
     let path = directory + "/\(getpid()).sock"
     let ready = ConditionLock<Result<Void, SystemError>?>(nil)
@@ -118,7 +119,7 @@ func serveEndpoint(directory: String, mode: String) throws(SystemError) {
             let claim = lying ? 68_719_476_736 : 0
             let reply: String
             if request.contains("\"status\"") {
-                if mode == "late" && !statusAnswered { SystemThread.sleep(for: .milliseconds(600)) }
+                if (mode == "late" && !statusAnswered) || mode == "slow" { SystemThread.sleep(for: .milliseconds(600)) }
                 statusAnswered = true
                 reply =
                     #"{"ok":true,"request":"status","pid":\#(pid),"level":"critical","usageBytes":\#(claim),"limitBytes":null,"cgroupPath":null,"consumers":[{"name":"claims","tier":"caches","footprintBytes":\#(claim)}]}"#
@@ -145,7 +146,7 @@ var holder = Holder()
 if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--allocate", let bytes = byteCount(CommandLine.arguments[2]) {
     exit(holder.hold(bytes) ? 0 : 1)
 } else if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--endpoint",
-    ["hang", "lie", "overflow", "mute", "late"].contains(CommandLine.arguments[3])
+    ["hang", "lie", "overflow", "mute", "late", "slow"].contains(CommandLine.arguments[3])
 {
     do {
         try serveEndpoint(directory: CommandLine.arguments[2], mode: CommandLine.arguments[3])
@@ -155,7 +156,7 @@ if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--allocate", l
     }
 } else if CommandLine.arguments.count > 1 {
     StandardStream.error.writeLine(
-        "usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie|overflow|mute|late]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)"
+        "usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie|overflow|mute|late|slow]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)"
     )
     exit(2)
 }

@@ -129,6 +129,27 @@ extension RunCommandTests {
             }
         }
 
+        /// A service that answers every status, but after 600 ms (three pods starting together in
+        /// the system VM): each try is bounded longer (250 ms, 500 ms, 1 s), so it is found at the
+        /// third. With the bound fixed at 250 ms it was missed at every try, never found.
+        @Test func aServiceThatAlwaysAnswersSlowlyIsFoundOnceTheBoundHasGrown() async throws {
+            let directory = try AgentCommandTests.privateDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try await withTestCgroup(limit: 128 * UInt64(Self.mebibyte)) { parent in
+                let agent = try LineChild([Self.memwarn, "agent", "--cgroup", parent.location.path, "--control-dir", directory, "--json"])
+                defer { agent.killIfRunning() }
+                _ = try await Self.records(of: agent, until: Self.event("started"))
+                let child = try parent.child("slow")
+                defer { try? child.remove() }
+                let slow = try MemoryHog(in: child, arguments: ["--endpoint", directory, "slow"])
+                defer { slow.terminate() }
+                let missed = try #require(try await Self.records(of: agent, until: Self.event("unreachable")).last)
+                #expect((missed["reason"] as? String)?.contains("within 0.25 seconds") == true, "\(missed)")
+                let found = try #require(try await Self.records(of: agent, until: Self.event("found")).last)
+                #expect(found["pid"] as? Int == Int(slow.pid), "\(found)")
+            }
+        }
+
         /// cgroup v1 as an ordinary user: `cgroup.event_control` is root's, so the agent samples the
         /// parent alone, says so, and still reports a crossing promptly.
         @Test func asAnOrdinaryUserTheAgentSamplesItsParentAndSaysSo() async throws {

@@ -28,7 +28,7 @@ extension MemwarnMetric {
                 name = Self.family(of: line.prefix { $0 != "{" && $0 != " " }, help: help, timers: timers)
             }
             if let name, let text = help[name], helped.insert(name).inserted {
-                written.append(Substring("# HELP \(name) \(Self.escaped(text))"))
+                written.append(Substring(Self.helpLine(name, text)))
             }
             written.append(line)
         }
@@ -47,6 +47,11 @@ extension MemwarnMetric {
         }
         return name
     }
+
+    /// The family's `# HELP` line, its text escaped (what the agent's metrics file writes too).
+    package var helpLine: String { Self.helpLine(name, help) }
+
+    private static func helpLine(_ name: String, _ text: String) -> String { "# HELP \(name) \(escaped(text))" }
 
     /// Help text as the format escapes it: a backslash and a line feed.
     private static func escaped(_ text: String) -> String {

@@ -45,6 +45,9 @@ public final class MediaAsset: Sendable {
     /// Whether a ``withPixels(_:)`` body is running (the buffer cannot be released).
     public var isInUse: Bool { state.withLock { $0.users > 0 } }
 
+    /// The decoded bytes held now while in use, else 0: one read of the state, not two.
+    var residentBytesInUse: Int { state.withLock { $0.users > 0 ? $0.pixels?.count ?? 0 : 0 } }
+
     /// The image's size, known once it has been decoded.
     public var size: (width: Int, height: Int)? {
         state.withLock { $0.checksum == nil ? nil : ($0.width, $0.height) }

@@ -78,7 +78,7 @@ public final class MediaStore: MemoryConsumer, Sendable {
     /// The decoded bytes of assets in use now (``MediaAsset/isInUse``): no release drops them.
     ///
     /// - Complexity: O(n) in the assets.
-    public var inUseBytes: Int? { snapshot().reduce(0) { $0 + ($1.isInUse ? $1.residentBytes : 0) } }
+    public var inUseBytes: Int? { snapshot().reduce(0) { $0 + $1.residentBytesInUse } }
 
     /// Drops the buffers of assets not in use, largest first, until `targetBytes` are freed
     /// (media holds no discarded content: a ``/MemwarnRelease/ReleaseTier/discarded`` request frees nothing).
