@@ -14,6 +14,10 @@ import Glibc
 /// Each watch gets a ``Registration`` whose number travels with the descriptor's events, so an
 /// event still queued for a descriptor that was unwatched (and whose number the kernel may
 /// since have given to another file) is dropped, never delivered to the new watcher.
+///
+/// Deadlines are instants of the loop's ``clock``, which what runs on the loop reads too
+/// (``now``). A test gives it a ``ManualClock`` and turns it with ``drive()`` on its own thread:
+/// what a deadline does is then tested synchronously, by moving the clock, not by waiting.
 package final class EventLoop: @unchecked Sendable {
     // @unchecked: `handlers`, `deadlines`, `nextTag`, `nextDeadline` and `state` are touched only
     // on the loop's thread (asserted); `inbox` is guarded by its lock; `owner` is written once,
@@ -35,6 +39,8 @@ package final class EventLoop: @unchecked Sendable {
         case stopping
     }
 
+    /// The time its deadlines are kept in.
+    package let clock: LoopClock
     private let epoll: Epoll
     private let wakeCounter: FileDescriptor
     private static let wakeTag: UInt64 = 0
@@ -45,15 +51,18 @@ package final class EventLoop: @unchecked Sendable {
     private var nextTag: UInt64 = 1
     private var nextDeadline: UInt64 = 1
     private var state = State.idle
+    /// What `epoll_wait` fills, kept between turns.
+    private var events = [epoll_event](repeating: epoll_event(), count: 32)
     private var owner: pthread_t?
     /// Work handed over by other threads; `closed` once the loop has ended (later work is dropped,
     /// so nothing it holds is kept alive by a loop that will never run it).
     private let inbox = Locked<(work: [@Sendable () -> Void], closed: Bool)>(([], false))
 
-    /// A loop that is not running yet.
+    /// A loop that is not running yet, on `clock`.
     ///
     /// - Throws: ``SystemError`` from `epoll_create1`, `eventfd` or `epoll_ctl`.
-    package init() throws(SystemError) {
+    package init(clock: LoopClock = .continuous) throws(SystemError) {
+        self.clock = clock
         epoll = try Epoll()
         wakeCounter = try .eventCounter()
         try epoll.add(wakeCounter.rawValue, events: .readable, tag: Self.wakeTag)
@@ -117,6 +126,9 @@ package final class EventLoop: @unchecked Sendable {
     }
 
     // MARK: Deadlines
+
+    /// The loop's clock's current instant: what runs on the loop reads time here.
+    package var now: ContinuousClock.Instant { clock.now }
 
     /// Runs `action` once at `instant`.
     ///
@@ -183,24 +195,61 @@ package final class EventLoop: @unchecked Sendable {
             withExtendedLifetime(dropped) {}
         }
         try setup()
-        var events = [epoll_event](repeating: epoll_event(), count: 32)
-        while state == .running {
-            let count = try epoll.wait(into: &events, milliseconds: millisecondsToNextDeadline())
-            for index in 0..<count {
-                let tag = events[index].data.u64
-                if tag == Self.wakeTag {
-                    _ = try? wakeCounter.readCounter()
-                    for work in inbox.withLock({ inbox in
-                        defer { inbox.work.removeAll() }
-                        return inbox.work
-                    }) { work() }
-                } else if let entry = handlers[tag] {
-                    entry.handler(EpollEvents(rawValue: events[index].events))
-                }
-                // else: unwatched earlier in this turn; its descriptor number may be another file's now.
-            }
-            runDueDeadlines()
+        while state == .running { try turn(milliseconds: millisecondsToNextDeadline()) }
+    }
+
+    /// Turns the loop on the calling thread without waiting, until nothing is left to do now:
+    /// the work handed over, every descriptor ready, every deadline due by the loop's ``clock``
+    /// (also those the actions schedule for now). Each call makes the calling thread the loop's
+    /// until the next (a test's task may move between threads at each `await`): one caller
+    /// drives a loop, and a driven loop is never run. For tests on a ``ManualClock``.
+    ///
+    /// - Throws: ``SystemError`` from `epoll_wait`.
+    package func drive() throws(SystemError) {
+        owner = pthread_self()
+        state = .running
+        for _ in 0..<10_000 {
+            try turn(milliseconds: 0)
+            guard earliestDeadline(where: { [clock] _, at in at <= clock.now }) != nil || inbox.withLock({ !$0.work.isEmpty }) else { return }
         }
+        preconditionFailure("EventLoop.drive: still busy after 10 000 turns (a deadline that schedules itself for now?)")
+    }
+
+    /// Drives the loop (``drive()``) until `condition` holds, waiting in between for a descriptor
+    /// or for work handed over by another thread (a registrar's, a child's output) — never for a
+    /// deadline, which only the clock's moving makes due — at most `limit` of real time.
+    ///
+    /// - Returns: whether `condition` held.
+    /// - Throws: ``SystemError`` from `epoll_wait`.
+    package func drive(until condition: () -> Bool, within limit: Duration) throws(SystemError) -> Bool {
+        let end = ContinuousClock.now + limit
+        while true {
+            try drive()
+            if condition() { return true }
+            let left = ContinuousClock.now.duration(to: end)
+            guard left > .zero else { return false }
+            try turn(milliseconds: Int32(clamping: left.roundedUpMilliseconds))
+        }
+    }
+
+    /// One turn: waits at most `milliseconds` (-1: until something happens) for descriptors, runs
+    /// the handlers of those that fired and the work handed over, then the deadlines due.
+    private func turn(milliseconds: Int32) throws(SystemError) {
+        let count = try epoll.wait(into: &events, milliseconds: milliseconds)
+        for index in 0..<count {
+            let tag = events[index].data.u64
+            if tag == Self.wakeTag {
+                _ = try? wakeCounter.readCounter()
+                for work in inbox.withLock({ inbox in
+                    defer { inbox.work.removeAll() }
+                    return inbox.work
+                }) { work() }
+            } else if let entry = handlers[tag] {
+                entry.handler(EpollEvents(rawValue: events[index].events))
+            }
+            // else: unwatched earlier in this turn; its descriptor number may be another file's now.
+        }
+        runDueDeadlines()
     }
 
     /// The index of the earliest pending deadline among those `included` admits.
@@ -214,14 +263,14 @@ package final class EventLoop: @unchecked Sendable {
 
     private func millisecondsToNextDeadline() -> Int32 {
         guard let next = earliestDeadline() else { return -1 }
-        let remaining = ContinuousClock.now.duration(to: deadlines[next].at)
+        let remaining = clock.now.duration(to: deadlines[next].at)
         return remaining <= .zero ? 0 : Int32(clamping: remaining.roundedUpMilliseconds)
     }
 
     /// Runs the deadlines due when the turn began, earliest first (one an action cancels does
     /// not run; one it schedules waits for the next turn).
     private func runDueDeadlines() {
-        let now = ContinuousClock.now
+        let now = clock.now
         let scheduledBefore = nextDeadline
         while let index = earliestDeadline(where: { id, at in at <= now && id < scheduledBefore }) {
             let action = deadlines[index].action

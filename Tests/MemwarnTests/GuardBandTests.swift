@@ -21,18 +21,19 @@ import Glibc
 struct GuardBandTests {
     static let limit: UInt64 = 64 << 20
 
+    /// Driven on a manual clock: once the thresholds are in, ten seconds go by on it far below
+    /// every mark without one read of usage (the kernel's thresholds watch there).
     @Test func registersAGuardThresholdBelowEachMarkAndSamplesOnlyInsideTheBands() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
-            var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory, environment: [:])
-            configuration.watchesPressureStall = false
-            let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
+            let engine = try DrivenEngine(files: .host, cgroupPath: cgroup.location.directory)
+            try engine.start()
             // Armed at once, sampling, while the thresholds are registered behind it.
-            #expect(monitor.arming?.usageWatch == .adaptiveSampling)
+            #expect(engine.usageWatch == .adaptiveSampling)
             let expected = expectedUsageThresholds(limit: Self.limit)
-            #expect(monitor.arming?.pendingThresholds == expected.thresholds.union(expected.guards).count, "10 thresholds and 3 guards, less any that coincide")
-            #expect(monitor.watchedSources.contains { $0.hasPrefix("sample ") && $0.contains("adaptively") }, "\(monitor.watchedSources)")
-            try await waitForUsageThresholds(monitor)
-            let sources = monitor.watchedSources
+            #expect(engine.pendingThresholds == expected.thresholds.union(expected.guards).count, "10 thresholds and 3 guards, less any that coincide")
+            #expect(engine.sources.contains { $0.hasPrefix("sample ") && $0.contains("adaptively") }, "\(engine.sources)")
+            try engine.turn(until: { engine.usageWatch == .thresholds }, "the usage thresholds registered")
+            let sources = engine.sources
             let guards = sources.filter { $0.hasPrefix("usage-guard") }
             #expect(guards.count == 3, "one guard below the recovery, warning and critical marks: \(sources)")
             for guardBytes in expected.guards {
@@ -40,9 +41,9 @@ struct GuardBandTests {
             }
             #expect(sources.contains { $0.hasPrefix("sample ") && $0.contains("guard band") }, "\(sources)")
             // Far below every mark (an empty cgroup), nothing is sampled: the kernel's thresholds watch.
-            let before = monitor.usageSampleCount
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(monitor.usageSampleCount == before, "\(monitor.usageSampleCount - before) reads far below the marks")
+            let before = engine.samples.value
+            for _ in 0..<100 { try engine.advance(by: .milliseconds(100)) }
+            #expect(engine.samples.value == before, "\(engine.samples.value - before) reads in 10 s far below the marks")
         }
     }
 

@@ -84,54 +84,57 @@ struct SharedParentMonitorTests {
         #expect(first.snapshot.limit == nil && first.snapshot.system != nil && first.level == .normal, "\(first.snapshot)")
     }
 
-    /// A monitor under a parent at 85 % of 256 MiB, leased to an "agent" (a real process of
-    /// ours, whose end the monitor sees through its pidfd) that has answered the crossing (its
-    /// ask reached the service): `body` gets them once the level is back to normal.
-    static func withAnsweredLease(
-        _ body: (SharedParentHost, PressureMonitor, LineChild, LevelEvent, inout AsyncStream<LevelEvent>.Iterator) async throws -> Void
-    ) async throws {
+    /// An engine under a parent at 85 % of 256 MiB, leased to an "agent" (a real process of
+    /// ours, whose end the engine sees through its pidfd) that has answered the crossing (its ask
+    /// reached the service): `body` gets them once the level is back to normal, after the hold,
+    /// on the engine's manual clock.
+    static func withAnsweredLease(_ body: (SharedParentHost, DrivenEngine, LineChild, LevelEvent) throws -> Void) throws {
         let host = try SharedParentHost(parentLimit: 256 * Self.mebibyte)
         try host.setUsage(parent: 218 * Self.mebibyte, app: 10 * Self.mebibyte)
-        let monitor = Self.monitor(host)
+        let engine = try DrivenEngine(files: host.files)
         let agent = try LineChild(["/bin/sleep", "60"])
         defer { agent.killIfRunning() }
-        try await withRunningMonitor(monitor) { iterator in
-            #expect(try await next(&iterator).level == .warning)
-            monitor.coordinate(cgroupPath: "/pod", agentPid: agent.pid, for: .seconds(60))
-            monitor.noteAgentAsk(agentPid: agent.pid)
-            let left = try await next(&iterator, within: .seconds(5))
-            try await body(host, monitor, agent, left, &iterator)
-        }
+        try engine.start()
+        #expect(engine.level == .warning)
+        try engine.grantLease(cgroupPath: "/pod", agentPid: agent.pid, for: .seconds(60), asked: true)
+        try engine.advance(until: { engine.level == .normal }, "the step down")
+        try body(host, engine, agent, try #require(engine.events.last))
     }
 
-    @Test func anAgentsLeaseTakesTheParentOutUntilTheAgentEnds() async throws {
-        try await Self.withAnsweredLease { _, monitor, agent, left, iterator in
-            #expect(left.level == .normal && left.source == .agentLease && left.snapshot.coordinatedCgroups == ["/pod"], "\(left.source)")
+    @Test func anAgentsLeaseTakesTheParentOutUntilTheAgentEnds() throws {
+        try Self.withAnsweredLease { _, engine, agent, left in
+            #expect(left.level == .normal && left.snapshot.coordinatedCgroups == ["/pod"], "\(left.source)")
             #expect(left.snapshot.limit == nil, "no limit of its own: the system's memory is measured")
-            #expect(monitor.coordinatedCgroups == ["/pod": agent.pid])
+            #expect(engine.leases.current().mapValues(\.agentPid) == ["/pod": agent.pid])
             agent.signal(SIGKILL)
-            let back = try await next(&iterator, within: .seconds(5))
-            #expect(back.level == .warning && back.source == .agentLease && back.snapshot.binding?.cgroupPath == "/pod")
-            #expect(monitor.coordinatedCgroups.isEmpty)
+            try engine.turn(until: { engine.level == .warning }, "the agent's end seen")
+            let back = try #require(engine.events.last)
+            #expect(back.source == .agentLease && back.snapshot.binding?.cgroupPath == "/pod")
+            #expect(engine.leases.current().isEmpty)
         }
     }
 
-    @Test func aLeaseNotRenewedRunsOut() async throws {
+    /// On the engine's manual clock: the level steps down at the hold's end (2 s), and the lease
+    /// runs out at its own (3 s), to the millisecond the engine schedules.
+    @Test func aLeaseNotRenewedRunsOut() throws {
         let host = try SharedParentHost(parentLimit: 256 * Self.mebibyte)
         try host.setUsage(parent: 218 * Self.mebibyte, app: 10 * Self.mebibyte)
-        let monitor = Self.monitor(host)
-        try await withRunningMonitor(monitor) { iterator in
-            #expect(try await next(&iterator).level == .warning)
-            // An agent that lives on (this process) but stops renewing: a hung one. The level
-            // steps down after the hold time (2 s), and the lease runs out after 3.
-            monitor.coordinate(cgroupPath: "/pod", agentPid: getpid(), for: .seconds(3))
-            monitor.noteAgentAsk(agentPid: getpid())
-            #expect(try await next(&iterator, within: .seconds(5)).level == .normal)
-            // The reading at the lease's end, or the poll due about then: either finds the parent.
-            let back = try await next(&iterator, within: .seconds(5))
-            #expect(back.level == .warning && [.agentLease, .poll, .usageSample].contains(back.source), "\(back.source)")
-            #expect(back.snapshot.binding?.cgroupPath == "/pod" && back.snapshot.coordinatedCgroups.isEmpty)
-        }
+        let engine = try DrivenEngine(files: host.files)
+        try engine.start()
+        #expect(engine.level == .warning)
+        // An agent that lives on (this process) and has answered, but stops renewing: a hung one.
+        let granted = engine.clock.now
+        try engine.grantLease(cgroupPath: "/pod", agentPid: getpid(), for: .seconds(3), asked: true)
+        let left = try #require(engine.readings.last)
+        #expect(left.event.snapshot.coordinatedCgroups == ["/pod"] && left.event.level == .warning, "left to the agent; the level holds")
+        try engine.advance(until: { engine.level == .normal }, "the step down")
+        #expect(engine.clock.now - granted <= PressurePolicy().holdTime + .milliseconds(5), "at the hold's end")
+        try engine.advance(until: { engine.level == .warning }, "the lease's end")
+        let back = try #require(engine.events.last)
+        #expect(back.source == .agentLease, "the reading the engine scheduled at the lease's end: \(back.source)")
+        #expect(back.snapshot.binding?.cgroupPath == "/pod" && back.snapshot.coordinatedCgroups.isEmpty)
+        let after = engine.clock.now - granted
+        #expect(after > .seconds(3) && after <= .seconds(3) + .milliseconds(5), "the lease ran out after \(after)")
     }
 
     @Test func theCgroupsOwnLimitIsNeverLeased() throws {
@@ -161,35 +164,40 @@ struct SharedParentMonitorTests {
     }
 
     // Issue 36, item 1: a leased parent keeps a backstop.
-    @Test func aLeasedParentsCrossingLeftUnansweredCountsAgainWithinTheBound() async throws {
+    /// On the engine's manual clock: the crossing is left to the agent for exactly the bound.
+    @Test func aLeasedParentsCrossingLeftUnansweredCountsAgainWithinTheBound() throws {
         let host = try SharedParentHost(parentLimit: 256 * Self.mebibyte)
         try host.setUsage(parent: 100 * Self.mebibyte, app: 10 * Self.mebibyte)
-        let monitor = Self.monitor(host)
-        let agent = try LineChild(["/bin/sleep", "60"])  // an agent that lives and renews, but never asks
-        defer { agent.killIfRunning() }
-        try await withRunningMonitor(monitor) { iterator in
-            #expect(try await next(&iterator).level == .normal)
-            monitor.coordinate(cgroupPath: "/pod", agentPid: agent.pid, for: .seconds(60))
-            // Siblings take the parent past its warning mark: the monitor sees the crossing (it
-            // still samples the parent), leaves it to the agent, then counts it again.
-            let crossed = ContinuousClock.now
-            try host.setUsage(parent: 218 * Self.mebibyte, app: 10 * Self.mebibyte)
-            let raised = try await next(&iterator, within: .seconds(5))
-            let after = ContinuousClock.now - crossed
-            #expect(raised.snapshot.binding?.cgroupPath == "/pod" && raised.snapshot.coordinatedCgroups.isEmpty, "\(raised.snapshot.constraints)")
-            #expect(monitor.coordinatedCgroups == ["/pod": agent.pid], "the lease holds: only the backstop counts the parent")
-            // Left to the agent for the bound first (a lower bound: it holds on a busy machine too).
-            #expect(after >= AgentLeases.answerBound - .milliseconds(50), "counted again after \(after), before the bound")
-            #expect([.agentLease, .poll, .usageSample].contains(raised.source), "\(raised.source)")
-        }
+        let engine = try DrivenEngine(files: host.files)
+        try engine.start()
+        #expect(engine.level == .normal)
+        // An agent that lives (this process) and renews, but never asks.
+        try engine.grantLease(cgroupPath: "/pod", agentPid: getpid(), for: .seconds(60))
+        // Siblings take the parent past its warning mark: the monitor sees the crossing (it still
+        // samples the parent), leaves it to the agent, then counts it again.
+        let before = engine.readings.count
+        try host.setUsage(parent: 218 * Self.mebibyte, app: 10 * Self.mebibyte)
+        try engine.advance(until: { engine.level == .warning }, step: .milliseconds(1), "the parent counted again")
+        let readings = engine.readings[before...]
+        let seen = try #require(
+            readings.first { $0.event.snapshot.watchedConstraints.contains { $0.cgroupPath == "/pod" && $0.usageBytes == 218 * Self.mebibyte } })
+        #expect(seen.event.level == .normal && seen.event.snapshot.coordinatedCgroups == ["/pod"], "the crossing, left to the agent")
+        let raised = try #require(readings.last)
+        #expect(raised.event.snapshot.binding?.cgroupPath == "/pod" && raised.event.snapshot.coordinatedCgroups.isEmpty, "\(raised.event.snapshot.constraints)")
+        #expect(raised.event.source == .agentLease, "the backstop's own reading: \(raised.event.source)")
+        let after = raised.readAt - seen.readAt
+        #expect(after >= AgentLeases.answerBound && after <= AgentLeases.answerBound + .milliseconds(2), "counted again \(after) after the crossing")
+        #expect(engine.leases.current().keys.sorted() == ["/pod"], "the lease holds: only the backstop counts the parent")
     }
 
-    @Test func aLeasedParentAtItsCriticalMarkCountsAgainAtOnceEvenWhenAnswered() async throws {
-        try await Self.withAnsweredLease { host, _, _, left, iterator in
+    @Test func aLeasedParentAtItsCriticalMarkCountsAgainAtOnceEvenWhenAnswered() throws {
+        try Self.withAnsweredLease { host, engine, _, left in
             #expect(left.level == .normal, "answered: left to the agent")
             try host.setUsage(parent: 240 * Self.mebibyte, app: 10 * Self.mebibyte)  // 94 %
-            let critical = try await next(&iterator, within: .seconds(5))
+            try engine.advance(until: { engine.level == .critical }, step: .milliseconds(1), "critical")
+            let critical = try #require(engine.events.last)
             #expect(critical.snapshot.binding?.cgroupPath == "/pod" && critical.snapshot.coordinatedCgroups.isEmpty)
+            #expect(critical.source == .usageSample, "at once, by the sample that saw it: \(critical.source)")
         }
     }
 

@@ -45,80 +45,76 @@ struct SyntheticHostMonitorTests {
         }
     }
 
-    @Test func withAdaptiveSamplingOffTheSameClimbWaitsForThePoll() async throws {
+    /// On the engine's manual clock: usage is read once a poll interval and not in between (the
+    /// adaptive rule would read every 5 ms this close to a mark), so the crossing waits for the poll.
+    @Test func withAdaptiveSamplingOffTheSameClimbWaitsForThePoll() throws {
         let host = try SyntheticHost(limit: Self.limit)
         var policy = PressurePolicy()
         policy.worstCaseGrowthBytesPerSecond = 0
         policy.pollInterval = .milliseconds(200)
-        let monitor = Self.monitor(host, policy: policy)
-        #expect(monitor.arming?.usageWatch == .polling)
-        try await withRunningMonitor(monitor) { iterator in
-            _ = try await next(&iterator)
-            let samplesBefore = monitor.usageSampleCount
-            let began = ContinuousClock.now
-            try host.setUsage(0.85)
-            let event = try await next(&iterator, within: .seconds(5))
-            #expect(event.level == .warning && event.source == .usageSample)
-            // One read per poll interval (the adaptive rule would read every 5 ms this close to a mark).
-            let intervals = Int(((ContinuousClock.now - began) / .milliseconds(200)).rounded(.up))
-            #expect(monitor.usageSampleCount - samplesBefore <= intervals + 1, "\(monitor.usageSampleCount - samplesBefore) reads in \(intervals) intervals")
-        }
+        let engine = try DrivenEngine(files: host.files, policy: policy)
+        try engine.start()
+        #expect(engine.usageWatch == .polling)
+        let samplesBefore = engine.samples.value
+        try host.setUsage(0.85)
+        try engine.advance(by: .milliseconds(199))
+        #expect(engine.level == .normal && engine.samples.value == samplesBefore, "\(engine.samples.value - samplesBefore) reads before the poll")
+        try engine.advance(by: .milliseconds(1))
+        #expect(engine.events.last?.level == .warning && engine.events.last?.source == .usageSample, "\(engine.events.map { "\($0.level) \($0.source)" })")
+        #expect(engine.samples.value - samplesBefore == 1)
+        for _ in 0..<5 { try engine.advance(by: .milliseconds(200)) }
+        #expect(engine.samples.value - samplesBefore == 6, "one read a poll interval: \(engine.samples.value - samplesBefore) in 1.2 s")
     }
 
     /// The level logic on plain files, as an ordinary user (``SyntheticLevelScenarios``).
-    @Test func aFallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime() async throws {
+    @Test func aFallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime() throws {
         let host = try SyntheticHost(limit: Self.limit)
-        var policy = PressurePolicy()
-        policy.holdTime = .milliseconds(400)
-        let monitor = Self.monitor(host, policy: policy)
-        try await withRunningMonitor(monitor) { iterator in
-            #expect(try await next(&iterator).level == .normal)
-            try await SyntheticLevelScenarios.fallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime(
-                &iterator, holdTime: policy.holdTime, setUsage: host.setUsage)
-        }
+        let engine = try DrivenEngine(files: host.files)
+        try engine.start()
+        #expect(engine.level == .normal)
+        try SyntheticLevelScenarios.fallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime(
+            engine, holdTime: PressurePolicy().holdTime, setUsage: host.setUsage)
     }
 
-    /// One reading per kernel event: a `memory.events` change at normal costs one snapshot, the
-    /// engine's (the release thread reads none: it read a second for every reading before); a rise
-    /// to warning with a consumer attached costs one more, the measurement of what the release
-    /// dropped (it read a third before, afresh, for the target). Only events wake this monitor:
-    /// no adaptive sampling, a poll a minute.
-    @Test func aKernelEventCostsOneReadingAndAReleaseOneMore() async throws {
+    /// One reading per kernel event, and one level decision per reading: a `memory.events` change
+    /// at normal costs one snapshot, the engine's, decided once (the release loop reads none and
+    /// decides nothing); a rise to warning with a consumer attached costs one measurement more,
+    /// of what the release dropped. The engine is driven on a manual clock that stands still:
+    /// only the events read (no sampling, no poll), and every count is exact after each turn.
+    @Test func aKernelEventCostsOneReadingOneDecisionAndAReleaseOneMeasurement() throws {
         let host = try SyntheticHost(limit: Self.limit, usage: Self.limit / 2)
         var policy = PressurePolicy()
         policy.worstCaseGrowthBytesPerSecond = 0
-        policy.pollInterval = .seconds(60)
-        policy.recheckInterval = .seconds(60)  // no rechecks while raised: only the events read
-        let monitor = Self.monitor(host, policy: policy)
+        let engine = try DrivenEngine(files: host.files, policy: policy)
         let coordinator = ReleaseCoordinator(trimsHeap: false)
         let consumer = CacheFixtures.FakeConsumer("cache", tier: .caches, footprint: 64 << 20)
         coordinator.register(consumer)
-        let token = coordinator.attach(to: monitor)
-        defer { monitor.removeObserver(token) }
-        // What a reading may still cost after it: a second read comes within a millisecond.
-        let settle = Duration.milliseconds(100)
-        try await withRunningMonitor(monitor) { iterator in
-            #expect(try await next(&iterator).level == .normal)
-            for round in 1...5 {
-                let before = monitor.snapshotReadCount
-                try host.overwrite("/sys/fs/cgroup/app/memory.events", "low \(round)\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
-                try await waitUntil("a reading of the memory.events change") { monitor.snapshotReadCount > before }
-                try await Task.sleep(for: settle)
-                #expect(monitor.snapshotReadCount - before == 1, "round \(round): \(monitor.snapshotReadCount - before) readings for one event")
-            }
-            let before = monitor.snapshotReadCount
-            try host.setUsage(0.85)
-            try host.overwrite("/sys/fs/cgroup/app/memory.events", "low 5\nhigh 1\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
-            let warning = try await next(&iterator, within: .seconds(5))
-            #expect(warning.level == .warning, "\(warning.level) from \(warning.source)")
-            try await waitUntil("the release") { !consumer.requests.isEmpty }
-            try await Task.sleep(for: settle)
-            // The engine's reading and the measurement after the release; a third only when the
-            // release thread took the reading more than 10 ms late (a loaded machine) and read
-            // afresh. The rounds above are the strict check: the old loop read twice each.
-            let reads = monitor.snapshotReadCount - before
-            #expect((2...3).contains(reads), "\(reads) readings for a warning and its release")
+        _ = engine.coordinators.attach(coordinator, id: 1)
+        try engine.start()
+        #expect(engine.events.map(\.level) == [.normal])
+        func counts() -> (readings: Int, decisions: Int, measurements: Int) {
+            (engine.sampler.readCount, engine.decisions.value, engine.sampler.measurementCount)
         }
+        for round in 1...5 {
+            let before = counts()
+            try host.overwrite("/sys/fs/cgroup/app/memory.events", "low \(round)\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
+            try engine.turn()
+            let after = counts()
+            #expect(after.readings - before.readings == 1, "round \(round): \(after.readings - before.readings) readings for one event")
+            #expect(after.decisions - before.decisions == 1, "round \(round): \(after.decisions - before.decisions) level decisions for one reading")
+            #expect(after.measurements == before.measurements, "round \(round): no release, nothing measured")
+        }
+        let before = counts()
+        try host.setUsage(0.85)
+        try host.overwrite("/sys/fs/cgroup/app/memory.events", "low 5\nhigh 1\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
+        try engine.turn()
+        let warning = try #require(engine.events.last)
+        #expect(warning.level == .warning && warning.source == .memoryEvents, "\(warning.level) from \(warning.source)")
+        #expect(!consumer.requests.isEmpty, "the release ran")
+        let after = counts()
+        #expect(after.readings - before.readings == 1, "\(after.readings - before.readings) readings for a warning")
+        #expect(after.decisions - before.decisions == 1, "\(after.decisions - before.decisions) level decisions for a warning")
+        #expect(after.measurements - before.measurements == 1, "\(after.measurements - before.measurements) measurements for one release")
     }
 
     @Test func aMemoryEventsChangeWakesTheMonitorAtOnce() async throws {

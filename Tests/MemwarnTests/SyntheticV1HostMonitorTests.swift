@@ -56,15 +56,12 @@ struct SyntheticV1HostMonitorTests {
     }
 
     /// Hysteresis and the hold time on v1, as on v2 (`SyntheticHostMonitorTests`).
-    @Test func aFallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime() async throws {
+    @Test func aFallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime() throws {
         let host = try Host(unified: false)
-        var policy = PressurePolicy()
-        policy.holdTime = .milliseconds(400)
-        let monitor = Self.monitor(host, policy: policy)
-        try await withRunningMonitor(monitor) { iterator in
-            #expect(try await next(&iterator).level == .normal)
-            try await SyntheticLevelScenarios.fallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime(
-                &iterator, holdTime: policy.holdTime, setUsage: host.setUsage)
-        }
+        let engine = try DrivenEngine(files: host.tree.files)
+        try engine.start()
+        #expect(engine.level == .normal)
+        try SyntheticLevelScenarios.fallStepsDownOnlyBelowTheRecoveryMarkAndAfterTheHoldTime(
+            engine, holdTime: PressurePolicy().holdTime, setUsage: host.setUsage)
     }
 }

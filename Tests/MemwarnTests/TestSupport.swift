@@ -40,13 +40,7 @@ func waitUntil(within limit: Duration = .seconds(5), _ what: String = "the condi
 /// arming by about 0.3 s (the kernel takes an RCU grace period for each); usage is sampled
 /// meanwhile, so a test about the kernel's events waits for them first.
 func waitForUsageThresholds(_ monitor: PressureMonitor, within limit: Duration = .seconds(10)) async throws {
-    let deadline = ContinuousClock.now + limit
-    while monitor.usageWatch != .thresholds {
-        guard ContinuousClock.now < deadline else {
-            throw ChildProcessError("the usage thresholds were not registered within \(limit): \(monitor.watchedSources)")
-        }
-        try await Task.sleep(for: .milliseconds(10))
-    }
+    try await waitUntil(within: limit, "the usage thresholds registered (\(monitor.watchedSources))") { monitor.usageWatch == .thresholds }
 }
 
 /// The usage thresholds a root monitor on cgroup v1 registers for `limit` on the default policy:

@@ -84,8 +84,12 @@ package final class AgentLeases: Sendable {
     /// next reading).
     var isEmpty: Bool { held.load(ordering: .relaxed) == 0 }
 
-    /// Leases judged at `policy`'s marks.
-    init(policy: PressurePolicy) {
+    /// The time leases run out in (the monitor's loop's clock).
+    let clock: LoopClock
+
+    /// Leases judged at `policy`'s marks, in `clock`'s time.
+    init(policy: PressurePolicy, clock: LoopClock = .continuous) {
+        self.clock = clock
         state = Locked(State(marks: (policy.warningRatio, policy.criticalRatio, policy.recoveryRatio)))
     }
 
@@ -98,8 +102,9 @@ package final class AgentLeases: Sendable {
     ///
     /// - Returns: whether the cgroup was not coordinated before (a reading should follow).
     @discardableResult
-    func grant(cgroupPath: String, agentPid: Int32, for duration: Duration, now: ContinuousClock.Instant = .now) -> Bool {
-        locked { state in
+    func grant(cgroupPath: String, agentPid: Int32, for duration: Duration, now: ContinuousClock.Instant? = nil) -> Bool {
+        let now = now ?? clock.now
+        return locked { state in
             let isNew = state.leases[cgroupPath].map { $0.until <= now } ?? true
             state.leases[cgroupPath] = Lease(agentPid: agentPid, until: now + min(duration, Self.longestLease))
             if isNew { state.crossings[cgroupPath] = nil }
@@ -132,8 +137,9 @@ package final class AgentLeases: Sendable {
     }
 
     /// The cgroups coordinated now, with their leases; expired ones are forgotten.
-    func current(now: ContinuousClock.Instant = .now) -> [String: Lease] {
-        locked { state in
+    func current(now: ContinuousClock.Instant? = nil) -> [String: Lease] {
+        let now = now ?? clock.now
+        return locked { state in
             // Every full reading asks: no lease (the usual case) costs a lock and nothing more.
             if state.leases.contains(where: { $0.value.until <= now }) { expire(&state, now: now) }
             return state.leases
@@ -148,7 +154,8 @@ package final class AgentLeases: Sendable {
 
     /// An agent asked this process to release (a `warn` request from its pid): it answers the
     /// crossings of the limits it coordinates.
-    func noteAsk(agentPid: Int32, now: ContinuousClock.Instant = .now) {
+    func noteAsk(agentPid: Int32, now: ContinuousClock.Instant? = nil) {
+        let now = now ?? clock.now
         locked { state in
             guard state.leases.values.contains(where: { $0.agentPid == agentPid }) else { return }
             state.lastAsk[agentPid] = now
@@ -164,8 +171,9 @@ package final class AgentLeases: Sendable {
     ///   - own: the watched cgroup's path: its own limit is never left to an agent.
     ///   - now: the reading's time.
     /// - Returns: the cgroups left to the agent (their limits do not count).
-    func leftToAgent(_ constraints: [MemoryConstraint], excluding own: String, now: ContinuousClock.Instant = .now) -> Set<String> {
+    func leftToAgent(_ constraints: [MemoryConstraint], excluding own: String, now: ContinuousClock.Instant? = nil) -> Set<String> {
         guard !isEmpty else { return [] }
+        let now = now ?? clock.now
         return locked { state in
             if state.leases.contains(where: { $0.value.until <= now }) { expire(&state, now: now) }
             guard !state.leases.isEmpty else { return [] }

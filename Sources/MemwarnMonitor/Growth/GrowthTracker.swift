@@ -32,8 +32,11 @@ struct GrowthTracker {
     ///   - snapshot: the reading.
     ///   - ledgerBefore: the ledger as it was before the files were read.
     ///   - ledgerAfter: the ledger now.
-    mutating func observe(_ snapshot: PressureSnapshot, ledgerBefore: ReleaseLedger.Entry, ledgerAfter: ReleaseLedger.Entry) -> PressureForecast? {
-        let now = ContinuousClock.now.secondsSinceStart
+    ///   - now: when the reading was taken (monotonic).
+    mutating func observe(
+        _ snapshot: PressureSnapshot, ledgerBefore: ReleaseLedger.Entry, ledgerAfter: ReleaseLedger.Entry, now instant: ContinuousClock.Instant
+    ) -> PressureForecast? {
+        let now = instant.secondsSinceStart
         let measured = snapshot.binding?.cgroupPath
         if snapshot.capacityBytes != lastCapacity || measured != lastMeasured {
             estimator.reset()
@@ -58,11 +61,11 @@ struct GrowthTracker {
     }
 
     /// Counts a forecast warning just raised and sets the deadline by which its growth must show.
-    mutating func noteForecastWarning(_ snapshot: PressureSnapshot, forecast: PressureForecast?, releasedBytes: UInt64) {
+    mutating func noteForecastWarning(_ snapshot: PressureSnapshot, forecast: PressureForecast?, releasedBytes: UInt64, now: ContinuousClock.Instant) {
         if pending != nil { tally.falseAlarms += 1 }  // superseded before it was settled
         tally.raised += 1
         guard let forecast, let capacity = snapshot.capacityBytes else { return }
         let toWarning = max(0, Double(capacity) * policy.warningRatio - Double(snapshot.usageBytes)) / forecast.growth.bytesPerSecond
-        pending = (releasedBytes, ContinuousClock.now.secondsSinceStart + 2 * toWarning + 1)
+        pending = (releasedBytes, now.secondsSinceStart + 2 * toWarning + 1)
     }
 }

@@ -7,6 +7,9 @@ struct MonitorReading: Sendable {
     var event: LevelEvent
     /// The level the reading rose to, when it was a rise.
     var rise: MemoryPressureLevel?
+    /// The level to release at, as the ``LevelMachine`` decided it (``LevelMachine/Decision/releaseLevel``):
+    /// the release thread acts on it and does not decide again.
+    var releaseLevel: MemoryPressureLevel?
     /// The sustained growth rate (``GrowthEstimate/sustainedBytesPerSecond``), 0 when none.
     var growthBytesPerSecond: Double
     /// The forecast warnings so far.

@@ -16,6 +16,8 @@ final class MonitorSession: Sendable {
         var metrics: MonitorMetrics
         /// Where the engine counts its cheap reads of usage.
         var samples: UsageSampleCount
+        /// Where the engine counts the readings it decided.
+        var decisions: SharedCount
         /// The monitor's side of the engine (events, readings, sources, transient errors).
         var output: @Sendable () -> any MonitorEngineOutput
         /// The coordinators attached to the monitor, which the release loop reads.
@@ -81,7 +83,7 @@ final class MonitorSession: Sendable {
         let ledger = ReleaseLedger()
         let releaseLoop = ReleaseLoop(
             context: .init(
-                sampler: sampler, policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall, ledger: ledger,
+                sampler: sampler, policy: configuration.policy, clock: loop.clock, ledger: ledger,
                 metrics: parts.metrics, logger: parts.logger, coordinators: parts.coordinators, exhaustionChanged: parts.exhaustionChanged))
         // The release thread lives as long as the engine's: started first, ended after it.
         let (releaseEnded, endRelease) = AsyncStream.makeStream(of: Void.self)
@@ -93,7 +95,8 @@ final class MonitorSession: Sendable {
         let engine = EngineBox(
             MonitorEngine(
                 loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
-                ledger: ledger, samples: parts.samples, output: parts.output(), releaseLoop: releaseLoop, carriedLevel: parts.carriedLevel))
+                ledger: ledger, samples: parts.samples, decisions: parts.decisions, output: parts.output(), releaseLoop: releaseLoop,
+                carriedLevel: parts.carriedLevel))
         let (engineEnded, endEngine) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
         let armed = ConditionLock<Result<(watch: MonitorArming.UsageWatch, pendingThresholds: Int), any Error>?>(nil)
         let threadEnded = ConditionLock(false)
@@ -155,8 +158,8 @@ final class MonitorSession: Sendable {
     }
 
     /// Tells the engine a lease was granted or renewed (any thread).
-    func leaseGranted(isNew: Bool, endsAt end: ContinuousClock.Instant, agentPid: Int32) {
-        loop.execute { [engine] in engine.engine.leaseGranted(isNew: isNew, endsAt: end, agentPid: agentPid) }
+    func leaseGranted(isNew: Bool, agentPid: Int32) {
+        loop.execute { [engine] in engine.engine.leaseGranted(isNew: isNew, agentPid: agentPid) }
     }
 
     /// Tells the engine a lease ended at the agent's word (any thread).

@@ -86,6 +86,8 @@ public final class PressureMonitor: Service, Sendable {
     private let exhaustionChanges = Broadcaster<MemoryExhaustion>()
     private let exhausted = Atomic<Bool>(false)
     private let samples: UsageSampleCount
+    /// The readings the engines decided, one a reading (the tests count them).
+    private let decisions = SharedCount()
     /// The ancestors a node agent coordinates for this monitor (``coordinate(cgroupPath:agentPid:for:)``).
     private let leases: AgentLeases
     private let coordinators = AttachedCoordinators()
@@ -233,13 +235,13 @@ public final class PressureMonitor: Service, Sendable {
     /// root); one `pread` each (`memwarn_usage_samples_total`).
     public var usageSampleCount: Int { samples.value }
 
-    /// How many full snapshots the armed or running session has read (the engine's readings, the
-    /// release loop's, a forecast's), 0 when none is: what the tests count to hold one reading to
-    /// a kernel event.
-    var snapshotReadCount: Int {
+    /// What the armed or running session has read and decided (zeros when none is): the tests
+    /// count them to hold one reading and one decision to a kernel event.
+    var readingCounts: (readings: Int, measurements: Int, decisions: Int) {
         switch state.withLock({ $0.phase }) {
-        case .armed(let session), .running(let session): session.sampler.readCount
-        default: 0
+        case .armed(let session), .running(let session):
+            (session.sampler.readCount, session.sampler.measurementCount, decisions.value)
+        default: (0, 0, decisions.value)
         }
     }
 
@@ -430,7 +432,7 @@ public final class PressureMonitor: Service, Sendable {
     private func arm(carrying level: MemoryPressureLevel? = nil) throws -> MonitorSession {
         let session = try MonitorSession.arm(
             .init(
-                configuration: configuration, logger: logger, metrics: metrics, samples: samples,
+                configuration: configuration, logger: logger, metrics: metrics, samples: samples, decisions: decisions,
                 output: { [weak self] in EngineOutput(self) },
                 coordinators: coordinators,
                 exhaustionChanged: { [weak self] change in self?.publish(change) }, leases: leases, carriedLevel: level))
@@ -461,12 +463,11 @@ public final class PressureMonitor: Service, Sendable {
     ///   - agentPid: the agent's pid (from the endpoint's peer credentials).
     ///   - duration: the lease, at most a minute.
     package func coordinate(cgroupPath: String, agentPid: Int32, for duration: Duration) {
-        let now = ContinuousClock.now
-        let isNew = leases.grant(cgroupPath: cgroupPath, agentPid: agentPid, for: duration, now: now)
+        let isNew = leases.grant(cgroupPath: cgroupPath, agentPid: agentPid, for: duration)
         if isNew {
             logger.notice("memory monitor: a node agent coordinates an ancestor's limit", metadata: ["cgroup": "\(cgroupPath)", "agent": "\(agentPid)"])
         }
-        currentSession?.leaseGranted(isNew: isNew, endsAt: now + min(duration, AgentLeases.longestLease), agentPid: agentPid)
+        currentSession?.leaseGranted(isNew: isNew, agentPid: agentPid)
     }
 
     /// The agent stops coordinating `cgroupPath`: its limit counts again at once.
@@ -670,6 +671,6 @@ extension PressureMonitor {
     ///     ``MonitorConfiguration/watchesPressureStall`` is `true` (the default).
     /// - Returns: the level the reading alone reaches.
     public static func level(of snapshot: PressureSnapshot, policy: PressurePolicy, countingPressureStall: Bool = true) -> MemoryPressureLevel {
-        LevelEvaluator.candidate(for: snapshot, current: .normal, hint: .normal, policy: policy, countsPressureStall: countingPressureStall)
+        LevelMachine.asked(by: snapshot, policy: policy, countsPressureStall: countingPressureStall).level
     }
 }

@@ -10,30 +10,32 @@ import Glibc
 ///
 /// The monitor's event thread hands it every reading (``offer(_:)``) and goes back to
 /// `epoll_wait` at once. The release thread keeps only the newest reading (and the highest
-/// rise among those it skipped, so no rise is lost), and for it:
+/// rise among those it skipped, so no rise is lost). Each reading carries its decision
+/// (``MonitorReading/releaseLevel``, from the ``LevelMachine``): the release thread acts on it
+/// and decides no level of its own. For a reading that asks for a release:
 ///
-/// 1. on a rise, tells the coordinators' ``/MemwarnRelease/MemoryWarningResponder``s first (each waited for at
-///    most its deadline), then reads usage afresh (what the responders dropped must count);
-///    otherwise the reading itself serves while it is recent (``recentEnough``; older, usage is
-///    read afresh), so a reading at normal costs the release thread no read at all;
-/// 2. releases when the reading was a rise to `.warning` or `.critical`, or while the level
-///    stays raised whenever usage is back at the warning mark — at the level the fresh numbers
-///    ask for (never above the monitor's), to the ``/MemwarnRelease/ReleaseTarget`` with headroom for the
-///    measured growth;
-/// 3. reads usage again, records the drop in the ``ReleaseLedger`` (so the growth estimate adds
-///    it back) and the duration (the next target's lead time);
+/// 1. on a rise, tells the coordinators' ``/MemwarnRelease/MemoryWarningResponder``s first (each
+///    waited for at most its deadline), then measures what they freed; otherwise the reading's
+///    own snapshot sizes the release (a reading at normal costs the release thread no read at
+///    all), its age added to the lead time;
+/// 2. releases at the decided level to the ``/MemwarnRelease/ReleaseTarget`` with headroom for
+///    the measured growth;
+/// 3. measures usage again, records the drop in the ``ReleaseLedger`` (so the growth estimate
+///    adds it back) and the duration (the next target's lead time); a reading taken before that
+///    measurement is stale: a rise among them is sized from the measurement, the others are
+///    dropped (the level, while raised, always has a reading coming);
 /// 4. enters ``/MemwarnRelease/MemoryExhaustion`` when a release at `.critical` fell short and usage is still at
 ///    the critical mark, and leaves it once usage is below the warning mark.
 ///
-/// At most one release is under way; a burst of readings becomes one release from fresh numbers.
+/// At most one release is under way; a burst of readings becomes one release.
 final class ReleaseLoop: @unchecked Sendable {
     // @unchecked: `handOver` is a ConditionLock; `lastReleaseDuration` and `exhaustion` are
     // touched only on the release thread; everything else is immutable.
     struct Context: Sendable {
         var sampler: SnapshotSampler
         var policy: PressurePolicy
-        /// Whether PSI's averages count toward a level (``MonitorConfiguration/watchesPressureStall``).
-        var countsPressureStall: Bool
+        /// The time readings are stamped in (the engine's loop's clock).
+        var clock: LoopClock
         var ledger: ReleaseLedger
         var metrics: MonitorMetrics
         var logger: Logger
@@ -52,6 +54,9 @@ final class ReleaseLoop: @unchecked Sendable {
     private let handOver = ConditionLock(HandOver())
     private var lastReleaseDuration = Duration.zero
     private var exhaustion: MemoryExhaustion?
+    /// The measurement after the latest release, and when it was taken: readings older than it
+    /// show usage from before that release.
+    private var lastMeasurement: (snapshot: PressureSnapshot, at: ContinuousClock.Instant)?
 
     init(context: Context) {
         self.context = context
@@ -61,7 +66,10 @@ final class ReleaseLoop: @unchecked Sendable {
     func offer(_ reading: MonitorReading) {
         handOver.withLock { handOver in
             var next = reading
-            if let skipped = handOver.pending?.rise { next.rise = max(skipped, reading.rise ?? .normal) }
+            if let skipped = handOver.pending?.rise {
+                next.rise = max(skipped, reading.rise ?? .normal)
+                next.releaseLevel = max(skipped, reading.releaseLevel ?? .normal)
+            }
             handOver.pending = next
         }
     }
@@ -81,6 +89,17 @@ final class ReleaseLoop: @unchecked Sendable {
         }
     }
 
+    /// Handles the reading waiting, if any, on the calling thread: the release thread's work, for
+    /// a test that drives an engine on a manual clock (the thread is not started then).
+    func handleWaitingReading() {
+        if let reading = handOver.withLock({ handOver in
+            defer { handOver.pending = nil }
+            return handOver.pending
+        }) {
+            handle(reading)
+        }
+    }
+
     private func next() -> MonitorReading? {
         handOver.wait(timeout: nil) { handOver -> MonitorReading?? in
             if handOver.stopping { return .some(nil) }
@@ -95,18 +114,22 @@ final class ReleaseLoop: @unchecked Sendable {
     private func handle(_ reading: MonitorReading) {
         let policy = context.policy
         let level = reading.event.level
-        let rose = (reading.rise ?? .normal) > .normal
-        // A reading at normal that is no rise, outside exhaustion, asks for nothing: no read, no
-        // release (most readings: every sample where usage is sampled).
-        guard rose || level > .normal || exhaustion?.isExhausted == true else { return }
+        // A reading that asks for no release, outside exhaustion, asks for nothing: no read (most
+        // readings: every sample where usage is sampled).
+        guard reading.releaseLevel != nil || exhaustion?.isExhausted == true else { return }
+        var (snapshot, age) = (reading.event.snapshot, context.clock.now - reading.readAt)
+        if let measured = lastMeasurement, measured.at > reading.readAt {
+            // Taken before the latest release's measurement: its usage is from before that release.
+            guard reading.rise != nil else { return }  // the next reading, from after it, decides
+            (snapshot, age) = (measured.snapshot, context.clock.now - measured.at)
+        }
         let coordinators = context.coordinators.current
-        let began = ContinuousClock.now
+        let began = context.clock.now
         // A rise is a memory warning: the coordinators' responders hear it first, and what they
-        // drop shows in the fresh numbers below. Their drop is memwarn's doing, as a release's is:
-        // the ledger counts it, measured from usage just before.
+        // drop is measured. Their drop is memwarn's doing, as a release's is: the ledger counts it.
         var beforeWarning: PressureSnapshot?
         if let rise = reading.rise, rise > .normal, coordinators.contains(where: \.hasWarningResponders) {
-            beforeWarning = current(reading).snapshot
+            beforeWarning = snapshot
             context.ledger.begin()
             for coordinator in coordinators {
                 let delivery = coordinator.deliverMemoryWarning(level: rise)
@@ -116,31 +139,19 @@ final class ReleaseLoop: @unchecked Sendable {
                         metadata: ["overran": "\(delivery.overran)", "level": "\(rise)"])
                 }
             }
+            // A failed read is the monitor's to report (it reads the same files): the reading stands in.
+            if let measured = try? context.sampler.measure() { (snapshot, age) = (measured, .zero) }
         }
-        // After the responders, usage afresh (what they dropped must count); else the reading
-        // itself while it is recent. A failed read is the monitor's to report (it reads the same
-        // files): the reading stands in.
-        let (fresh, age) = beforeWarning == nil ? current(reading) : ((try? context.sampler.sample()) ?? reading.event.snapshot, Duration.zero)
-        if let exhaustion, exhaustion.isExhausted, level == .normal || fresh.levelRatio < policy.warningRatio {
-            leaveExhaustion(fresh, growth: reading.growthBytesPerSecond)
+        if let exhaustion, exhaustion.isExhausted, level == .normal || snapshot.levelRatio < policy.warningRatio {
+            leaveExhaustion(snapshot, growth: reading.growthBytesPerSecond)
         }
-        var releaseLevel: MemoryPressureLevel?
-        if let rise = reading.rise, rise > .normal {
-            releaseLevel = rise
-        } else if level > .normal, fresh.capacityBytes != nil, fresh.levelRatio >= policy.warningRatio {
-            let asked = LevelEvaluator.candidate(
-                for: fresh, current: .normal, hint: .normal, policy: policy,
-                countsPressureStall: context.countsPressureStall)
-            releaseLevel = min(level, max(.warning, asked))
-        }
-        guard let releaseLevel, !coordinators.isEmpty else {
-            if let beforeWarning { context.ledger.end(droppedBytes: Self.drop(from: beforeWarning, to: fresh)) }
+        guard let releaseLevel = reading.releaseLevel, !coordinators.isEmpty else {
+            if let beforeWarning { context.ledger.end(droppedBytes: Self.drop(from: beforeWarning, to: snapshot)) }
             return
         }
-
         // Usage grows while the reading ages: its age is lead time too.
         let target = ReleaseTarget.make(
-            for: fresh, policy: policy, growthBytesPerSecond: reading.growthBytesPerSecond,
+            for: snapshot, policy: policy, growthBytesPerSecond: reading.growthBytesPerSecond,
             leadTime: reading.detectionBound + lastReleaseDuration + age)
         if beforeWarning == nil { context.ledger.begin() }
         var remaining = target
@@ -152,53 +163,43 @@ final class ReleaseLoop: @unchecked Sendable {
             remaining.headroomBytes = min(remaining.headroomBytes, remaining.bytes)
             context.metrics.record(report, consumers: coordinator.consumers)
         }
-        lastReleaseDuration = .now - began
-        let after = try? context.sampler.sample()
-        let dropped = after.map { Self.drop(from: beforeWarning ?? fresh, to: $0) } ?? UInt64(max(0, freed))
+        lastReleaseDuration = context.clock.now - began
+        let after = try? context.sampler.measure()
+        if let after { lastMeasurement = (after, context.clock.now) }
+        let dropped = after.map { Self.drop(from: beforeWarning ?? snapshot, to: $0) } ?? UInt64(max(0, freed))
         context.ledger.end(droppedBytes: dropped)
-
-        guard let after, let capacity = after.capacityBytes else { return }
-        let stillCritical = after.levelRatio >= min(policy.criticalRatio, 1)
-        if releaseLevel == .critical, freed < target.bytes, stillCritical, exhaustion?.isExhausted != true {
-            let holders = coordinators.flatMap(\.consumers).map { consumer in
-                let held = consumer.footprintBytes
-                var holder = MemoryExhaustion.Holder(consumer: consumer.name, tier: consumer.tier, bytes: held)
-                holder.inUseBytes = consumer.inUseBytes.map { min(max(0, $0), max(0, held)) }  // the consumer's word, within what it holds
-                return holder
-            }
-            .filter { $0.bytes > 0 }.sorted { $0.bytes > $1.bytes }
-            var entered = MemoryExhaustion(
-                isExhausted: true, floorBytes: after.usageBytes, releasableBytes: 0,
-                heldInUseBytes: holders.lazy.map { min($0.bytes, $0.inUseBytes ?? $0.bytes) }.saturatingSum(),
-                usageBytes: after.usageBytes, capacityBytes: capacity,
-                growthBytesPerSecond: reading.growthBytesPerSecond, time: after.time)
-            entered.holders = Array(holders.prefix(16))
-            exhaustion = entered
-            context.logger.error(
-                "memory exhausted: every tier released and usage is still at the critical mark",
-                metadata: [
-                    "floor": "\(after.usageBytes)", "capacity": "\(capacity)", "growthBytesPerSecond": "\(Int(reading.growthBytesPerSecond))",
-                    "heldInUse": "\(entered.heldInUseBytes)",
-                    "holders": "\(holders.prefix(5).map(\.description).joined(separator: ", "))",
-                ])
-            context.exhaustionChanged(entered)
+        if let after, releaseLevel == .critical, freed < target.bytes {
+            enterExhaustionIfStillCritical(after, coordinators: coordinators, growth: reading.growthBytesPerSecond)
         }
     }
 
-    /// The reading's snapshot while it is at most ``recentEnough`` old (the release thread
-    /// usually takes it within a millisecond), else a fresh one (age zero): one reading serves
-    /// the level, the growth and the release target. The age is measured on the monotonic clock.
-    /// A fresh read that fails leaves the reading, with its age.
-    private func current(_ reading: MonitorReading) -> (snapshot: PressureSnapshot, age: Duration) {
-        let age = ContinuousClock.now - reading.readAt
-        guard age > Self.recentEnough else { return (reading.event.snapshot, age) }
-        guard let fresh = try? context.sampler.sample() else { return (reading.event.snapshot, age) }
-        return (fresh, .zero)
+    /// Enters exhaustion when a release at `.critical` fell short and usage is still at the
+    /// critical mark.
+    private func enterExhaustionIfStillCritical(_ after: PressureSnapshot, coordinators: [ReleaseCoordinator], growth: Double) {
+        guard let capacity = after.capacityBytes, after.levelRatio >= min(context.policy.criticalRatio, 1), exhaustion?.isExhausted != true
+        else { return }
+        let holders = coordinators.flatMap(\.consumers).map { consumer in
+            let held = consumer.footprintBytes
+            var holder = MemoryExhaustion.Holder(consumer: consumer.name, tier: consumer.tier, bytes: held)
+            holder.inUseBytes = consumer.inUseBytes.map { min(max(0, $0), max(0, held)) }  // the consumer's word, within what it holds
+            return holder
+        }
+        .filter { $0.bytes > 0 }.sorted { $0.bytes > $1.bytes }
+        var entered = MemoryExhaustion(
+            isExhausted: true, floorBytes: after.usageBytes, releasableBytes: 0,
+            heldInUseBytes: holders.lazy.map { min($0.bytes, $0.inUseBytes ?? $0.bytes) }.saturatingSum(),
+            usageBytes: after.usageBytes, capacityBytes: capacity, growthBytesPerSecond: growth, time: after.time)
+        entered.holders = Array(holders.prefix(16))
+        exhaustion = entered
+        context.logger.error(
+            "memory exhausted: every tier released and usage is still at the critical mark",
+            metadata: [
+                "floor": "\(after.usageBytes)", "capacity": "\(capacity)", "growthBytesPerSecond": "\(Int(growth))",
+                "heldInUse": "\(entered.heldInUseBytes)",
+                "holders": "\(holders.prefix(5).map(\.description).joined(separator: ", "))",
+            ])
+        context.exhaustionChanged(entered)
     }
-
-    /// How old a reading may be and still size a release: 10 ms, the event-driven detection
-    /// bound (at 1 GiB/s, 10 MiB of growth, which the target's lead time covers).
-    static let recentEnough = MonitorReading.eventDrivenDetection
 
     /// How far usage fell between two readings (0 when it rose): the cgroup's own usage, what
     /// this process's release can have freed (a limited ancestor's usage, when it binds, moves

@@ -1,6 +1,5 @@
 public import CgroupKit
 import MemwarnSystem
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -22,12 +21,16 @@ public struct SnapshotSampler: Sendable {
     /// Which ancestors set a limit, from the latest walk up the mount (shared by every copy of
     /// this sampler: the monitor's thread and its release thread both read).
     private let ancestors = Locked<(found: LimitedAncestors, at: ContinuousClock.Instant)?>(nil)
-    /// The snapshots read so far, by every copy of this sampler (one relaxed add a reading).
-    private let reads = ReadCount()
+    /// The readings taken so far, by every copy of this sampler (one relaxed add a reading).
+    private let reads = SharedCount()
+    /// The release thread's measurements so far (``measure()``).
+    private let measurements = SharedCount()
 
-    /// How many snapshots every copy of this sampler has read: the monitor's thread, its release
-    /// thread, a forecast.
+    /// How many readings every copy of this sampler has taken (``sample()``): the monitor's
+    /// engine, one a wake, and a forecast's.
     var readCount: Int { reads.value }
+    /// How many measurements of what a release freed the release thread took (``measure()``).
+    var measurementCount: Int { measurements.value }
 
     /// How long a walk up the mount stands: an ancestor that gains or loses a limit is seen within
     /// it; a changed limit of one already known, at the next reading. The walk reads two files a
@@ -72,6 +75,18 @@ public struct SnapshotSampler: Sendable {
     ///   cgroup that was deleted (`.notFound`).
     public func sample() throws(CgroupError) -> PressureSnapshot {
         reads.add()
+        return try read()
+    }
+
+    /// What the release thread reads to measure what a release (or the memory-warning
+    /// responders before it) freed: the same files as a reading, counted apart, and never
+    /// decided on (the reading that asked for the release carries its decision).
+    func measure() throws(CgroupError) -> PressureSnapshot {
+        measurements.add()
+        return try read()
+    }
+
+    private func read() throws(CgroupError) -> PressureSnapshot {
         var usage: UInt64 = 0
         var limit: EffectiveLimit?
         var constraints: [MemoryConstraint] = []
@@ -129,11 +144,4 @@ public struct SnapshotSampler: Sendable {
     static func wallClock() -> Duration {
         KernelClock.sinceEpoch()
     }
-}
-
-/// A count shared by the copies of a ``SnapshotSampler``.
-private final class ReadCount: Sendable {
-    private let count = Atomic<Int>(0)
-    var value: Int { count.load(ordering: .relaxed) }
-    func add() { count.add(1, ordering: .relaxed) }
 }
