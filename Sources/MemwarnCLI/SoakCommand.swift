@@ -227,8 +227,9 @@ struct SoakCommand: AsyncParsableCommand {
         let soak = Soak(
             subject: subject, limits: limitBytes, duration: .milliseconds(Int64(seconds * 1_000)), includesBaseline: !noBaseline,
             policy: try PressurePolicy.load(environment: environment), plotPath: plot)
-        if let plot, !FileManager.default.createFile(atPath: plot, contents: nil) {
-            Output.errorLine("Error: cannot write the plot to \(plot): \(String(cString: strerror(errno)))")
+        let plotFile = plot.map(SoakPlotFile.init(path:))
+        if let plotFile, !plotFile.create() {
+            Output.errorLine("Error: cannot write the plot to \(plotFile.path): \(String(cString: strerror(errno)))")
             throw ExitCode(2)
         }
         // Trapped before anything starts (children get the default dispositions back before
@@ -257,12 +258,12 @@ struct SoakCommand: AsyncParsableCommand {
         // From here on, whatever ended the soak, the report of what ran is written; the errors
         // follow it.
         var errors: [String] = report.problem.map { [$0.description] } ?? []
-        if let plot {
+        if let plotFile {
             do {
-                try SoakPlot.svg(report).write(toFile: plot, atomically: true, encoding: .utf8)
-                Output.errorLine("memwarn soak: plot written to \(plot)")
+                try plotFile.write(report)
+                Output.errorLine("memwarn soak: plot written to \(plotFile.path)")
             } catch {
-                errors.append("cannot write the plot to \(plot): \(error)")
+                errors.append("cannot write the plot to \(plotFile.path): \(error)")
             }
         }
         if let samples {

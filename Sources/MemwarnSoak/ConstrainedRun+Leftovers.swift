@@ -1,5 +1,5 @@
-public import CgroupKit
-public import Logging
+package import CgroupKit
+package import Logging
 import MemwarnSystem
 
 #if canImport(Glibc)
@@ -9,18 +9,18 @@ import Glibc
 extension ConstrainedRun {
     /// A cgroup an earlier run left behind (its `memwarn` process was killed before it could
     /// clean up), as found and removed by a later run.
-    public struct Leftover: Sendable, Hashable, Codable, CustomStringConvertible {
+    package struct Leftover: Sendable, Hashable, Codable, CustomStringConvertible {
         /// The cgroup's directory.
-        public var cgroup: String
+        package var cgroup: String
         /// The pid of the `memwarn` process that made it, no longer running.
-        public var ownerPID: Int32
+        package var ownerPID: Int32
         /// The processes still in it, killed (the dead run's command and its descendants, or a soak's load's).
-        public var processesKilled: Int
+        package var processesKilled: Int
         /// Whether the cgroup is gone.
-        public var removed: Bool
+        package var removed: Bool
 
         /// "removed <cgroup>, left by memwarn pid <pid>, which is gone (n leftover processes killed)".
-        public var description: String {
+        package var description: String {
             (removed ? "removed \(cgroup)" : "could NOT remove \(cgroup)") + ", left by memwarn pid \(ownerPID), which is gone"
                 + " (\(processesKilled) leftover process\(processesKilled == 1 ? "" : "es") killed)"
         }
@@ -68,7 +68,7 @@ extension ConstrainedRun {
     /// — killing what the dead run's command left in them — and says so in the log. A cgroup
     /// whose run may still be alive (its owner pid alive here, or its lock held) is
     /// left alone: its command is never killed on a guess.
-    public static func removeLeftovers(in parent: CgroupLocation, logger: Logger) -> [Leftover] {
+    package static func removeLeftovers(in parent: CgroupLocation, logger: Logger) -> [Leftover] {
         var leftovers: [Leftover] = []
         for name in (try? KernelFiles.host.list(parent.directory)) ?? [] {
             guard let owner = ownerPID(ofRunCgroup: name) else { continue }

@@ -1,8 +1,8 @@
-public import CgroupKit
+package import CgroupKit
 import Foundation
-public import Logging
-public import Memwarn
-public import MemwarnSystem
+package import Logging
+package import Memwarn
+package import MemwarnSystem
 
 /// A command run in a new cgroup with a memory limit, watched by a ``PressureMonitor``:
 /// what `memwarn run` and `memwarn soak` do.
@@ -11,38 +11,38 @@ public import MemwarnSystem
 /// limit before the command starts; the command joins it between `fork` and `exec`, so all
 /// of its memory counts. ``wait(onLevel:)`` returns once the command has ended and the cgroup
 /// is removed — any process the command left behind in it is killed first.
-public final class ConstrainedRun: Sendable {
+package final class ConstrainedRun: Sendable {
     /// What to run and how.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// The command and its arguments.
-        public var command: [String]
+        package var command: [String]
         /// The hard limit (`memory.max`, v1 `memory.limit_in_bytes`).
-        public var memoryMaxBytes: UInt64
+        package var memoryMaxBytes: UInt64
         /// The throttling limit (cgroup v2 `memory.high`): by default halfway between the critical
         /// mark and the hard limit on v2, nothing on v1.
-        public var memoryHigh: MemoryHighSetting
+        package var memoryHigh: MemoryHighSetting
         /// The command's environment.
-        public var environment: [String: String]
+        package var environment: [String: String]
         /// The monitor's policy.
-        public var policy: PressurePolicy
+        package var policy: PressurePolicy
         /// Read the cgroup's usage this often for ``ConstrainedRunReport/samples`` (`nil`: never).
-        public var sampleInterval: Duration?
+        package var sampleInterval: Duration?
         /// Where the command's standard output goes: a descriptor the caller reads, or `nil`
         /// to share this process's.
-        public var standardOutput: Int32?
+        package var standardOutput: Int32?
         /// Where the command's standard error goes (`nil`: this process's).
-        public var standardError: Int32?
+        package var standardError: Int32?
         /// The command's standard input (`nil`: this process's).
-        public var standardInput: Int32?
+        package var standardInput: Int32?
         /// Whether the command leads a process group of its own: then ``ConstrainedRun/forward(signal:)``
         /// signals the group (the command and what it started), and the terminal's Ctrl-C does not
         /// reach it directly.
-        public var newProcessGroup = false
+        package var newProcessGroup = false
         /// The cgroup's name prefix.
-        public var namePrefix: String
+        package var namePrefix: String
 
         /// - Parameter environment: the command's environment; `nil` passes this process's.
-        public init(
+        package init(
             command: [String], memoryMaxBytes: UInt64, memoryHigh: MemoryHighSetting = .automatic,
             environment: [String: String]? = nil, policy: PressurePolicy = PressurePolicy(),
             sampleInterval: Duration? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil, namePrefix: String = "memwarn-run"
@@ -59,65 +59,17 @@ public final class ConstrainedRun: Sendable {
         }
     }
 
-    /// Why a run could not start.
-    public struct StartError: Error, CustomStringConvertible, CustomDebugStringConvertible {
-        /// The kind of failure.
-        public struct Code: Sendable, Hashable, CustomStringConvertible {
-            private enum Base: String, Sendable, Hashable { case noCommand, commandNotFound, couldNotStart, setupFailed }
-            private let base: Base
-            private init(_ base: Base) { self.base = base }
-
-            /// No command was given.
-            public static let noCommand = Code(.noCommand)
-            /// The command is not found on `PATH`, or not executable.
-            public static let commandNotFound = Code(.commandNotFound)
-            /// memwarn could not start the command in its cgroup: its own failure, not the
-            /// command's (out of file descriptors opening the cgroup's `cgroup.procs`, out of
-            /// memory or processes to fork; the error says which). A command that cannot be
-            /// executed ends with status 127 instead, as a shell's does.
-            public static let couldNotStart = Code(.couldNotStart)
-            /// What the run needs besides the command could not be prepared (the soak's data
-            /// folder, output files, or its watch of the service).
-            public static let setupFailed = Code(.setupFailed)
-
-            public var description: String { base.rawValue }
-        }
-
-        /// The kind of failure.
-        public var code: Code
-        /// What went wrong, in words.
-        public var description: String
-        /// The source file that threw it (`#fileID`).
-        public var file: String
-        /// The line that threw it.
-        public var line: Int
-
-        /// An error.
-        ///
-        /// - Parameters:
-        ///   - code: the kind of failure.
-        ///   - description: what went wrong, in words.
-        ///   - file: where it is thrown; the default is the caller's.
-        ///   - line: where it is thrown; the default is the caller's.
-        public init(_ code: Code, description: String, file: String = #fileID, line: Int = #line) {
-            self.code = code
-            self.description = description
-            self.file = file
-            self.line = line
-        }
-
-        /// The description, the code and where it was thrown.
-        public var debugDescription: String { "\(description) [\(code), thrown at \(file):\(line)]" }
-    }
-
-    public let options: Options
+    package let options: Options
+    /// What the run records as it goes (usage samples, level changes): the one store of them,
+    /// which its report is made from and a soak's leg reads while it runs.
+    package let recorder = RunRecorder()
     /// The command's pid.
-    public var pid: Int32 { child.pid }
+    package var pid: Int32 { child.pid }
     private let child: WaitedChild
     /// The cgroups of earlier runs whose `memwarn` process is gone, removed before this one began.
-    public let leftoversRemoved: [Leftover]
+    package let leftoversRemoved: [Leftover]
     /// The cgroup it runs in.
-    public let cgroup: MemoryCgroup
+    package let cgroup: MemoryCgroup
     /// The run's monitor on the cgroup, armed before the command started.
     private let monitor: PressureMonitor
     /// The monitor's level events from its first reading on, made before the command started:
@@ -147,7 +99,7 @@ public final class ConstrainedRun: Sendable {
     ///
     /// - Throws: ``StartError`` (no command, not found), or ``CgroupError`` (no memory
     ///   controller, no permission to create cgroups — the message says how to get one).
-    public init(_ options: Options, logger: Logger) throws {
+    package init(_ options: Options, logger: Logger) throws {
         guard let name = options.command.first else { throw StartError(.noCommand, description: "no command to run") }
         guard let executable = ExecutablePath.resolve(name, path: options.environment["PATH"]) else {
             throw StartError(.commandNotFound, description: "\(name): command not found (or not executable)")
@@ -242,11 +194,11 @@ public final class ConstrainedRun: Sendable {
     }
 
     /// Whether the command has ended (it may not be reaped by ``wait(onLevel:onSample:)`` yet).
-    public var hasEnded: Bool { child.exitIfEnded != nil }
+    package var hasEnded: Bool { child.exitIfEnded != nil }
 
     /// Sends a signal on to the command (Ctrl-C or SIGTERM of `memwarn run`); the second
     /// request kills it (SIGKILL), for a command that ignores the first.
-    public func forward(signal: Int32) {
+    package func forward(signal: Int32) {
         let count = forwarded.withLock { count in
             count += 1
             return count
@@ -259,27 +211,26 @@ public final class ConstrainedRun: Sendable {
     }
 
     /// Waits for the command itself to end (``wait(onLevel:onSample:)`` then tears the run down).
-    public func commandExit() async -> ProcessExit {
+    package func commandExit() async -> ProcessExit {
         await child.exit()
     }
 
-    /// Watches the command until it ends, then collects the figures, removes the cgroup, and
-    /// reports.
+    /// Watches the command until it ends, recording its samples and level changes in
+    /// ``recorder``, then collects the figures, removes the cgroup, and reports.
     ///
     /// - Parameters:
     ///   - onLevel: called with each level change, as it happens.
     ///   - onSample: called with each usage reading (see ``Options/sampleInterval``).
-    public func wait(
+    package func wait(
         onLevel: @escaping @Sendable (LevelEvent) -> Void = { _ in },
         onSample: @escaping @Sendable (SoakSample) -> Void = { _ in }
     ) async -> ConstrainedRunReport {
         let monitor = self.monitor
         let start = self.start
-        let changes = Locked<[ConstrainedRunReport.LevelChange]>([])
+        let recorder = self.recorder
         let watching = Task { [levelEvents] in
             for await event in levelEvents where event.level != event.previous || event.previous == nil {
-                let seconds = Self.seconds(since: start)
-                changes.withLock { $0.append(.init(seconds: seconds, level: event.level.rawValue, usageBytes: event.snapshot.usageBytes)) }
+                recorder.record(event.level, at: Self.seconds(since: start), usageBytes: event.snapshot.usageBytes)
                 onLevel(event)
             }
         }
@@ -293,14 +244,13 @@ public final class ConstrainedRun: Sendable {
                 logger.warning("the run's monitor stopped; the command runs on unmonitored", metadata: ["error": "\(error)"])
             }
         }
-        let samples = Locked<[SoakSample]>([])
         let sampling = options.sampleInterval.map { interval in
             Task { [cgroup] in
                 let reader = cgroup.reader
                 while !Task.isCancelled {
                     if let usage = try? reader.usage() {
                         let sample = SoakSample(seconds: Self.seconds(since: start), usageBytes: usage)
-                        samples.withLock { $0.append(sample) }
+                        recorder.record(sample)
                         onSample(sample)
                     }
                     try? await Task.sleep(for: interval)
@@ -320,14 +270,12 @@ public final class ConstrainedRun: Sendable {
         let oomKills = (try? reader.events().oomKill) ?? 0
         let peak = try? reader.peakUsage()
         let removed = removeCgroup()
-        let recorded = changes.withLock { $0 }
-        var warnings: [String: Int] = [:]
-        for change in recorded where change.level != MemoryPressureLevel.normal.rawValue { warnings[change.level, default: 0] += 1 }
+        let levelChanges = recorder.levelChanges
         return ConstrainedRunReport(
             command: options.command, cgroup: cgroup.location.path, memoryMaxBytes: options.memoryMaxBytes,
             memoryHighBytes: cgroup.highBytes, exit: exit, exitCode: exit.code, oomKills: oomKills,
-            peakUsageBytes: peak ?? nil, warnings: warnings, levelChanges: recorded, durationSeconds: duration,
-            cgroupRemoved: removed, samples: samples.withLock { $0 }, monitorError: monitorError.withLock { $0 })
+            peakUsageBytes: peak ?? nil, warnings: ConstrainedRunReport.warnings(in: levelChanges), levelChanges: levelChanges,
+            durationSeconds: duration, cgroupRemoved: removed, samples: recorder.samples, monitorError: monitorError.withLock { $0 })
     }
 
     /// Kills what the command left in the cgroup, then removes it.

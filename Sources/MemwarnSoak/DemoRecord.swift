@@ -2,52 +2,52 @@ import Foundation
 import MemwarnSystem
 
 /// What the demo service said about itself, read from its JSON event lines.
-public struct DemoRecord: Sendable, Codable {
+package struct DemoRecord: Sendable, Codable {
     /// One release the demo's coordinator made.
-    public struct Release: Sendable, Codable, Hashable {
-        public var seconds: Double
-        public var level: String
-        public var freedBytes: Int
-        public var bytesByTier: [String: Int]
+    package struct Release: Sendable, Codable, Hashable {
+        package var seconds: Double
+        package var level: String
+        package var freedBytes: Int
+        package var bytesByTier: [String: Int]
     }
 
     /// One suspended unit memwarn terminated.
-    public struct Termination: Sendable, Codable, Hashable {
-        public var seconds: Double
-        public var unit: String
-        public var freedBytes: Int
+    package struct Termination: Sendable, Codable, Hashable {
+        package var seconds: Double
+        package var unit: String
+        package var freedBytes: Int
     }
 
     /// The demo's monitor found memory exhausted: its floor, usage, capacity and growth.
-    public struct Exhaustion: Sendable, Codable, Hashable {
-        public var seconds: Double
-        public var floorBytes: Int
-        public var capacityBytes: Int
-        public var growthBytesPerSecond: Int
+    package struct Exhaustion: Sendable, Codable, Hashable {
+        package var seconds: Double
+        package var floorBytes: Int
+        package var capacityBytes: Int
+        package var growthBytesPerSecond: Int
     }
 
-    public var releases: [Release] = []
-    public var exhaustions: [Exhaustion] = []
+    package var releases: [Release] = []
+    package var exhaustions: [Exhaustion] = []
     /// New users turned away while memory was exhausted (the last count seen).
-    public var turnedAway = 0
+    package var turnedAway = 0
     /// Forecast warnings the demo's monitor raised, and those whose growth did not come.
-    public var forecastWarnings: Int?
-    public var falseForecasts: Int?
-    public var terminations: [Termination] = []
+    package var forecastWarnings: Int?
+    package var falseForecasts: Int?
+    package var terminations: [Termination] = []
     /// The last progress line's write count (writes acknowledged so far).
-    public var writesAcknowledgedSoFar = 0
+    package var writesAcknowledgedSoFar = 0
     /// The summary's figures, present when the demo finished.
-    public var writesAcknowledged: Int?
-    public var writesVerified: Int?
-    public var lostWrites: Int?
-    public var users: Int?
+    package var writesAcknowledged: Int?
+    package var writesVerified: Int?
+    package var lostWrites: Int?
+    package var users: Int?
     /// Lines that were not demo events (kept, so nothing is silently lost).
-    public var otherLines: [String] = []
+    package var otherLines: [String] = []
 
-    public init() {}
+    package init() {}
 
     /// Bytes released, summed by tier.
-    public var releasedByTier: [String: Int] {
+    package var releasedByTier: [String: Int] {
         releases.reduce(into: [:]) { sums, release in
             // The demo's lines are another process's word: summed without trapping.
             for (tier, bytes) in release.bytesByTier { sums[tier] = sums[tier, default: 0].addingSaturating(bytes) }
@@ -55,7 +55,7 @@ public struct DemoRecord: Sendable, Codable {
     }
 
     /// Takes one line of the demo's output.
-    public mutating func read(_ line: String) {
+    package mutating func read(_ line: String) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
             let event = object["event"] as? String
         else {

@@ -6,7 +6,7 @@
 /// (``automatic``) it sits halfway between the critical mark and `memory.max` — 95 % of it on the
 /// default policy. The monitor measures against the lower of the two limits, so its marks move
 /// down with it (76 % and 85.5 % of `memory.max` on the default policy).
-public struct MemoryHighSetting: Sendable, Hashable, CustomStringConvertible {
+package struct MemoryHighSetting: Sendable, Hashable, CustomStringConvertible {
     private enum Base: Sendable, Hashable {
         case automatic
         case none
@@ -17,15 +17,15 @@ public struct MemoryHighSetting: Sendable, Hashable, CustomStringConvertible {
 
     /// On cgroup v2, halfway between the policy's critical mark and `memory.max`; nothing on v1
     /// (it has no `memory.high`).
-    public static let automatic = MemoryHighSetting(base: .automatic)
+    package static let automatic = MemoryHighSetting(base: .automatic)
     /// No `memory.high` (`--memory-high max`).
-    public static let none = MemoryHighSetting(base: .none)
+    package static let none = MemoryHighSetting(base: .none)
 
     /// A `memory.high` of `bytes` (cgroup v2 only: an error on v1).
     ///
     /// - Parameter bytes: the throttling limit in bytes.
     /// - Returns: the setting.
-    public static func bytes(_ bytes: UInt64) -> MemoryHighSetting { MemoryHighSetting(base: .bytes(bytes)) }
+    package static func bytes(_ bytes: UInt64) -> MemoryHighSetting { MemoryHighSetting(base: .bytes(bytes)) }
 
     /// The bytes to write to `memory.high`, or `nil` for none.
     ///
@@ -35,7 +35,7 @@ public struct MemoryHighSetting: Sendable, Hashable, CustomStringConvertible {
     ///     ``automatic`` sets nothing).
     ///   - isV2: whether the cgroup is on cgroup v2.
     /// - Returns: the throttling limit, or `nil`.
-    public func bytes(memoryMax: UInt64, criticalRatio: Double, isV2: Bool) -> UInt64? {
+    package func bytes(memoryMax: UInt64, criticalRatio: Double, isV2: Bool) -> UInt64? {
         switch base {
         case .none: return nil
         case .bytes(let bytes): return bytes
@@ -46,7 +46,7 @@ public struct MemoryHighSetting: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch base {
         case .automatic: "automatic"
         case .none: "none"

@@ -31,9 +31,9 @@ import Foundation
 ///    under pressure, as memwarn's release loop does), the troughs are where the releases left
 ///    the caches, not the floor: a leak shrinks the caches and the troughs stay flat. The verdict
 ///    is then *unknown: no control endpoint*, never *steady*.
-public struct MemoryTrend: Sendable, Hashable, Codable {
+package struct MemoryTrend: Sendable, Hashable, Codable {
     /// The verdict.
-    public enum Verdict: String, Sendable, Hashable, Codable {
+    package enum Verdict: String, Sendable, Hashable, Codable {
         case steady
         case warmingUp = "warming up"
         case leaking
@@ -46,45 +46,45 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
     }
 
     /// How many falls under pressure make the floor unknowable from outside.
-    public static let fallsThatHideTheFloor = 2
+    package static let fallsThatHideTheFloor = 2
 
     /// One trough: the lowest floor sample of its window.
-    public struct Point: Sendable, Hashable, Codable {
-        public var seconds: Double
-        public var bytes: UInt64
+    package struct Point: Sendable, Hashable, Codable {
+        package var seconds: Double
+        package var bytes: UInt64
 
-        public init(seconds: Double, bytes: UInt64) {
+        package init(seconds: Double, bytes: UInt64) {
             self.seconds = seconds
             self.bytes = bytes
         }
     }
 
-    public var verdict: Verdict
+    package var verdict: Verdict
     /// The floor: the median of the last quarter of the troughs.
-    public var floorBytes: UInt64?
+    package var floorBytes: UInt64?
     /// The floor of heap in use less the consumers' footprint, when the service reports its heap.
-    public var heapFloorBytes: UInt64?
+    package var heapFloorBytes: UInt64?
     /// Sen's slope over the troughs, in bytes a minute.
-    public var rateBytesPerMinute: Double
+    package var rateBytesPerMinute: Double
     /// The Mann–Kendall test's one-sided confidence that the troughs rise (0…1).
-    public var confidence: Double
+    package var confidence: Double
     /// Sen's slope and the Mann–Kendall confidence over the second half of the troughs alone
     /// (0 when the trend was not judged).
-    public var secondHalfRateBytesPerMinute = 0.0
-    public var secondHalfConfidence = 0.0
+    package var secondHalfRateBytesPerMinute = 0.0
+    package var secondHalfConfidence = 0.0
     /// The slowest rise this soak could show, in bytes a minute.
-    public var smallestVisibleRateBytesPerMinute: Double
+    package var smallestVisibleRateBytesPerMinute: Double
     /// What the floor samples are: `anonymous memory less the consumers' footprint`, or `anonymous memory`.
-    public var basis: String
+    package var basis: String
     /// The troughs, in time order (the plot marks them).
-    public var troughs: [Point]
+    package var troughs: [Point]
     /// When no control endpoint answered: how many times the anonymous memory fell by at least
     /// ``smallestFall(limitBytes:)`` from one floor sample to the next while the cgroup was at
     /// warning or critical. `nil` when the consumers' footprint was known.
-    public var fallsUnderPressure: Int?
+    package var fallsUnderPressure: Int?
 
     /// One line: `steady (floor 61.2 MiB)`, `leaking 2.1 MiB/min (confidence 99.9 %; floor 80.3 MiB)`.
-    public var summary: String {
+    package var summary: String {
         let floor = floorBytes.map { "floor \(mebibytes(Double($0)))" } ?? "floor unknown"
         let rate = "\(String(format: "%.2f", rateBytesPerMinute / 1_048_576)) MiB/min"
         switch verdict {
@@ -110,12 +110,12 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
     }
 
     /// A floor sample: anonymous memory, less what the consumers held, with the heap in use when known.
-    public struct Sample: Sendable, Hashable, Codable {
-        public var seconds: Double
-        public var floorBytes: UInt64
-        public var heapFloorBytes: UInt64?
+    package struct Sample: Sendable, Hashable, Codable {
+        package var seconds: Double
+        package var floorBytes: UInt64
+        package var heapFloorBytes: UInt64?
 
-        public init(seconds: Double, floorBytes: UInt64, heapFloorBytes: UInt64?) {
+        package init(seconds: Double, floorBytes: UInt64, heapFloorBytes: UInt64?) {
             self.seconds = seconds
             self.floorBytes = floorBytes
             self.heapFloorBytes = heapFloorBytes
@@ -134,7 +134,7 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
     ///     consumers' footprint was subtracted.
     /// - Returns: the trend.
     /// - Complexity: O(t²) for t troughs (at most about 40).
-    public static func analyse(
+    package static func analyse(
         _ samples: [Sample], spanSeconds: Double, limitBytes: UInt64, basis: String, fallsUnderPressure: Int? = nil
     ) -> MemoryTrend {
         let window = max(5, spanSeconds / 40)
@@ -181,7 +181,7 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
     }
 
     /// The smallest fall that counts as a release seen from outside: 1 % of the limit, at least 1 MiB.
-    public static func smallestFall(limitBytes: UInt64) -> UInt64 { max(1 << 20, limitBytes / 100) }
+    package static func smallestFall(limitBytes: UInt64) -> UInt64 { max(1 << 20, limitBytes / 100) }
 
     /// How many times the samples fell by at least ``smallestFall(limitBytes:)`` from one to the
     /// next while the cgroup was at warning or critical (at the first of the two, or at a level
@@ -192,7 +192,7 @@ public struct MemoryTrend: Sendable, Hashable, Codable {
     ///   - levelChanges: the soak's own monitor's level changes, on the samples' clock.
     ///   - limitBytes: the run's limit.
     /// - Returns: the number of falls.
-    public static func fallsUnderPressure(_ samples: [Sample], levelChanges: [ConstrainedRunReport.LevelChange], limitBytes: UInt64) -> Int {
+    package static func fallsUnderPressure(_ samples: [Sample], levelChanges: [ConstrainedRunReport.LevelChange], limitBytes: UInt64) -> Int {
         let smallest = smallestFall(limitBytes: limitBytes)
         var falls = 0
         var next = 0  // the first level change after the current sample

@@ -3,7 +3,7 @@ import Foundation
 import Memwarn
 import MemwarnSystem
 
-/// Reads a soaked service's own figures once a second while it runs: memwarn's control endpoint
+/// Reads a soaked service's own telemetry once a second while it runs: memwarn's control endpoint
 /// of any process in its cgroup, the cgroup's anonymous memory, and its `/metrics` when given.
 /// It polls on a thread of its own: a slow endpoint blocks it, never Swift's cooperative pool
 /// (where the soak's sampling, timers and signal handling run).
@@ -13,7 +13,7 @@ final class ServiceWatch: Sendable {
     private let metrics: HTTPGet.Address?
     private let shedCounterNames: [String]
     private let requestCounterNames: [String]
-    private let figures = Locked(ServiceFigures())
+    private let telemetry = Locked(ServiceTelemetry())
     private let interval: Duration
     /// Whether the thread is asked to stop, and whether it has.
     private let life = ConditionLock((stopping: false, ended: false))
@@ -30,8 +30,8 @@ final class ServiceWatch: Sendable {
         self.interval = interval
     }
 
-    /// The figures so far.
-    var current: ServiceFigures { figures.withLock { $0 } }
+    /// The telemetry so far.
+    var current: ServiceTelemetry { telemetry.withLock { $0 } }
 
     /// Starts polling on a thread of its own.
     ///
@@ -61,38 +61,38 @@ final class ServiceWatch: Sendable {
         let seconds = (now - start).seconds
         let status = self.status()
         let anonymous = Self.anonymousBytes(cgroup.reader)
-        figures.withLock { figures in
+        telemetry.withLock { telemetry in
             if let status {
-                figures.linksMemwarn = true
-                figures.releases = status.released.releases
-                figures.releasedBytesByTier = status.released.freedBytesByTier
-                figures.releasedBytesByConsumer = status.released.freedBytesByConsumer
-                figures.forecastWarnings = status.forecasts.raised
-                figures.falseForecasts = status.forecasts.falseAlarms
-                figures.releaseSamples.append(
+                telemetry.linksMemwarn = true
+                telemetry.releases = status.released.releases
+                telemetry.releasedBytesByTier = status.released.freedBytesByTier
+                telemetry.releasedBytesByConsumer = status.released.freedBytesByConsumer
+                telemetry.forecastWarnings = status.forecasts.raised
+                telemetry.falseForecasts = status.forecasts.falseAlarms
+                telemetry.releaseSamples.append(
                     .init(
                         seconds: seconds, releases: status.released.releases,
                         freedBytes: status.released.freedBytesByTier.values.lazy.saturatingSum(), releaseSeconds: status.released.seconds))
-                figures.lastConsumers = status.consumers.map {
+                telemetry.lastConsumers = status.consumers.map {
                     .init(name: $0.name, tier: $0.tier, footprintBytes: $0.footprintBytes, inUseBytes: $0.inUseBytes)
                 }
-                if let inUse = figures.lastInUseBytes, inUse > (figures.peakInUse?.bytes ?? 0) {
+                if let inUse = telemetry.lastInUseBytes, inUse > (telemetry.peakInUse?.bytes ?? 0) {
                     var byConsumer: [String: Int] = [:]
                     for consumer in status.consumers {
                         if let bytes = consumer.inUseBytes, bytes > 0 { byConsumer[consumer.name] = [byConsumer[consumer.name] ?? 0, bytes].saturatingSum() }
                     }
-                    figures.peakInUse = .init(seconds: seconds, bytes: inUse, byConsumer: byConsumer)
+                    telemetry.peakInUse = .init(seconds: seconds, bytes: inUse, byConsumer: byConsumer)
                 }
-                if let last = lastAnswer, last.exhausted { figures.exhaustedSeconds += (now - last.at).seconds }
+                if let last = lastAnswer, last.exhausted { telemetry.exhaustedSeconds += (now - last.at).seconds }
                 lastAnswer = (now, status.isMemoryExhausted)
             }
             // A service that answered before and not now gives no footprint to subtract: no sample.
-            guard let anonymous, status != nil || !figures.linksMemwarn else { return }
+            guard let anonymous, status != nil || !telemetry.linksMemwarn else { return }
             // The service's word, summed without trapping (its reply's sizes are checked when read).
             let footprint = UInt64(max(0, status?.consumers.lazy.map(\.footprintBytes).saturatingSum() ?? 0))
             // The heap less the consumers, when the consumers' memory is heap (not an mmapped arena).
             let heapFloor = status?.process?.heapInUseBytes.flatMap { $0 >= footprint ? $0 - footprint : nil }
-            figures.floorSamples.append(.init(seconds: seconds, floorBytes: anonymous > footprint ? anonymous - footprint : 0, heapFloorBytes: heapFloor))
+            telemetry.floorSamples.append(.init(seconds: seconds, floorBytes: anonymous > footprint ? anonymous - footprint : 0, heapFloorBytes: heapFloor))
         }
         if let metrics, let response = try? HTTPGet.get(metrics, timeout: .milliseconds(800)), (200..<300).contains(response.status) {
             let scraped = (ContinuousClock.now - start).seconds
@@ -100,15 +100,15 @@ final class ServiceWatch: Sendable {
             let requests = Self.requestCounters(in: response.body, names: requestCounterNames)
             let hits = Self.counters(in: response.body) { $0.hasSuffix("_cache_hits_total") }
             let misses = Self.counters(in: response.body) { $0.hasSuffix("_cache_misses_total") }
-            figures.withLock { figures in
-                figures.metricsScraped = true
-                if !counters.isEmpty { figures.shedCounters = counters }
+            telemetry.withLock { telemetry in
+                telemetry.metricsScraped = true
+                if !counters.isEmpty { telemetry.shedCounters = counters }
                 if !requests.isEmpty {
-                    figures.requestCounterNames = requests.keys.sorted()
-                    figures.requestSamples.append(.init(seconds: scraped, value: requests.values.reduce(0, +)))
+                    telemetry.requestCounterNames = requests.keys.sorted()
+                    telemetry.requestSamples.append(.init(seconds: scraped, value: requests.values.reduce(0, +)))
                 }
                 if !hits.isEmpty, !misses.isEmpty {
-                    figures.cacheSamples.append(.init(seconds: scraped, hits: hits.values.reduce(0, +), misses: misses.values.reduce(0, +)))
+                    telemetry.cacheSamples.append(.init(seconds: scraped, hits: hits.values.reduce(0, +), misses: misses.values.reduce(0, +)))
                 }
             }
         }

@@ -1,6 +1,6 @@
 import Foundation
-public import Logging
-public import Memwarn
+package import Logging
+package import Memwarn
 import MemwarnSystem
 
 /// `memwarn soak`: a service run under a memory limit twice — with memwarn, and without it (the
@@ -8,9 +8,9 @@ import MemwarnSystem
 /// ``ConstrainedRun``, with its load beside it, sampled for the plot, its floor and trend, and
 /// its own figures read through memwarn's control endpoint. The service is the demo, or the
 /// user's command (``Service``).
-public struct Soak: Sendable {
+package struct Soak: Sendable {
     /// What is soaked.
-    public enum Subject: Sendable {
+    package enum Subject: Sendable {
         /// `memwarn-demo` at this path: it runs its own load for the duration, then verifies its writes.
         case demo(path: String)
         /// The user's service.
@@ -18,9 +18,9 @@ public struct Soak: Sendable {
     }
 
     /// The user's service, how to tell it is ready, its load and its check.
-    public struct Service: Sendable {
+    package struct Service: Sendable {
         /// When the service is ready for its load.
-        public enum Readiness: Sendable {
+        package enum Readiness: Sendable {
             /// This URL answers 2xx (polled every 100 ms, until the timeout).
             case url(String, timeout: Duration)
             /// This long after it started.
@@ -28,27 +28,27 @@ public struct Soak: Sendable {
         }
 
         /// The command and its arguments.
-        public var command: [String]
-        public var readiness: Readiness
+        package var command: [String]
+        package var readiness: Readiness
         /// A shell command run outside the limited cgroup once the service is ready, with
         /// `MEMWARN_SOAK_URL` (the ready URL's origin), `MEMWARN_SOAK_PID` and `MEMWARN_SOAK_RUN`
         /// (`memwarn` or `baseline`) in its environment; the run ends when it ends.
-        public var load: String?
+        package var load: String?
         /// A shell command run at the end, while the service still runs: its exit status is the
         /// "nothing lost" verdict.
-        public var check: String?
+        package var check: String?
         /// The service's Prometheus page, read for its load-shedding counters (default: the
         /// ready URL's origin + `/metrics`, when there is a ready URL).
-        public var metricsURL: String?
+        package var metricsURL: String?
         /// The shedding counters to read (default: names ending in `_shed_total`).
-        public var shedCounters: [String]
+        package var shedCounters: [String]
         /// The request counters to read for the load's throughput (default: names ending in
         /// `_requests_total`).
-        public var requestCounters: [String]
+        package var requestCounters: [String]
         /// Where the service's, the load's and the check's output go (a descriptor; `nil`: stderr).
-        public var outputDescriptor: Int32?
+        package var outputDescriptor: Int32?
 
-        public init(
+        package init(
             command: [String], readiness: Readiness, load: String? = nil, check: String? = nil, metricsURL: String? = nil,
             shedCounters: [String] = [], requestCounters: [String] = [], outputDescriptor: Int32? = nil
         ) {
@@ -73,26 +73,26 @@ public struct Soak: Sendable {
     /// the service never became ready, exited 0 early, its load failed at once, or a later run
     /// could not start. It comes in the report of what ran (``SoakReport/problem``); `memwarn
     /// soak` prints that report, then the reason, and exits 2.
-    public struct SetupError: Error, Sendable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
+    package struct SetupError: Error, Sendable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
         /// The kind of failure: how the leg that could not be carried out ended.
-        public struct Code: Sendable, Hashable, Codable, CustomStringConvertible {
+        package struct Code: Sendable, Hashable, Codable, CustomStringConvertible {
             private enum Base: String, Sendable, Hashable, Codable { case notReady, loadFailed, exitedEarly, failed }
             private let base: Base
             private init(_ base: Base) { self.base = base }
 
             /// The service never became ready (or was OOM-killed before it was).
-            public static let notReady = Code(Base.notReady)
+            package static let notReady = Code(Base.notReady)
             /// The load command could not start, or failed at once.
-            public static let loadFailed = Code(Base.loadFailed)
+            package static let loadFailed = Code(Base.loadFailed)
             /// The service exited by itself, successfully, before the soak's end.
-            public static let exitedEarly = Code(Base.exitedEarly)
+            package static let exitedEarly = Code(Base.exitedEarly)
             /// Anything else that kept the leg from being carried out.
-            public static let failed = Code(Base.failed)
+            package static let failed = Code(Base.failed)
 
             /// The code for a leg that ended so.
             ///
             /// - Parameter end: how the leg ended.
-            public init(_ end: SoakRun.End) {
+            package init(_ end: SoakRun.End) {
                 switch end {
                 case .notReady: self = .notReady
                 case .loadFailed: self = .loadFailed
@@ -101,17 +101,17 @@ public struct Soak: Sendable {
                 }
             }
 
-            public var description: String { base.rawValue }
+            package var description: String { base.rawValue }
         }
 
         /// The kind of failure.
-        public var code: Code
+        package var code: Code
         /// What went wrong, in words.
-        public var description: String
+        package var description: String
         /// The source file that threw it (`#fileID`).
-        public var file: String
+        package var file: String
         /// The line that threw it.
-        public var line: Int
+        package var line: Int
 
         /// An error.
         ///
@@ -120,7 +120,7 @@ public struct Soak: Sendable {
         ///   - description: what went wrong, in words.
         ///   - file: where it is thrown; the default is the caller's.
         ///   - line: where it is thrown; the default is the caller's.
-        public init(_ code: Code, _ description: String, file: String = #fileID, line: Int = #line) {
+        package init(_ code: Code, _ description: String, file: String = #fileID, line: Int = #line) {
             self.code = code
             self.description = description
             self.file = file
@@ -128,21 +128,21 @@ public struct Soak: Sendable {
         }
 
         /// The description, the code and where it was thrown.
-        public var debugDescription: String { "\(description) [\(code), thrown at \(file):\(line)]" }
+        package var debugDescription: String { "\(description) [\(code), thrown at \(file):\(line)]" }
     }
 
-    public var subject: Subject
+    package var subject: Subject
     /// The limits, each run in turn from the smallest (one for a plain soak).
-    public var limits: [UInt64]
-    public var duration: Duration
-    public var includesBaseline: Bool
-    public var sampleInterval: Duration
-    public var policy: PressurePolicy
-    /// Written every 5 s while the soak runs (best effort), so that an interrupted soak keeps its
-    /// evidence; the caller writes the final plot from the report.
-    public var plotPath: String?
+    package var limits: [UInt64]
+    package var duration: Duration
+    package var includesBaseline: Bool
+    package var sampleInterval: Duration
+    package var policy: PressurePolicy
+    /// Written every 5 s while the soak runs (best effort, ``SoakPlotFile``), so that an
+    /// interrupted soak keeps its evidence; the caller writes the final plot from the report.
+    package var plotPath: String?
 
-    public init(
+    package init(
         subject: Subject, limits: [UInt64], duration: Duration, includesBaseline: Bool = true,
         sampleInterval: Duration = .milliseconds(100), policy: PressurePolicy = PressurePolicy(), plotPath: String? = nil
     ) {
@@ -156,16 +156,16 @@ public struct Soak: Sendable {
     }
 
     /// What the live progress line shows.
-    public struct Progress: Sendable {
-        public var label: String
-        public var memoryMaxBytes: UInt64
-        public var seconds: Double
-        public var usageBytes: UInt64
-        public var level: MemoryPressureLevel
+    package struct Progress: Sendable {
+        package var label: String
+        package var memoryMaxBytes: UInt64
+        package var seconds: Double
+        package var usageBytes: UInt64
+        package var level: MemoryPressureLevel
         /// Releases the service reported so far (`nil`: it does not report them).
-        public var releases: Int?
+        package var releases: Int?
         /// The trend so far, one line, once there is enough to say something.
-        public var trend: String?
+        package var trend: String?
     }
 
     /// A one-time report of what a soak saw: the runs, in the order they ran.
@@ -187,18 +187,13 @@ public struct Soak: Sendable {
     ///   the reason (``SoakReport/problem``).
     /// - Throws: ``ConstrainedRun/StartError`` or `CgroupError` when the first run cannot start
     ///   (nothing ran: there is nothing to report).
-    public func run(logger: Logger, interruption: SoakInterruption, progress: @escaping @Sendable (Progress) -> Void) async throws -> SoakReport {
+    package func run(logger: Logger, interruption: SoakInterruption, progress: @escaping @Sendable (Progress) -> Void) async throws -> SoakReport {
         let labels = includesBaseline ? [true, false] : [true]
         let runs = Locked<[SoakRun]>([])
         let live = Locked<(@Sendable () -> SoakRun)?>(nil)
         let plotting = plotPath.map { path in
-            Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(5))
-                    if Task.isCancelled { break }
-                    let shown = runs.withLock { $0 } + (live.withLock { $0 }.map { [$0()] } ?? [])
-                    try? SoakPlot.svg(report(shown, interruption: nil)).write(toFile: path, atomically: true, encoding: .utf8)
-                }
+            SoakPlotFile(path: path).rewriting(every: .seconds(5)) {
+                report(runs.withLock { $0 } + (live.withLock { $0 }.map { [$0()] } ?? []), interruption: nil)
             }
         }
         defer { plotting?.cancel() }
@@ -242,16 +237,16 @@ public struct Soak: Sendable {
 
 /// Ctrl-C, SIGTERM, a hang-up or a closed pipe during a soak: the run under way stops its load
 /// and its service and reports, and no further run starts.
-public final class SoakInterruption: Sendable {
+package final class SoakInterruption: Sendable {
     private let state = Locked<(signal: Int32?, handlers: [@Sendable (Int32) -> Void])>((nil, []))
 
-    public init() {}
+    package init() {}
 
     /// The signal that interrupted the soak, if one did.
-    public var signal: Int32? { state.withLock { $0.signal } }
+    package var signal: Int32? { state.withLock { $0.signal } }
 
     /// Interrupts the soak (the first signal counts; later ones are ignored here).
-    public func interrupt(by signal: Int32) {
+    package func interrupt(by signal: Int32) {
         let handlers = state.withLock { state -> [@Sendable (Int32) -> Void] in
             guard state.signal == nil else { return [] }
             state.signal = signal

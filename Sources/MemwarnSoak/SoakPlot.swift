@@ -2,8 +2,8 @@ import Foundation
 import MemwarnSystem
 
 /// The soak as an SVG: memory usage against the limit over time, one panel per run, with the
-/// warning, critical, terminate and OOM-kill moments marked.
-public enum SoakPlot {
+/// warning, critical, terminate and OOM-kill moments marked. Written by ``SoakPlotFile`` alone.
+enum SoakPlot {
     static let width = 960.0
     static let panelHeight = 260.0
     static let margin = (left: 70.0, right: 20.0, top: 58.0, bottom: 44.0)
@@ -14,7 +14,7 @@ public enum SoakPlot {
     /// The distance between two lines of the title.
     static let titleLineHeight = 18.0
 
-    public static func svg(_ report: SoakReport) -> String {
+    static func svg(_ report: SoakReport) -> String {
         let panels = report.runs.count
         // The whole command, wrapped at spaces: never cut (a port cut to its first digit reads as another port).
         let title = wrap(

@@ -1,9 +1,9 @@
 import MemwarnSystem
 
 /// One run of the soaked service under one limit: with memwarn, or without it (the baseline).
-public struct SoakRun: Sendable, Codable {
+package struct SoakRun: Sendable, Codable {
     /// Why the run ended.
-    public enum End: String, Sendable, Codable {
+    package enum End: String, Sendable, Codable {
         /// `--duration` ran out; the soak stopped the service.
         case duration
         /// The load command ended; the soak stopped the service.
@@ -23,42 +23,42 @@ public struct SoakRun: Sendable, Codable {
     }
 
     /// `memwarn` or `baseline`.
-    public var label: String
-    public var memwarnEnabled: Bool
+    package var label: String
+    package var memwarnEnabled: Bool
     /// The limit of this run.
-    public var memoryMaxBytes: UInt64
-    public var run: ConstrainedRunReport
+    package var memoryMaxBytes: UInt64
+    package var run: ConstrainedRunReport
     /// The demo's own event lines (the demo soak only).
-    public var demo: DemoRecord?
+    package var demo: DemoRecord?
     /// What the service reported about itself while it ran.
-    public var service: ServiceFigures
+    package var service: ServiceTelemetry
     /// The floor and its trend.
-    public var trend: MemoryTrend
-    public var end: End
+    package var trend: MemoryTrend
+    package var end: End
     /// Seconds from the start until the service was ready.
-    public var readyAfterSeconds: Double?
+    package var readyAfterSeconds: Double?
     /// The load command's exit status (128 + signal), when there was one.
-    public var loadExitCode: Int32?
+    package var loadExitCode: Int32?
     /// The `--check` command's exit status, when it ran.
-    public var checkExitCode: Int32?
+    package var checkExitCode: Int32?
     /// Why the soak could not be carried out in this run (not ready, load failed at once,
     /// exited 0 early): a sentence.
-    public var problem: String?
+    package var problem: String?
     /// The service ignored SIGTERM at the end and was killed (SIGKILL) 10 s later.
-    public var killedAtStop = false
+    package var killedAtStop = false
     /// Memory pressure stall while it was loaded (`nil` without PSI).
-    public var stall: StallFigures?
+    package var stall: MemoryStall?
     /// What surviving cost the service while it was loaded.
-    public var cost = SurvivalCost()
+    package var cost = SurvivalCost()
 
     /// It survived without thrashing: a limit it can live at, not merely one it outlasted.
-    public var survivedComfortably: Bool { survived && !cost.isThrashing }
+    package var survivedComfortably: Bool { survived && !cost.isThrashing }
 
     /// It ran to the end under its limit: not OOM-killed, and (a command) still running when its
     /// time or its load ended and the soak stopped it, or ending by itself with status 0 then
     /// (``End/finished``), or (the demo) ended its load and exited 0 having verified its writes.
     /// An interrupted run did not run to the end.
-    public var survived: Bool {
+    package var survived: Bool {
         guard problem == nil, run.oomKills == 0, end != .interrupted else { return false }
         if let demo { return run.exitCode == 0 && demo.writesAcknowledged != nil }
         return end == .duration || end == .loadEnded || end == .finished
@@ -66,17 +66,17 @@ public struct SoakRun: Sendable, Codable {
 
     /// Whether its data held: the demo lost no write; a command's `--check` exited 0 (`nil`:
     /// nothing checked it).
-    public var dataHeld: Bool? {
+    package var dataHeld: Bool? {
         if let demo { return demo.lostWrites.map { $0 == 0 } }
         return checkExitCode.map { $0 == 0 }
     }
 
     /// When it died, if it did (its run's duration).
-    public var killedAfterSeconds: Double? { survived ? nil : run.durationSeconds }
+    package var killedAfterSeconds: Double? { survived ? nil : run.durationSeconds }
 
     /// Why a run with memwarn did not survive, in a sentence; `nil` when it survived or ran
     /// without memwarn.
-    public var killReason: String? {
+    package var killReason: String? {
         guard memwarnEnabled, !survived else { return nil }
         if let problem { return problem }
         guard run.oomKills > 0 || run.exit.signal == 9 else {
@@ -101,7 +101,7 @@ public struct SoakRun: Sendable, Codable {
     /// Why a service whose monitor never found memory exhausted was killed: memory its
     /// consumers held in use (work in flight, which no release can give) when that was most of
     /// what they held at the endpoint's last answer; else releases that did not keep up.
-    static func unexhaustedKillReason(_ service: ServiceFigures) -> String {
+    static func unexhaustedKillReason(_ service: ServiceTelemetry) -> String {
         let held = service.lastConsumers.lazy.map(\.footprintBytes).saturatingSum()
         guard let inUse = service.lastInUseBytes, inUse > 0 else {
             return "killed with no exhaustion reported: releasable memory was left, and the releases did not keep up with growth"
@@ -118,7 +118,7 @@ public struct SoakRun: Sendable, Codable {
     }
 
     /// Bytes released by tier: the demo's events, or the service's own count.
-    public var releasedByTier: [String: Int] {
+    package var releasedByTier: [String: Int] {
         if let demo, service.releasedBytesByTier.isEmpty { return demo.releasedByTier }
         return service.releasedBytesByTier
     }

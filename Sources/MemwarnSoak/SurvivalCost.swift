@@ -8,40 +8,40 @@ import Foundation
 /// The figures come from the service itself (its control endpoint's counters, its `/metrics`),
 /// over the loaded span: from ready until the soak began to stop it. A figure the service does
 /// not report is `nil`, never 0.
-public struct SurvivalCost: Sendable, Hashable, Codable {
+package struct SurvivalCost: Sendable, Hashable, Codable {
     /// Seconds the figures cover (between the first and the last reading of the loaded span).
-    public var seconds = 0.0
+    package var seconds = 0.0
     /// Releases a second (the service's coordinator, at warning or critical).
-    public var releasesPerSecond: Double?
+    package var releasesPerSecond: Double?
     /// Bytes released a minute, every tier.
-    public var releasedBytesPerMinute: Double?
+    package var releasedBytesPerMinute: Double?
     /// The share of the time the service spent releasing (0…1), from its own durations.
-    public var releasingShare: Double?
+    package var releasingShare: Double?
     /// Requests a second, from its request counters (`--request-counter`, or `*_requests_total`).
-    public var requestsPerSecond: Double?
+    package var requestsPerSecond: Double?
     /// Misses over lookups (0…1), from its `*_cache_hits_total` and `*_cache_misses_total`.
-    public var cacheMissRate: Double?
+    package var cacheMissRate: Double?
     /// The longest stretch in which the service released at least once every second, when it
     /// lasted ``thrashingAfter`` or more.
-    public var thrashing: Thrashing?
+    package var thrashing: Thrashing?
 
     /// A stretch of releases every second.
-    public struct Thrashing: Sendable, Hashable, Codable {
+    package struct Thrashing: Sendable, Hashable, Codable {
         /// When it began, in seconds after the service was ready.
-        public var fromSeconds: Double
+        package var fromSeconds: Double
         /// How long it lasted.
-        public var seconds: Double
+        package var seconds: Double
         /// Releases a second within it.
-        public var releasesPerSecond: Double
+        package var releasesPerSecond: Double
     }
 
     /// How long releases every second must go on to be thrashing.
-    public static let thrashingAfter = 60.0
+    package static let thrashingAfter = 60.0
 
-    public init() {}
+    package init() {}
 
     /// Whether survival was costly: thrashing.
-    public var isThrashing: Bool { thrashing != nil }
+    package var isThrashing: Bool { thrashing != nil }
 
     /// The cost of the figures read between `ready` and `stop` (seconds after the run's start).
     ///
@@ -50,7 +50,7 @@ public struct SurvivalCost: Sendable, Hashable, Codable {
     ///   - ready: when it was ready.
     ///   - stop: when the soak began to stop it.
     /// - Returns: the cost; each figure `nil` when the service did not report what it needs.
-    public static func of(_ figures: ServiceFigures, from ready: Double, until stop: Double) -> SurvivalCost {
+    package static func of(_ figures: ServiceTelemetry, from ready: Double, until stop: Double) -> SurvivalCost {
         var cost = SurvivalCost()
         let releases = figures.releaseSamples.filter { $0.seconds >= ready && $0.seconds <= stop }
         if let first = releases.first, let last = releases.last, last.seconds > first.seconds {
@@ -75,11 +75,11 @@ public struct SurvivalCost: Sendable, Hashable, Codable {
 
     /// The longest run of readings in which each interval saw at least one release a whole
     /// second elapsed, when it lasted ``thrashingAfter`` or more.
-    static func thrashing(in samples: [ServiceFigures.ReleaseSample], ready: Double) -> Thrashing? {
+    static func thrashing(in samples: [ServiceTelemetry.ReleaseSample], ready: Double) -> Thrashing? {
         var best: Thrashing?
-        var start: ServiceFigures.ReleaseSample?
-        var previous: ServiceFigures.ReleaseSample?
-        func close(at end: ServiceFigures.ReleaseSample?) {
+        var start: ServiceTelemetry.ReleaseSample?
+        var previous: ServiceTelemetry.ReleaseSample?
+        func close(at end: ServiceTelemetry.ReleaseSample?) {
             guard let begun = start, let end, end.seconds - begun.seconds >= thrashingAfter else { return }
             let span = end.seconds - begun.seconds
             if span > best?.seconds ?? 0 {
@@ -102,7 +102,7 @@ public struct SurvivalCost: Sendable, Hashable, Codable {
     }
 
     /// The cost in the report's words, a phrase a figure.
-    public var phrases: [String] {
+    package var phrases: [String] {
         var phrases: [String] = []
         if let rate = releasesPerSecond { phrases.append(String(format: "%.2f releases/s", rate)) }
         if let bytes = releasedBytesPerMinute { phrases.append("\(mebibytes(bytes))/min released") }
@@ -116,7 +116,7 @@ public struct SurvivalCost: Sendable, Hashable, Codable {
 
 extension SurvivalCost.Thrashing: CustomStringConvertible {
     /// `thrashing: releases every second for 95 s (from 12 s), 29.1/s`.
-    public var description: String {
+    package var description: String {
         String(format: "THRASHING: releases every second for %.0f s (from %.0f s after ready), %.1f/s", seconds, fromSeconds, releasesPerSecond)
     }
 }

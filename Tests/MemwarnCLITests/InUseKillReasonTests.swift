@@ -7,8 +7,8 @@ import Testing
 struct InUseKillReasonTests {
     static let mebibyte = 1 << 20
 
-    static func figures(_ consumers: [ServiceFigures.ConsumerFigure]) -> ServiceFigures {
-        var figures = ServiceFigures()
+    static func figures(_ consumers: [ServiceTelemetry.Consumer]) -> ServiceTelemetry {
+        var figures = ServiceTelemetry()
         figures.linksMemwarn = true
         figures.lastConsumers = consumers
         return figures

@@ -20,7 +20,7 @@ import FoundationXML
             command: ["./my-service"], cgroup: "/x", memoryMaxBytes: limit, memoryHighBytes: nil, exit: exit, exitCode: exit.code,
             oomKills: survived ? 0 : 1, peakUsageBytes: limit / 2, warnings: ["warning": 1], levelChanges: [],
             durationSeconds: survived ? 60 : 5, cgroupRemoved: true, samples: [])
-        var figures = ServiceFigures()
+        var figures = ServiceTelemetry()
         figures.linksMemwarn = linksMemwarn
         if linksMemwarn && memwarn {
             figures.releases = 3
@@ -79,7 +79,7 @@ import FoundationXML
         memwarn.loadExitCode = 0
         memwarn.checkExitCode = 0
         memwarn.killedAtStop = true
-        memwarn.stall = try JSONDecoder().decode(StallFigures.self, from: Data(#"{"source":"system","someSeconds":0.5,"fullSeconds":0.1}"#.utf8))
+        memwarn.stall = try JSONDecoder().decode(MemoryStall.self, from: Data(#"{"source":"system","someSeconds":0.5,"fullSeconds":0.1}"#.utf8))
         memwarn.cost = SurvivalCost.of(SurvivalCostTests.figures(seconds: 120) { _ in 2 }, from: 0, until: 120)
         let report = SoakReport(
             subject: "./my-service", memoryMaxBytes: limit, limits: [limit], durationSeconds: 60,

@@ -62,7 +62,7 @@ import FoundationXML
             samples: (0..<100).map { SoakSample(seconds: Double($0) / 5, usageBytes: UInt64($0) << 21) })
         return SoakRun(
             label: memwarn ? "memwarn" : "baseline", memwarnEnabled: memwarn, memoryMaxBytes: 256 << 20, run: report, demo: demo,
-            service: ServiceFigures(), trend: MemoryTrend.analyse([], spanSeconds: 20, limitBytes: 256 << 20, basis: "anonymous memory"),
+            service: ServiceTelemetry(), trend: MemoryTrend.analyse([], spanSeconds: 20, limitBytes: 256 << 20, basis: "anonymous memory"),
             end: .serviceExited)
     }
 

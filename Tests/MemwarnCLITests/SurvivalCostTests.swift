@@ -12,8 +12,8 @@ import Testing
     /// The counters of a service that releases `rate(t)` times a second, 4 MiB and 2 ms a release,
     /// read once a second from `0` to `seconds`; it serves 800 requests a second and misses its
     /// cache on one lookup in five.
-    static func figures(seconds: Int, rate: (Int) -> Int) -> ServiceFigures {
-        var figures = ServiceFigures()
+    static func figures(seconds: Int, rate: (Int) -> Int) -> ServiceTelemetry {
+        var figures = ServiceTelemetry()
         figures.linksMemwarn = true
         var releases = 0
         for second in 0...seconds {
@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func whatTheServiceDoesNotReportIsUnknownNotZero() {
-        #expect(SurvivalCost.of(ServiceFigures(), from: 0, until: 60) == SurvivalCost())
+        #expect(SurvivalCost.of(ServiceTelemetry(), from: 0, until: 60) == SurvivalCost())
         #expect(SurvivalCost().phrases.isEmpty && !SurvivalCost().isThrashing)
         var figures = Self.figures(seconds: 60) { _ in 1 }
         figures.requestSamples = []

@@ -1,12 +1,12 @@
 import MemwarnSystem
 
-/// A one-time event of a soak's run — the service ended, the load ended, the duration ran out,
-/// the soak was interrupted — that several tasks wait for: the first reason fired is kept, and
-/// every waiter gets it.
-final class LegEnd<Reason: Sendable>: Sendable {
+/// An event that happens once and that several tasks wait for, each for at most a time of its
+/// own — a soak's leg ending (the service ended, the load ended, the duration ran out, the soak
+/// was interrupted), a child's exit: the first value fired is kept, and every waiter gets it.
+final class OneTimeEvent<Value: Sendable>: Sendable {
     private struct State {
-        var reason: Reason?
-        var waiters: [Int: CheckedContinuation<Reason?, Never>] = [:]
+        var value: Value?
+        var waiters: [Int: CheckedContinuation<Value?, Never>] = [:]
         var cancelled: Set<Int> = []
         var nextID = 0
     }
@@ -15,26 +15,26 @@ final class LegEnd<Reason: Sendable>: Sendable {
 
     init() {}
 
-    /// The reason, once fired.
-    var reason: Reason? { state.withLock { $0.reason } }
+    /// The value, once fired.
+    var value: Value? { state.withLock { $0.value } }
 
-    /// Fires the event; only the first reason counts.
-    func fire(_ reason: Reason) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Reason?, Never>] in
-            guard state.reason == nil else { return [] }
-            state.reason = reason
+    /// Fires the event; only the first value counts.
+    func fire(_ value: Value) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Value?, Never>] in
+            guard state.value == nil else { return [] }
+            state.value = value
             defer { state.waiters = [:] }
             return Array(state.waiters.values)
         }
-        for waiter in waiters { waiter.resume(returning: reason) }
+        for waiter in waiters { waiter.resume(returning: value) }
     }
 
     /// Waits for the event, for at most `timeout` (`nil`: as long as it takes).
     ///
-    /// - Returns: the reason, or `nil` when the timeout passed first.
-    func wait(for timeout: Duration?) async -> Reason? {
-        if let reason { return reason }
-        return await withTaskGroup(of: Reason?.self) { group in
+    /// - Returns: the value, or `nil` when the timeout passed first.
+    func wait(for timeout: Duration?) async -> Value? {
+        if let value { return value }
+        return await withTaskGroup(of: Value?.self) { group in
             group.addTask { await self.waitUntilFiredOrCancelled() }
             if let timeout {
                 group.addTask {
@@ -48,15 +48,15 @@ final class LegEnd<Reason: Sendable>: Sendable {
         }
     }
 
-    private func waitUntilFiredOrCancelled() async -> Reason? {
+    private func waitUntilFiredOrCancelled() async -> Value? {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
         }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Reason?, Never>) in
-                let immediate = state.withLock { state -> Reason?? in
-                    if let reason = state.reason { return .some(reason) }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
+                let immediate = state.withLock { state -> Value?? in
+                    if let value = state.value { return .some(value) }
                     if state.cancelled.contains(id) { return .some(nil) }
                     state.waiters[id] = continuation
                     return nil

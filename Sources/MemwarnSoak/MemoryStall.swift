@@ -3,13 +3,13 @@ import CgroupKit
 /// Memory pressure stall (PSI) over a soak's loaded run: the time some task, and every task,
 /// waited for memory. The run's cgroup's own `memory.pressure` where it has one (cgroup v2); on
 /// cgroup v1 the whole system's `/proc/pressure/memory`, which other work on the host adds to.
-public struct StallFigures: Sendable, Hashable, Codable {
+package struct MemoryStall: Sendable, Hashable, Codable {
     /// `cgroup` (the run's own) or `system`.
-    public var source: String
+    package var source: String
     /// Seconds some task was stalled on memory.
-    public var someSeconds: Double
+    package var someSeconds: Double
     /// Seconds every task was (`nil` where the file has no `full` line).
-    public var fullSeconds: Double?
+    package var fullSeconds: Double?
 
     /// A reading of the totals, to subtract from a later one.
     struct Reading {
@@ -37,12 +37,12 @@ public struct StallFigures: Sendable, Hashable, Codable {
     }
 
     /// `some 1.20 s, full 0.30 s`.
-    public var seconds: String {
+    package var seconds: String {
         "some \(String(format: "%.2f", someSeconds)) s" + (fullSeconds.map { ", full \(String(format: "%.2f", $0)) s" } ?? "")
     }
 
     /// `some 1.20 s, full 0.30 s (the run's cgroup)`.
-    public var summary: String {
+    package var summary: String {
         seconds + (source == "cgroup" ? " (the run's cgroup)" : " (system-wide: v1 has no PSI of its own per cgroup)")
     }
 }
