@@ -129,7 +129,7 @@ struct AgentCommand: AsyncParsableCommand {
             Output.line(json ? ((try? JSONLine.encode(record)) ?? #"{"event":"unencodable"}"#) : record.text)
         }
         if let metricsFile { try agent.checkMetricsFile(metricsFile) }
-        let box = AgentBox(agent)
+        let box = ThreadConfined(agent)
         let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
         let listener = Task {
             for await _ in signals {
@@ -144,7 +144,7 @@ struct AgentCommand: AsyncParsableCommand {
             do {
                 try SystemThread.start(name: "memwarn-agent") {
                     do throws(CgroupError) {
-                        try box.agent.run { stop.withLock { $0 } }
+                        try box.value.run { stop.withLock { $0 } }
                         continuation.resume(returning: .success(()))
                     } catch {
                         continuation.resume(returning: .failure(error))
@@ -156,11 +156,4 @@ struct AgentCommand: AsyncParsableCommand {
         }
         if case .failure(let error) = outcome { throw error }
     }
-}
-
-/// Hands the agent to its thread, where alone it is used.
-private final class AgentBox: @unchecked Sendable {
-    // @unchecked: `agent` is used only on the agent's thread once handed over.
-    let agent: NodeAgent
-    init(_ agent: NodeAgent) { self.agent = agent }
 }

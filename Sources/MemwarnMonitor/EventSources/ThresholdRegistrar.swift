@@ -45,7 +45,7 @@ enum ThresholdRegistrar {
     ///
     /// - Throws: ``SystemError`` when the thread cannot be started.
     static func start(_ plan: Plan, loop: EventLoop, cancelled: Locked<Bool>, deliver: @escaping (Delivery) -> Void) throws(SystemError) {
-        let handOff = LoopBound(deliver)
+        let handOff = ThreadConfined(deliver, on: loop)
         try SystemThread.start(name: "memwarn-thresh") { [cancelled] in
             let began = ContinuousClock.now
             var registered = 0
@@ -63,7 +63,7 @@ enum ThresholdRegistrar {
                     return
                 }
                 registered += 1
-                let box = LoopBound(notification)
+                let box = ThreadConfined(notification, on: loop)
                 loop.execute { handOff.value(.registered(box.value)) }
             }
             let took = ContinuousClock.now - began
@@ -72,12 +72,4 @@ enum ThresholdRegistrar {
             loop.execute { handOff.value(.finished(count: count, took: took, gauges: gauges)) }
         }
     }
-}
-
-/// A value made on one thread and used only on the monitor's loop thread once handed over.
-final class LoopBound<Value>: @unchecked Sendable {
-    // @unchecked: `value` is read only on the loop thread, after the hand-over through the
-    // loop's locked inbox (which orders the write before the read).
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

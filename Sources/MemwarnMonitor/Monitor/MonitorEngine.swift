@@ -163,7 +163,7 @@ final class MonitorEngine {
         case .quiet:
             return
         case .wake(let hint, let signal, let followUp):
-            watched.follow(followUp, of: source)
+            watched.watch(source, as: followUp)
             wake(hint: hint, source: signal)
         case .gone(let reason):
             watched.stopWatching(source)

@@ -31,7 +31,7 @@ final class MonitorSession: Sendable {
     }
 
     private let loop: EventLoop
-    private let engine: EngineBox
+    private let engine: ThreadConfined<MonitorEngine>
     private let releaseLoop: ReleaseLoop
     /// How arming went.
     let arming: MonitorArming
@@ -44,7 +44,7 @@ final class MonitorSession: Sendable {
     private let threadEnded: ConditionLock<Bool>
 
     private init(
-        loop: EventLoop, engine: EngineBox, releaseLoop: ReleaseLoop, arming: MonitorArming, sampler: SnapshotSampler,
+        loop: EventLoop, engine: ThreadConfined<MonitorEngine>, releaseLoop: ReleaseLoop, arming: MonitorArming, sampler: SnapshotSampler,
         engineEnded: AsyncStream<Result<Void, any Error>>, releaseEnded: AsyncStream<Void>, threadEnded: ConditionLock<Bool>
     ) {
         self.loop = loop
@@ -92,7 +92,7 @@ final class MonitorSession: Sendable {
         } catch {
             throw MonitorError(error)
         }
-        let engine = EngineBox(
+        let engine = ThreadConfined(
             MonitorEngine(
                 loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
                 ledger: ledger, samples: parts.samples, decisions: parts.decisions, output: parts.output(), releaseLoop: releaseLoop,
@@ -102,7 +102,7 @@ final class MonitorSession: Sendable {
         let threadEnded = ConditionLock(false)
         do throws(SystemError) {
             try SystemThread.start(name: "memwarn-monitor") {
-                let engine = engine.engine
+                let engine = engine.value
                 var outcome: Result<Void, any Error> = .success(())
                 do {
                     try engine.loop.run {
@@ -159,12 +159,12 @@ final class MonitorSession: Sendable {
 
     /// Tells the engine a lease was granted or renewed (any thread).
     func leaseGranted(isNew: Bool, agentPid: Int32) {
-        loop.execute { [engine] in engine.engine.leaseGranted(isNew: isNew, agentPid: agentPid) }
+        loop.execute { [engine] in engine.value.leaseGranted(isNew: isNew, agentPid: agentPid) }
     }
 
     /// Tells the engine a lease ended at the agent's word (any thread).
     func leaseRevoked() {
-        loop.execute { [engine] in engine.engine.leaseRevoked() }
+        loop.execute { [engine] in engine.value.leaseRevoked() }
     }
 
     /// Asks the engine to stop (any thread); ``waitUntilEnded()`` returns once it has. Asking a
@@ -191,11 +191,4 @@ final class MonitorSession: Sendable {
         for await _ in releaseEnded {}
         try outcome.get()
     }
-}
-
-/// Hands the engine to its thread. The engine is used only there once handed over.
-private final class EngineBox: @unchecked Sendable {
-    // @unchecked: `engine` is touched only on the monitor's loop thread after `arm` hands it over.
-    let engine: MonitorEngine
-    init(_ engine: MonitorEngine) { self.engine = engine }
 }

@@ -1,0 +1,121 @@
+public import CgroupKit
+public import MemwarnRelease
+
+// What a monitor reports: its arming, level, events and observers, exhaustion, forecast, and
+// the counts of its reads and transient errors.
+extension PressureMonitor {
+    /// How the monitor was armed — how long it took, how changes of usage reached it — or `nil`
+    /// while it is not armed (arming failed, or a run ended).
+    public var arming: MonitorArming? { state.withLock { $0.arming } }
+
+    /// How changes of usage reach the monitor now, or `nil` while it is not armed. On cgroup v1
+    /// as root it is ``MonitorArming/UsageWatch/adaptiveSampling`` from arming until the usage
+    /// thresholds are registered (about 0.3 s; ``MonitorArming/pendingThresholds``), then
+    /// ``MonitorArming/UsageWatch/thresholds``.
+    public var usageWatch: MonitorArming.UsageWatch? { state.withLock { $0.usageWatch } }
+
+    /// The current level (`.normal` before the first reading).
+    public var level: MemoryPressureLevel { levelEvents.latest?.level ?? .normal }
+
+    /// The latest level event, or `nil` before the first reading.
+    public var latestEvent: LevelEvent? { levelEvents.latest }
+
+    /// What the running monitor listens to, one line a source, such as
+    /// `usage-threshold 53687091 bytes (80% of 67108864)` or
+    /// `poll /proc/pressure/memory some total every 1s (trigger refused: …)`.
+    public var watchedSources: [String] { state.withLock { $0.sources } }
+
+    /// Level events: the latest one first (when there is one), then every change, until
+    /// the monitor stops or the consumer stops iterating.
+    ///
+    /// Each call makes an independent stream; a slow consumer sees every event in order
+    /// (the stream buffers them).
+    ///
+    /// - Returns: a new stream of level events.
+    public func events() -> AsyncStream<LevelEvent> {
+        levelEvents.stream()
+    }
+
+    /// Calls `observer` with the latest level event — the first reading, taken when the monitor
+    /// was armed, or a later one — and then with every level event after it, in order, on the
+    /// monitor's thread: return quickly.
+    ///
+    /// - Parameter observer: called with each level event.
+    /// - Returns: a token for ``removeObserver(_:)``.
+    @discardableResult
+    public func addObserver(_ observer: @escaping @Sendable (LevelEvent) -> Void) -> ObserverToken {
+        let once = LatestFirst(observer)
+        let token = ObserverToken(id: levelEvents.addObserver { event in once.deliver(event) })
+        // The latest event, handed over on the monitor's thread, where every event is posted: it
+        // comes first, unless an event posted meanwhile reached the observer already.
+        currentSession?.onLoop { [levelEvents] in
+            if let latest = levelEvents.latest { once.deliverFirst(latest) }
+        }
+        return token
+    }
+
+    /// Stops calling an observer, or detaches a coordinator (the token of
+    /// ``/MemwarnMonitor/MemwarnRelease/ReleaseCoordinator/attach(to:)``).
+    ///
+    /// - Parameter token: what ``addObserver(_:)``, ``addExhaustionObserver(_:)`` or
+    ///   ``/MemwarnMonitor/MemwarnRelease/ReleaseCoordinator/attach(to:)`` returned.
+    public func removeObserver(_ token: ObserverToken) {
+        levelEvents.removeObserver(token.id)
+        exhaustionChanges.removeObserver(token.id)
+        coordinators.detach(id: token.id)
+    }
+
+    /// Whether memory is exhausted now (see ``/MemwarnRelease/MemoryExhaustion``): one atomic load, cheap
+    /// enough for every request a service handles.
+    public var isMemoryExhausted: Bool { exhausted.load(ordering: .relaxed) }
+
+    /// The latest change of the exhausted state, or `nil` when it was never entered.
+    public var exhaustion: MemoryExhaustion? { state.withLock { $0.exhaustion } }
+
+    /// The forecast warnings raised so far and how they turned out.
+    public var forecastTally: ForecastTally { state.withLock { $0.tally } }
+
+    /// The forecast of the latest reading, or `nil` when usage is not clearly growing.
+    public var latestForecast: PressureForecast? { state.withLock { $0.latestForecast } }
+
+    /// The latest full reading's snapshot (``MemoryAdmission`` takes the binding limit from it).
+    var latestSnapshot: PressureSnapshot? { state.withLock { $0.latestSnapshot } }
+
+    /// How many reads failed transiently — out of file descriptors or memory (`EMFILE`,
+    /// `ENFILE`, `ENOMEM`), interrupted (`EINTR`, `EAGAIN`) — since the monitor was made. The
+    /// monitor never stops for these: it keeps its sources, logs a warning once per episode,
+    /// counts them (`memwarn_transient_errors_total`) and reads again after a wait that doubles
+    /// up to a second.
+    public var transientErrorCount: Int { state.withLock { $0.transientErrors } }
+
+    /// How many times usage was sampled since the monitor was made: the cheap reads of adaptive
+    /// sampling (where the kernel sends no usage events) and of the guard bands (cgroup v1 as
+    /// root); one `pread` each (`memwarn_usage_samples_total`).
+    public var usageSampleCount: Int { samples.value }
+
+    /// What the armed or running session has read and decided (zeros when none is): the tests
+    /// count them to hold one reading and one decision to a kernel event.
+    var readingCounts: (readings: Int, measurements: Int, decisions: Int) {
+        switch state.withLock({ $0.phase }) {
+        case .armed(let session), .running(let session):
+            (session.sampler.readCount, session.sampler.measurementCount, decisions.value)
+        default: (0, 0, decisions.value)
+        }
+    }
+
+    /// The latest transient read error, if any.
+    public var lastTransientError: CgroupError? { state.withLock { $0.lastTransientError } }
+
+    /// Whether reads are failing transiently now (the monitor is retrying them).
+    public var isRetryingReads: Bool { state.withLock { $0.retryingReads } }
+
+    /// Calls `observer` when memory becomes exhausted and when it stops being so (on the
+    /// monitor's release thread).
+    ///
+    /// - Parameter observer: called with each change of exhaustion.
+    /// - Returns: a token for ``removeObserver(_:)``.
+    @discardableResult
+    public func addExhaustionObserver(_ observer: @escaping @Sendable (MemoryExhaustion) -> Void) -> ObserverToken {
+        ObserverToken(id: exhaustionChanges.addObserver(observer))
+    }
+}
