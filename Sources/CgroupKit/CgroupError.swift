@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import MemwarnSystem
 
 /// An error from reading, parsing or changing a cgroup or a kernel file.
 ///
@@ -91,7 +89,7 @@ public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible, C
     /// would have blocked (`EINTR`, `EAGAIN`). A monitor retries these; it stops on the others.
     public var isTransient: Bool {
         guard let errno else { return false }
-        return [EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN].contains(errno)
+        return SystemError.transientErrnos.contains(errno)
     }
 
     public var description: String {
