@@ -110,7 +110,6 @@ let package = Package(
             dependencies: [
                 "MemwarnRelease",
                 "MemwarnSystem",
-                "CLinuxCalls",
                 .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: strictSettings
@@ -227,7 +226,6 @@ let package = Package(
                 "MemwarnTestKit",
                 "MemwarnSystem",
                 "CgroupKit",
-                "CLinuxCalls",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/MemwarnV2Scenarios",
