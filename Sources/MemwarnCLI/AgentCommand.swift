@@ -1,8 +1,9 @@
 import ArgumentParser
 import CgroupKit
 import Foundation
-import Memwarn
 import MemwarnAgent
+import MemwarnControl
+import MemwarnMonitor
 import MemwarnSystem
 import UnixSignals
 

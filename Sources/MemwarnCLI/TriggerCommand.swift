@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import Memwarn
+import MemwarnControl
 import MemwarnSystem
 
 /// `memwarn trigger`: ask running processes to release memory now, through their control endpoints.
