@@ -44,7 +44,7 @@ public final class ReleaseCoordinator: Sendable {
     /// release. It costs a walk of malloc's free lists and of the arena's page counts, a few
     /// milliseconds for a gigabyte.
     public static func returnFreedMemory() {
-        Heap.trim()
+        MallocHeap.trim()
         for returner in memoryReturners.withLock({ $0 }) { returner() }
     }
 
