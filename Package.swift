@@ -37,6 +37,9 @@
 //   memwarn-growth-probe  a service written as the README teaches that keeps growing (tests, benchmark)
 //   memwarn-v2-scenarios  the cgroup v2 scenarios, run as a static executable inside a VM (Scripts/v2-vm-test)
 //   memwarn-fuzz    every parser under libFuzzer (Scripts/fuzz), or a replay of inputs (tests)
+// A target of this package depends on the layers it uses, not on the umbrella Memwarn, so that
+// Scripts/check-layers sees them; memwarn-demo and the probes import Memwarn as a service does
+// (MemwarnCLI too, until SoakCommand and RunCommand name their layers).
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -110,7 +113,6 @@ let package = Package(
             dependencies: [
                 "MemwarnRelease",
                 "MemwarnSystem",
-                "CLinuxCalls",
                 .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: strictSettings
@@ -149,7 +151,6 @@ let package = Package(
             dependencies: [
                 "MemwarnMonitor",
                 .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
@@ -157,7 +158,9 @@ let package = Package(
         .target(
             name: "MemwarnLifeCycle",
             dependencies: [
-                "Memwarn",
+                "MemwarnMonitor",
+                "MemwarnRelease",
+                "MemwarnStores",
                 "MemwarnSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -176,7 +179,7 @@ let package = Package(
         ),
         .target(
             name: "MemwarnAgent",
-            dependencies: ["Memwarn", "CgroupKit", "MemwarnSystem"],
+            dependencies: ["CgroupKit", "MemwarnControl", "MemwarnMonitor", "MemwarnRelease", "MemwarnSystem"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -191,7 +194,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "memwarn-fuzz",
-            dependencies: ["CgroupKit", "Memwarn", "MemwarnSoak", "MemwarnSystem"],
+            dependencies: ["CgroupKit", "MemwarnControl", "MemwarnMonitor", "MemwarnSoak", "MemwarnStores", "MemwarnSystem"],
             path: "Sources/MemwarnFuzz",
             swiftSettings: strictSettings
         ),
@@ -202,15 +205,18 @@ let package = Package(
                 "MemwarnSystem",
                 "MemwarnLifeCycle",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "MemwarnCLI",
             dependencies: [
+                // Memwarn: SoakCommand and RunCommand still import the umbrella (to be narrowed).
                 "Memwarn",
                 "MemwarnAgent",
+                "MemwarnControl",
+                "MemwarnMonitor",
+                "MemwarnRelease",
                 "MemwarnSoak",
                 "CgroupKit",
                 "MemwarnSystem",
@@ -223,11 +229,11 @@ let package = Package(
         .executableTarget(
             name: "memwarn-v2-scenarios",
             dependencies: [
-                "Memwarn",
+                "MemwarnMonitor",
+                "MemwarnRelease",
                 "MemwarnTestKit",
                 "MemwarnSystem",
                 "CgroupKit",
-                "CLinuxCalls",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/MemwarnV2Scenarios",
@@ -314,8 +320,6 @@ let package = Package(
                 "MemwarnTestKit",
                 "MemwarnTestTraits",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),

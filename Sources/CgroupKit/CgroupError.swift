@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import MemwarnSystem
 
 /// An error from reading, parsing or changing a cgroup or a kernel file.
 ///
@@ -41,18 +39,39 @@ public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible, C
         public var description: String { base.rawValue }
     }
 
+    /// The fields, their description and their equality (shared with the package's other errors).
+    private var backing: ErrorBacking<Code>
+
     /// The kind of failure.
-    public var code: Code
+    public var code: Code {
+        get { backing.code }
+        set { backing.code = newValue }
+    }
     /// What went wrong, in words.
-    public var message: String
+    public var message: String {
+        get { backing.message }
+        set { backing.message = newValue }
+    }
     /// The file or cgroup directory concerned.
-    public var path: String?
+    public var path: String? {
+        get { backing.path }
+        set { backing.path = newValue }
+    }
     /// The `errno` behind the failure, when a system call failed.
-    public var errno: Int32?
+    public var errno: Int32? {
+        get { backing.errno }
+        set { backing.errno = newValue }
+    }
     /// The source file that threw it (`#fileID`).
-    public var file: String
+    public var file: String {
+        get { backing.file }
+        set { backing.file = newValue }
+    }
     /// The line that threw it.
-    public var line: Int
+    public var line: Int {
+        get { backing.line }
+        set { backing.line = newValue }
+    }
 
     /// Creates an error.
     ///
@@ -64,44 +83,24 @@ public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible, C
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     public init(_ code: Code, _ message: String, path: String? = nil, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.message = message
-        self.path = path
-        self.errno = errno
-        self.file = file
-        self.line = line
+        backing = ErrorBacking(code, message, path: path, errno: errno, file: file, line: line, pathShown: .shortened)
     }
 
     /// The description, the code and where it was thrown.
-    public var debugDescription: String { "\(description) [\(code), thrown at \(file):\(line)]" }
+    public var debugDescription: String { backing.debugDescription }
 
-    public static func == (lhs: CgroupError, rhs: CgroupError) -> Bool {
-        lhs.code == rhs.code && lhs.message == rhs.message && lhs.path == rhs.path && lhs.errno == rhs.errno
-    }
+    public static func == (lhs: CgroupError, rhs: CgroupError) -> Bool { lhs.backing == rhs.backing }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(message)
-        hasher.combine(path)
-        hasher.combine(errno)
-    }
+    public func hash(into hasher: inout Hasher) { hasher.combine(backing) }
 
     /// Whether the failure may pass by itself: the process or the system ran out of file
     /// descriptors (`EMFILE`, `ENFILE`) or memory (`ENOMEM`), or a call was interrupted or
     /// would have blocked (`EINTR`, `EAGAIN`). A monitor retries these; it stops on the others.
     public var isTransient: Bool {
         guard let errno else { return false }
-        return [EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN].contains(errno)
+        return SystemError.transientErrnos.contains(errno)
     }
 
-    public var description: String {
-        path.map { "\(Self.shortened($0)): \(message)" } ?? message
-    }
-
-    /// A path as a message shows it: whole up to 256 characters, else its start and end around
-    /// the number of characters left out (a 5,000-character path is not echoed back whole).
-    static func shortened(_ path: String) -> String {
-        guard path.count > 256 else { return path }
-        return "\(path.prefix(120))…(\(path.count - 240) characters)…\(path.suffix(120))"
-    }
+    /// The path (shortened when it is longer than 256 characters) and the message.
+    public var description: String { backing.description }
 }

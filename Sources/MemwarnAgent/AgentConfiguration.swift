@@ -1,5 +1,5 @@
 package import CgroupKit
-package import Memwarn
+package import MemwarnMonitor
 
 /// What a node agent watches and how it asks.
 package struct AgentConfiguration: Sendable {

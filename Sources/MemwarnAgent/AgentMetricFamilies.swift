@@ -1,4 +1,4 @@
-package import Memwarn
+package import MemwarnMonitor
 
 /// The families the agent writes to its metrics file (`--metrics-file`), each with the `# HELP`
 /// text the file carries; the article "Metrics, series by series" lists them.

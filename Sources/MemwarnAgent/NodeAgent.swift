@@ -1,5 +1,7 @@
 package import CgroupKit
-import Memwarn
+import MemwarnControl
+import MemwarnMonitor
+import MemwarnRelease
 import MemwarnSystem
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import CgroupKit
-import Memwarn
+import MemwarnMonitor
 import MemwarnSystem
 
 /// The kernel's word that the parent changed, so the agent reads it the moment a mark is

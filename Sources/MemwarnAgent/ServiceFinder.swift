@@ -1,5 +1,5 @@
 import CgroupKit
-import Memwarn
+import MemwarnControl
 import MemwarnSystem
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import CgroupKit
-import Memwarn
+import MemwarnControl
+import MemwarnMonitor
 import MemwarnSystem
 
 /// The agent's services, found and kept leased on a thread of their own: the thread that

@@ -1,8 +1,9 @@
 import ArgumentParser
 import CgroupKit
 import Foundation
-import Memwarn
 import MemwarnAgent
+import MemwarnControl
+import MemwarnMonitor
 import MemwarnSystem
 import UnixSignals
 
@@ -90,7 +91,7 @@ struct AgentCommand: AsyncParsableCommand {
         guard cgroup != nil || minAvailable != nil else { throw ValidationError("give --cgroup PATH, --min-available SIZE, or both") }
         if let cgroup, !cgroup.hasPrefix("/") { throw ValidationError("--cgroup takes an absolute path, such as /system.slice; got \"\(cgroup)\"") }
         if let minAvailable, ByteSize.parse(minAvailable) == nil {
-            throw ValidationError("--min-available: \(ValueWords.notASize(minAvailable)) (a size such as 500M)")
+            throw ValidationError("--min-available: \(InvalidValueMessage.notASize(minAvailable)) (a size such as 500M)")
         }
         guard let timeout = PressurePolicy.parseDuration(askTimeout), timeout >= .milliseconds(10), timeout <= .seconds(60) else {
             throw ValidationError("--ask-timeout takes a duration within 10ms...60s, such as 2s; got \"\(askTimeout)\"")

@@ -1,5 +1,5 @@
 import Foundation
-import Memwarn
+import MemwarnControl
 import MemwarnSystem
 
 #if canImport(Glibc)

@@ -2,7 +2,8 @@ import ArgumentParser
 import CgroupKit
 import Foundation
 import Logging
-import Memwarn
+import MemwarnControl
+import MemwarnMonitor
 import MemwarnSoak
 import MemwarnSystem
 

@@ -1,6 +1,7 @@
 import CgroupKit
 import Foundation
-import Memwarn
+import MemwarnMonitor
+import MemwarnRelease
 import MemwarnSystem
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import CgroupKit
-import Memwarn
+import MemwarnMonitor
 
 /// `memwarn status --all`: every memory cgroup at and below one, one ``StatusReport`` each
 /// (the `systemd-cgtop` view), sorted by path.

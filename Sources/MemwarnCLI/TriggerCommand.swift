@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import Memwarn
+import MemwarnControl
 import MemwarnSystem
 
 /// `memwarn trigger`: ask running processes to release memory now, through their control endpoints.
@@ -58,7 +58,7 @@ struct TriggerCommand: ParsableCommand {
         guard (pid != nil) != all else { throw ValidationError("give either --pid PID or --all") }
         if let pid, pid <= 0 { throw ValidationError("--pid takes a positive process ID; got \(pid)") }
         if let targetBytes, Self.bytes(targetBytes) == nil {
-            throw ValidationError("--target-bytes: \(ValueWords.notASize(targetBytes)) (examples: 0, 67108864, 64M, 1.5G)")
+            throw ValidationError("--target-bytes: \(InvalidValueMessage.notASize(targetBytes)) (examples: 0, 67108864, 64M, 1.5G)")
         }
         if terminateSuspended && level == .warning {
             throw ValidationError("--terminate-suspended always releases at critical; drop --level warning")

@@ -1,5 +1,5 @@
 import Foundation
-import Memwarn
+import MemwarnRelease
 
 /// The text form of one process's release report, as `memwarn trigger` prints it. The sizes are
 /// the endpoint's word (checked when its reply is read): each is shown clamped to 0 and above,

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
-import Memwarn
+import MemwarnMonitor
 import MemwarnSystem
 import ServiceLifecycle
 

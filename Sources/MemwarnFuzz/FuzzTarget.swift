@@ -1,6 +1,8 @@
 import CgroupKit
-import Memwarn
+import MemwarnControl
+import MemwarnMonitor
 import MemwarnSoak
+import MemwarnStores
 import MemwarnSystem
 
 /// One parser under the fuzzer: it gets arbitrary bytes and may throw any of its documented

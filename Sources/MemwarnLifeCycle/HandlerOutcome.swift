@@ -1,4 +1,3 @@
-import Memwarn
 import MemwarnSystem
 
 /// How a callback handler ended.

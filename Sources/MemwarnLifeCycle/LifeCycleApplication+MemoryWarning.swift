@@ -1,4 +1,5 @@
-public import Memwarn
+public import MemwarnMonitor
+public import MemwarnRelease
 import MemwarnSystem
 
 extension LifeCycleApplication: MemoryWarningResponder {

@@ -1,5 +1,5 @@
 public import Logging
-public import Memwarn
+public import MemwarnRelease
 import MemwarnSystem
 
 /// The process's life cycle and its units: `UIApplication` for a Linux service.

@@ -1,4 +1,4 @@
-public import Memwarn
+public import MemwarnRelease
 
 /// Told of a ``LifeCycleApplication``'s or a ``LifeCycleUnit``'s life-cycle events, as `UIApplicationDelegate`
 /// and `UISceneDelegate` are. Every method has an empty default.

@@ -1,3 +1,5 @@
+import MemwarnSystem
+
 /// Why a life-cycle request was refused.
 ///
 /// Match on ``code`` to handle a kind of refusal (new codes may be added); ``message`` says
@@ -36,23 +38,35 @@ public struct LifeCycleError: Error, Sendable, Hashable, CustomStringConvertible
         public var description: String { base.rawValue }
     }
 
+    /// The fields, their description and their equality (shared with the package's other errors).
+    private var backing: ErrorBacking<Code>
+
     /// The kind of refusal.
-    public var code: Code
+    public var code: Code {
+        get { backing.code }
+        set { backing.code = newValue }
+    }
     /// What was refused and why, in words.
-    public var message: String
+    public var message: String {
+        get { backing.message }
+        set { backing.message = newValue }
+    }
     /// The application or unit it concerned, when one is known.
     public var subject: LifeCycleSubject?
     /// The source file that threw it (`#fileID`).
-    public var file: String
+    public var file: String {
+        get { backing.file }
+        set { backing.file = newValue }
+    }
     /// The line that threw it.
-    public var line: Int
+    public var line: Int {
+        get { backing.line }
+        set { backing.line = newValue }
+    }
 
     private init(_ code: Code, _ message: String, subject: LifeCycleSubject?, file: String, line: Int) {
-        self.code = code
-        self.message = message
+        backing = ErrorBacking(code, message, file: file, line: line)
         self.subject = subject
-        self.file = file
-        self.line = line
     }
 
     /// ``Code/illegalTransition``: `subject` cannot go from `from` to `to`; the message names
@@ -149,18 +163,18 @@ public struct LifeCycleError: Error, Sendable, Hashable, CustomStringConvertible
         Self(.unknownUnit, "no unit \(id)", subject: .unit(id), file: file, line: line)
     }
 
-    public var description: String { message }
+    /// The message.
+    public var description: String { backing.description }
 
     /// The message, the code and where it was thrown.
-    public var debugDescription: String { "\(message) [\(code), thrown at \(file):\(line)]" }
+    public var debugDescription: String { backing.debugDescription }
 
     public static func == (lhs: LifeCycleError, rhs: LifeCycleError) -> Bool {
-        lhs.code == rhs.code && lhs.message == rhs.message && lhs.subject == rhs.subject
+        lhs.backing == rhs.backing && lhs.subject == rhs.subject
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(message)
+        hasher.combine(backing)
         hasher.combine(subject)
     }
 }

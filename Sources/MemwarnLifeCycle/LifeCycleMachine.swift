@@ -1,4 +1,4 @@
-import Memwarn
+import MemwarnRelease
 import MemwarnSystem
 
 /// The state of one ``LifeCycleApplication`` or ``LifeCycleUnit`` and the running of its transitions: one at a

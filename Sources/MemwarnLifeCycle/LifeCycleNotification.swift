@@ -1,4 +1,4 @@
-public import Memwarn
+public import MemwarnRelease
 
 /// One life-cycle event, as ``LifeCycleApplication/notifications()`` delivers them.
 public struct LifeCycleNotification: Sendable, Hashable, CustomStringConvertible {

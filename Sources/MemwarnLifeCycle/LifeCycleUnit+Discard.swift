@@ -1,4 +1,4 @@
-public import Memwarn
+public import MemwarnRelease
 
 extension LifeCycleUnit {
     /// Terminates the unit if it is suspended — no `willTerminate`: a suspended unit runs no

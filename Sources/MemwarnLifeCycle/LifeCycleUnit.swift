@@ -1,5 +1,6 @@
 import Logging
-public import Memwarn
+public import MemwarnRelease
+public import MemwarnStores
 import MemwarnSystem
 
 /// One unit of a service with its own life cycle, as a scene is one of an app's: a tenant, a

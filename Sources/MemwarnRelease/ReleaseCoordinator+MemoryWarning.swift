@@ -3,13 +3,7 @@ import MemwarnSystem
 extension ReleaseCoordinator {
     /// The responders registered with a coordinator, held weakly, in registration order.
     struct WarningResponders {
-        final class Entry: @unchecked Sendable {
-            // @unchecked: `responder` is a weak reference written once at init; reads are atomic.
-            weak var responder: (any MemoryWarningResponder)?
-            init(_ responder: any MemoryWarningResponder) { self.responder = responder }
-        }
-
-        var entries: [(id: Int, entry: Entry)] = []
+        var entries: [(id: Int, entry: WeakReference<any MemoryWarningResponder>)] = []
         var nextID = 0
     }
 
@@ -27,8 +21,8 @@ extension ReleaseCoordinator {
     @discardableResult
     public func addWarningResponder(_ responder: any MemoryWarningResponder) -> WarningResponderToken {
         warningResponders.withLock { registry in
-            registry.entries.removeAll { $0.entry.responder == nil }
-            if let existing = registry.entries.first(where: { $0.entry.responder === responder }) {
+            registry.entries.removeAll { $0.entry.object == nil }
+            if let existing = registry.entries.first(where: { $0.entry.object === responder }) {
                 return WarningResponderToken(id: existing.id)
             }
             registry.nextID += 1
@@ -47,8 +41,8 @@ extension ReleaseCoordinator {
     /// The live responders, in registration order.
     var liveWarningResponders: [any MemoryWarningResponder] {
         warningResponders.withLock { registry in
-            registry.entries.removeAll { $0.entry.responder == nil }
-            return registry.entries.compactMap(\.entry.responder)
+            registry.entries.removeAll { $0.entry.object == nil }
+            return registry.entries.compactMap(\.entry.object)
         }
     }
 

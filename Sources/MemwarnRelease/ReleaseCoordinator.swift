@@ -17,14 +17,8 @@ public final class ReleaseCoordinator: Sendable {
     /// The coordinator memwarn's own stores register with.
     public static let shared = ReleaseCoordinator()
 
-    private final class WeakConsumer: @unchecked Sendable {
-        // @unchecked: `consumer` is a weak reference written once at init; reads are atomic.
-        weak var consumer: (any MemoryConsumer)?
-        init(_ consumer: any MemoryConsumer) { self.consumer = consumer }
-    }
-
     private struct State {
-        var consumers: [ObjectIdentifier: WeakConsumer] = [:]
+        var consumers: [ObjectIdentifier: WeakReference<any MemoryConsumer>] = [:]
         var totals = ReleaseTotals()
     }
 
@@ -50,7 +44,7 @@ public final class ReleaseCoordinator: Sendable {
     /// release. It costs a walk of malloc's free lists and of the arena's page counts, a few
     /// milliseconds for a gigabyte.
     public static func returnFreedMemory() {
-        Heap.trim()
+        MallocHeap.trim()
         for returner in memoryReturners.withLock({ $0 }) { returner() }
     }
 
@@ -69,7 +63,7 @@ public final class ReleaseCoordinator: Sendable {
     ///
     /// - Parameter consumer: asked to release in its tier.
     public func register(_ consumer: any MemoryConsumer) {
-        state.withLock { $0.consumers[ObjectIdentifier(consumer)] = WeakConsumer(consumer) }
+        state.withLock { $0.consumers[ObjectIdentifier(consumer)] = WeakReference(consumer) }
     }
 
     /// Removes a consumer.
@@ -82,8 +76,8 @@ public final class ReleaseCoordinator: Sendable {
     /// The live consumers (deallocated ones are dropped from the registry here).
     public var consumers: [any MemoryConsumer] {
         state.withLock { state in
-            state.consumers = state.consumers.filter { $0.value.consumer != nil }
-            return state.consumers.values.compactMap(\.consumer)
+            state.consumers = state.consumers.filter { $0.value.object != nil }
+            return state.consumers.values.compactMap(\.object)
         }
     }
 

@@ -28,18 +28,6 @@ package final class DirectoryLock: Sendable {
 
     deinit { close(descriptor) }
 
-    /// Whether another process holds the lock on `path` now: the lock is tried and, when it
-    /// could be taken, let go at once.
-    ///
-    /// - Throws: ``SystemError`` from `open` (`ENOENT`: the directory is gone) or `flock`.
-    package static func isHeld(_ path: String) throws(SystemError) -> Bool {
-        let descriptor = try Syscall.retrying("open", path: path) { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        defer { close(descriptor) }
-        if tryLock(descriptor) { return false }
-        guard errno == EWOULDBLOCK else { throw SystemError("flock", path: path) }
-        return true
-    }
-
     private static func tryLock(_ descriptor: Int32) -> Bool {
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EINTR else { return false }

@@ -16,8 +16,6 @@ package struct EpollEvents: OptionSet, Sendable, Hashable {
     /// An error on the descriptor (always reported; a PSI trigger whose source went away). The
     /// corresponding C constant is `EPOLLERR`.
     package static let error = EpollEvents(rawValue: EPOLLERR.rawValue)
-    /// The peer hung up (always reported). The corresponding C constant is `EPOLLHUP`.
-    package static let hangUp = EpollEvents(rawValue: EPOLLHUP.rawValue)
     /// Nothing: the descriptor stays registered but reports nothing (a paused source).
     package static let none: EpollEvents = []
 }

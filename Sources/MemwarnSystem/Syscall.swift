@@ -36,10 +36,4 @@ package enum Syscall {
             return nil
         }
     }
-
-    /// For calls that return an error number instead of setting `errno` (`pthread_create`,
-    /// `posix_spawn`): throws unless it is 0.
-    package static func checking(_ call: String, path: String? = nil, _ status: Int32) throws(SystemError) {
-        guard status == 0 else { throw SystemError(call, errno: status, path: path) }
-    }
 }

@@ -1,5 +1,5 @@
 import CgroupKit
-import Memwarn
+import MemwarnMonitor
 import MemwarnTestKit
 
 /// `MemoryAdmission` on cgroup v2 (issue 28, item 17): the headroom below the critical mark of

@@ -1,4 +1,3 @@
-import CLinuxCalls
 import MemwarnSystem
 
 #if canImport(Glibc)
@@ -12,13 +11,9 @@ import Glibc
 /// `/sys/fs/cgroup` is the container's own cgroup, with its `memory.max`. Start it in the pod's
 /// cgroup (``LineChild`` with a cgroup does). Exits 127 with the reason when a step fails.
 enum ContainerEntry {
-    /// `CLONE_NEWCGROUP` and `CLONE_NEWNS` (sched.h declares them only under _GNU_SOURCE).
-    private static let newCgroupNamespace: Int32 = 0x0200_0000
-    private static let newMountNamespace: Int32 = 0x0002_0000
-
     static func run(_ arguments: [String]) -> Never {
         guard let program = arguments.first else { fail("usage: memwarn-v2-scenarios --in-container PROGRAM [ARGS…]") }
-        guard memwarn_unshare(newCgroupNamespace | newMountNamespace) == 0 else { fail("unshare") }
+        do { try Namespaces.unshare([.cgroup, .mount]) } catch { fail("unshare") }
         // Our mounts must not propagate back (initramfs mounts are private already: EINVAL is fine).
         guard mount(nil, "/", nil, UInt(MS_REC | MS_PRIVATE), nil) == 0 || errno == EINVAL else { fail("mount --make-rprivate /") }
         guard umount2("/sys/fs/cgroup", Int32(MNT_DETACH)) == 0 else { fail("umount /sys/fs/cgroup") }

@@ -1,4 +1,4 @@
-import Memwarn
+import MemwarnMonitor
 import MemwarnTestKit
 
 /// `memory.high` throttling reported as pressure, from event-driven sources only: a hog in a

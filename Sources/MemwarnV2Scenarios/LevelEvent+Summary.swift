@@ -1,4 +1,4 @@
-import Memwarn
+import MemwarnMonitor
 
 extension LevelEvent {
     /// The event in a few words for a verdict line: `warning<-normal by memory-events at 13.2% of 256.0 MiB`.

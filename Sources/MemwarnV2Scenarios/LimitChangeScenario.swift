@@ -1,4 +1,3 @@
-import Memwarn
 import MemwarnTestKit
 
 /// A limit lowered at run time (issue 28, item 3), on cgroup v2: `memory.max` cut from 1 GiB to

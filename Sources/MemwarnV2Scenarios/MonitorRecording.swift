@@ -1,4 +1,5 @@
-import Memwarn
+import MemwarnMonitor
+import MemwarnRelease
 import MemwarnSystem
 import MemwarnTestKit
 

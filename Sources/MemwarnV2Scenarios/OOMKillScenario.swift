@@ -1,4 +1,4 @@
-import Memwarn
+import MemwarnMonitor
 
 /// An OOM kill reported as critical: a hog asks for twice its cgroup's 64 MiB `memory.max`.
 /// Usage-based critical is turned off (critical mark above 1) and the full reading pushed out, so

@@ -1,4 +1,4 @@
-import Memwarn
+import MemwarnMonitor
 
 extension PressurePolicy {
     /// The policy the monitor scenarios start from: a re-check every 250 ms while raised and a

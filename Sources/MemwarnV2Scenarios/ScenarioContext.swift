@@ -1,7 +1,6 @@
 import CgroupKit
 import Foundation
 import Logging
-import Memwarn
 import MemwarnSystem
 import MemwarnTestKit
 

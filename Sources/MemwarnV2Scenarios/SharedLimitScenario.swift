@@ -1,5 +1,5 @@
 import Foundation
-import Memwarn
+import MemwarnMonitor
 import MemwarnTestKit
 
 /// Three memwarn services under a limited parent, with the node agent: the v1 shared-limit test

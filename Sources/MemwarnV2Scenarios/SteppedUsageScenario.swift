@@ -1,4 +1,5 @@
-import Memwarn
+import MemwarnMonitor
+import MemwarnRelease
 
 /// Stepped usage under a plain `memory.max`: 60 %, 85 %, 95 %, then 0 % of 64 MiB give warning,
 /// critical and normal. cgroup v2 has no usage thresholds, so these changes are found by

@@ -49,16 +49,34 @@ public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible, 
         public var description: String { base.rawValue }
     }
 
+    /// The fields, their description and their equality (shared with the package's other errors).
+    private var backing: ErrorBacking<Code>
+
     /// The kind of failure.
-    public var code: Code
+    public var code: Code {
+        get { backing.code }
+        set { backing.code = newValue }
+    }
     /// What went wrong, in one line.
-    public var message: String
+    public var message: String {
+        get { backing.message }
+        set { backing.message = newValue }
+    }
     /// The `errno` behind it, when a system call failed.
-    public var errno: Int32?
+    public var errno: Int32? {
+        get { backing.errno }
+        set { backing.errno = newValue }
+    }
     /// The source file that threw it (`#fileID`).
-    public var file: String
+    public var file: String {
+        get { backing.file }
+        set { backing.file = newValue }
+    }
     /// The line that threw it.
-    public var line: Int
+    public var line: Int {
+        get { backing.line }
+        set { backing.line = newValue }
+    }
 
     /// Creates an error.
     ///
@@ -69,11 +87,7 @@ public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible, 
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     public init(_ code: Code, _ message: String, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.message = message
-        self.errno = errno
-        self.file = file
-        self.line = line
+        backing = ErrorBacking(code, message, errno: errno, file: file, line: line)
     }
 
     /// A system call that failed, such as `bind /run/user/0/memwarn/7.sock failed: Permission denied`.
@@ -81,18 +95,13 @@ public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible, 
         self.init(.systemCallFailed, error.description, errno: error.errno, file: file, line: line)
     }
 
-    public var description: String { message }
+    /// The message.
+    public var description: String { backing.description }
 
     /// The message, the code and where it was thrown.
-    public var debugDescription: String { "\(message) [\(code), thrown at \(file):\(line)]" }
+    public var debugDescription: String { backing.debugDescription }
 
-    public static func == (lhs: ControlError, rhs: ControlError) -> Bool {
-        lhs.code == rhs.code && lhs.message == rhs.message && lhs.errno == rhs.errno
-    }
+    public static func == (lhs: ControlError, rhs: ControlError) -> Bool { lhs.backing == rhs.backing }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(message)
-        hasher.combine(errno)
-    }
+    public func hash(into hasher: inout Hasher) { hasher.combine(backing) }
 }

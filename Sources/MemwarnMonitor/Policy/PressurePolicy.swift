@@ -1,3 +1,5 @@
+import MemwarnSystem
+
 /// When memory counts as tight: the marks, the hysteresis and how signals are watched.
 ///
 /// The defaults are those of `Config/memwarn.conf`; ``PressurePolicy/load(file:environment:)``
@@ -119,14 +121,29 @@ public struct PolicyError: Error, Sendable, Hashable, CustomStringConvertible, C
         public var description: String { base.rawValue }
     }
 
+    /// The fields, their description and their equality (shared with the package's other errors).
+    private var backing: ErrorBacking<Code>
+
     /// The kind of failure.
-    public var code: Code
+    public var code: Code {
+        get { backing.code }
+        set { backing.code = newValue }
+    }
     /// What is wrong, naming the file, line and key.
-    public var message: String
+    public var message: String {
+        get { backing.message }
+        set { backing.message = newValue }
+    }
     /// The source file that threw it (`#fileID`).
-    public var file: String
+    public var file: String {
+        get { backing.file }
+        set { backing.file = newValue }
+    }
     /// The line that threw it.
-    public var line: Int
+    public var line: Int {
+        get { backing.line }
+        set { backing.line = newValue }
+    }
 
     /// Creates an error.
     ///
@@ -136,23 +153,16 @@ public struct PolicyError: Error, Sendable, Hashable, CustomStringConvertible, C
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     public init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.message = message
-        self.file = file
-        self.line = line
+        backing = ErrorBacking(code, message, file: file, line: line)
     }
 
-    public var description: String { message }
+    /// The message.
+    public var description: String { backing.description }
 
     /// The message, the code and where it was thrown.
-    public var debugDescription: String { "\(message) [\(code), thrown at \(file):\(line)]" }
+    public var debugDescription: String { backing.debugDescription }
 
-    public static func == (lhs: PolicyError, rhs: PolicyError) -> Bool {
-        lhs.code == rhs.code && lhs.message == rhs.message
-    }
+    public static func == (lhs: PolicyError, rhs: PolicyError) -> Bool { lhs.backing == rhs.backing }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(message)
-    }
+    public func hash(into hasher: inout Hasher) { hasher.combine(backing) }
 }

@@ -1,3 +1,5 @@
+import MemwarnSystem
+
 /// Why a media file could not be decoded, written or reloaded.
 ///
 /// Every error names the file it concerns. Match on ``code`` to handle a kind of failure;
@@ -33,18 +35,39 @@ public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible, Cu
         public var description: String { base.rawValue }
     }
 
+    /// The fields, their description and their equality (shared with the package's other errors).
+    private var backing: ErrorBacking<Code>
+
     /// The kind of failure.
-    public var code: Code
+    public var code: Code {
+        get { backing.code }
+        set { backing.code = newValue }
+    }
     /// What went wrong, in words.
-    public var message: String
+    public var message: String {
+        get { backing.message }
+        set { backing.message = newValue }
+    }
     /// The file concerned.
-    public var path: String
+    public var path: String {
+        get { backing.path ?? "" }
+        set { backing.path = newValue }
+    }
     /// The `errno` behind the failure, when a system call failed.
-    public var errno: Int32?
+    public var errno: Int32? {
+        get { backing.errno }
+        set { backing.errno = newValue }
+    }
     /// The source file that threw it (`#fileID`).
-    public var file: String
+    public var file: String {
+        get { backing.file }
+        set { backing.file = newValue }
+    }
     /// The line that threw it.
-    public var line: Int
+    public var line: Int {
+        get { backing.line }
+        set { backing.line = newValue }
+    }
 
     /// Creates an error.
     ///
@@ -56,27 +79,16 @@ public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible, Cu
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     public init(_ code: Code, _ message: String, path: String, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.message = message
-        self.path = path
-        self.errno = errno
-        self.file = file
-        self.line = line
+        backing = ErrorBacking(code, message, path: path, errno: errno, file: file, line: line)
     }
 
-    public var description: String { "\(path): \(message)" }
+    /// The path and the message.
+    public var description: String { backing.description }
 
     /// The description, the code and where it was thrown.
-    public var debugDescription: String { "\(description) [\(code), thrown at \(file):\(line)]" }
+    public var debugDescription: String { backing.debugDescription }
 
-    public static func == (lhs: MediaError, rhs: MediaError) -> Bool {
-        lhs.code == rhs.code && lhs.message == rhs.message && lhs.path == rhs.path && lhs.errno == rhs.errno
-    }
+    public static func == (lhs: MediaError, rhs: MediaError) -> Bool { lhs.backing == rhs.backing }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(message)
-        hasher.combine(path)
-        hasher.combine(errno)
-    }
+    public func hash(into hasher: inout Hasher) { hasher.combine(backing) }
 }

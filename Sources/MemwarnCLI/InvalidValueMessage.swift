@@ -2,7 +2,7 @@
 /// an option where the value belongs are named as such (the options take the next argument
 /// whatever it is, so that `-5M` is not read as an option and reported as a missing value);
 /// anything else is "not a size".
-enum ValueWords {
+enum InvalidValueMessage {
     /// `"-5M" is negative: a size is 0 bytes or more`, `"--json" is an option, not a size`, or
     /// `"5Q" is not a size`.
     static func notASize(_ text: String) -> String { words(text, "a size", "a size is 0 bytes or more") }
@@ -19,3 +19,7 @@ enum ValueWords {
         return trimmed.first == "-" ? "\"\(text)\" is negative: \(range)" : "\"\(text)\" is not \(kind)"
     }
 }
+
+/// The old name of ``InvalidValueMessage``, for SoakCommand and RunCommand until they are changed
+/// (they are being refactored elsewhere); remove it then.
+typealias ValueWords = InvalidValueMessage
