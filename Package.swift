@@ -60,7 +60,9 @@ let package = Package(
         .library(name: "MemwarnStores", targets: ["MemwarnStores"]),
         // The policy from a swift-configuration ConfigReader, followed while the monitor runs.
         .library(name: "MemwarnConfiguration", targets: ["MemwarnConfiguration"]),
-        .library(name: "MemwarnLifeCycle", targets: ["MemwarnLifeCycle"]),
+        // The life cycle, with the Memwarn module its clients import beside it (the target itself
+        // depends on the layers it uses, not on the umbrella).
+        .library(name: "MemwarnLifeCycle", targets: ["MemwarnLifeCycle", "Memwarn"]),
         .library(name: "CgroupKit", targets: ["CgroupKit"]),
         .executable(name: "memwarn", targets: ["MemwarnCLI"]),
         .executable(name: "memwarn-demo", targets: ["MemwarnDemo"]),
@@ -185,8 +187,10 @@ let package = Package(
         .target(
             name: "MemwarnSoak",
             dependencies: [
-                "Memwarn",
                 "CgroupKit",
+                "MemwarnControl",
+                "MemwarnMonitor",
+                "MemwarnRelease",
                 "MemwarnSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -211,8 +215,6 @@ let package = Package(
         .executableTarget(
             name: "MemwarnCLI",
             dependencies: [
-                // Memwarn: SoakCommand and RunCommand still import the umbrella (to be narrowed).
-                "Memwarn",
                 "MemwarnAgent",
                 "MemwarnControl",
                 "MemwarnMonitor",

@@ -19,7 +19,3 @@ enum InvalidValueMessage {
         return trimmed.first == "-" ? "\"\(text)\" is negative: \(range)" : "\"\(text)\" is not \(kind)"
     }
 }
-
-/// The old name of ``InvalidValueMessage``, for SoakCommand and RunCommand until they are changed
-/// (they are being refactored elsewhere); remove it then.
-typealias ValueWords = InvalidValueMessage

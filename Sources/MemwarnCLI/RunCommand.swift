@@ -3,7 +3,7 @@ import CgroupKit
 import Dispatch
 import Foundation
 import Logging
-import Memwarn
+import MemwarnMonitor
 import MemwarnSoak
 import MemwarnSystem
 import UnixSignals
@@ -67,13 +67,15 @@ struct RunCommand: AsyncParsableCommand {
     func validate() throws {
         guard !command.isEmpty else { throw ValidationError("no command: give it after --, as in memwarn run --memory-max 64M -- CMD") }
         guard let maximum = ByteSize.parse(memoryMax, allowingZero: true) else {
-            throw ValidationError("--memory-max: \(ValueWords.notASize(memoryMax)) (examples: 67108864, 64M, 1.5G)")
+            throw ValidationError("--memory-max: \(InvalidValueMessage.notASize(memoryMax)) (examples: 67108864, 64M, 1.5G)")
         }
         guard maximum >= ByteSize.smallestLimit else {
             throw ValidationError("--memory-max: \(memoryMax) is below the smallest limit, 1M: no command can start under it")
         }
         if let memoryHigh, memoryHigh != "max" {
-            guard let high = ByteSize.parse(memoryHigh) else { throw ValidationError("--memory-high: \(ValueWords.notASize(memoryHigh)) (or max, for none)") }
+            guard let high = ByteSize.parse(memoryHigh) else {
+                throw ValidationError("--memory-high: \(InvalidValueMessage.notASize(memoryHigh)) (or max, for none)")
+            }
             guard high >= ByteSize.smallestLimit else {
                 throw ValidationError("--memory-high: \(memoryHigh) is below the smallest limit, 1M: no command can start under it")
             }

@@ -2,7 +2,7 @@ import ArgumentParser
 import CgroupKit
 import Foundation
 import Logging
-import Memwarn
+import MemwarnMonitor
 import MemwarnSoak
 import MemwarnSystem
 import UnixSignals
@@ -131,7 +131,7 @@ struct SoakCommand: AsyncParsableCommand {
     func validate() throws {
         _ = try limitBytes()
         guard let seconds = Self.parseSeconds(duration) else {
-            throw ValidationError("--duration: \(ValueWords.notADuration(duration)) (examples: 60s, 90, 2m, 1.5h)")
+            throw ValidationError("--duration: \(InvalidValueMessage.notADuration(duration)) (examples: 60s, 90, 2m, 1.5h)")
         }
         guard Self.durationRange.contains(seconds) else {
             throw ValidationError("--duration: \(duration) is out of range: a soak runs from 1s to 24h (86400s)")
@@ -153,7 +153,7 @@ struct SoakCommand: AsyncParsableCommand {
         for (name, text) in [("--ready-after", readyAfter), ("--ready-timeout", readyTimeout as String?)] {
             guard let text else { continue }
             guard let seconds = Self.parseSeconds(text) else {
-                throw ValidationError("\(name): \(ValueWords.notADuration(text)) (examples: 2s, 500ms is 0.5s, 1m)")
+                throw ValidationError("\(name): \(InvalidValueMessage.notADuration(text)) (examples: 2s, 500ms is 0.5s, 1m)")
             }
             guard (0...3_600).contains(seconds) else { throw ValidationError("\(name): \(text) is out of range: it takes 0 to 1h") }
         }
@@ -170,7 +170,7 @@ struct SoakCommand: AsyncParsableCommand {
         var bytes: [UInt64] = []
         for text in texts {
             guard let size = ByteSize.parse(text, allowingZero: true) else {
-                throw ValidationError("\(name): \(ValueWords.notASize(text)) (examples: 256M, 1G\(limits != nil ? "; several: 128M,192M,256M" : ""))")
+                throw ValidationError("\(name): \(InvalidValueMessage.notASize(text)) (examples: 256M, 1G\(limits != nil ? "; several: 128M,192M,256M" : ""))")
             }
             guard size >= ByteSize.smallestLimit else { throw ValidationError("\(name): \(text) is below the smallest limit, 1M") }
             bytes.append(size)

@@ -1,7 +1,8 @@
 package import CgroupKit
 import Foundation
 package import Logging
-package import Memwarn
+import MemwarnControl
+package import MemwarnMonitor
 package import MemwarnSystem
 
 /// A command run in a new cgroup with a memory limit, watched by a ``PressureMonitor``:

@@ -1,6 +1,6 @@
 import CgroupKit
 import Foundation
-import Memwarn
+import MemwarnMonitor
 import MemwarnSystem
 
 /// A leg's load and check: `/bin/sh -c command`, outside the limited cgroup, in a cgroup beside

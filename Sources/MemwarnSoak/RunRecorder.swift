@@ -1,4 +1,4 @@
-package import Memwarn
+package import MemwarnRelease
 import MemwarnSystem
 
 /// What a constrained run records as it goes: its usage samples and its level changes, the one

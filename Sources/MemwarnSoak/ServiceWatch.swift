@@ -1,6 +1,6 @@
 import CgroupKit
 import Foundation
-import Memwarn
+import MemwarnControl
 import MemwarnSystem
 
 /// Reads a soaked service's own telemetry once a second while it runs: memwarn's control endpoint

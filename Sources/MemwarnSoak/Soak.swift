@@ -1,6 +1,7 @@
 import Foundation
 package import Logging
-package import Memwarn
+package import MemwarnMonitor
+package import MemwarnRelease
 import MemwarnSystem
 
 /// `memwarn soak`: a service run under a memory limit twice — with memwarn, and without it (the

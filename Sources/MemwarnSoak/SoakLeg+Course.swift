@@ -1,5 +1,4 @@
 import Foundation
-import Memwarn
 import MemwarnSystem
 
 /// A leg's course from its launch until whatever ended it: the verdict's facts, and what the

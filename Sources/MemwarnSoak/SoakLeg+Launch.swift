@@ -1,6 +1,6 @@
 import CgroupKit
 import Foundation
-import Memwarn
+import MemwarnMonitor
 import MemwarnSystem
 
 /// A leg's service started in its limited cgroup, with what reads it: the demo's event lines, and

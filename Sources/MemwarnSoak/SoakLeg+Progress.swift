@@ -1,4 +1,3 @@
-import Memwarn
 import MemwarnSystem
 
 extension SoakLeg {

@@ -1,7 +1,6 @@
 import CgroupKit
 import Foundation
 import Logging
-import Memwarn
 import MemwarnSystem
 
 /// One run of a soak: the service under one limit, with memwarn or without, its load beside

@@ -26,42 +26,54 @@ public struct MonitorError: Error, Sendable, Hashable, CustomStringConvertible, 
         public var description: String { base.rawValue }
     }
 
+    /// The fields, their description and their equality (shared with the package's other errors).
+    private var backing: ErrorBacking<Code>
+
     /// The kind of failure.
-    public var code: Code
+    public var code: Code {
+        get { backing.code }
+        set { backing.code = newValue }
+    }
     /// What went wrong.
-    public var message: String
+    public var message: String {
+        get { backing.message }
+        set { backing.message = newValue }
+    }
     /// The `errno` behind it, when a system call failed.
-    public var errno: Int32?
+    public var errno: Int32? {
+        get { backing.errno }
+        set { backing.errno = newValue }
+    }
     /// The source file that threw it (`#fileID`).
-    public var file: String
+    public var file: String {
+        get { backing.file }
+        set { backing.file = newValue }
+    }
     /// The line that threw it.
-    public var line: Int
+    public var line: Int {
+        get { backing.line }
+        set { backing.line = newValue }
+    }
 
     init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.message = message
-        self.file = file
-        self.line = line
+        backing = ErrorBacking(code, message, file: file, line: line)
     }
 
     /// A system call the monitor needs failed.
     init(_ error: SystemError, file: String = #fileID, line: Int = #line) {
-        self.init(.systemCallFailed, "the memory monitor cannot run: \(error)", file: file, line: line)
-        errno = error.errno
+        backing = ErrorBacking(.systemCallFailed, "the memory monitor cannot run: \(error)", errno: error.errno, file: file, line: line)
     }
 
-    public var description: String { message }
+    public var description: String { backing.description }
 
     /// The message, the code and where it was thrown.
-    public var debugDescription: String { "\(message) [\(code), thrown at \(file):\(line)]" }
+    public var debugDescription: String { backing.debugDescription }
 
     public static func == (lhs: MonitorError, rhs: MonitorError) -> Bool {
-        lhs.code == rhs.code && lhs.message == rhs.message && lhs.errno == rhs.errno
+        lhs.backing == rhs.backing
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(message)
-        hasher.combine(errno)
+        hasher.combine(backing)
     }
 }
