@@ -6,7 +6,8 @@ import Glibc
 
 /// An inotify instance watching files for modification (`IN_MODIFY`): a kernfs file such as
 /// cgroup v2 `memory.events` raises it when its values change. Notifications coalesce, so a
-/// reader always re-reads the file and compares.
+/// reader always re-reads the file and compares. It may watch directories for new entries too
+/// (``watchEntries(of:)``).
 package struct InotifyWatch: ~Copyable {
     /// The inotify descriptor, readable when events are pending (non-blocking).
     package let descriptor: FileDescriptor
@@ -29,6 +30,16 @@ package struct InotifyWatch: ~Copyable {
             try Syscall.retrying("inotify_add_watch", path: path) { inotify_add_watch(raw, path, UInt32(IN_MODIFY)) }
         }
         descriptor = watch
+    }
+
+    /// Watches `directory` for entries made or moved into it (`IN_CREATE`, `IN_MOVED_TO`): a
+    /// socket bound there, a folder made.
+    ///
+    /// - Throws: ``SystemError`` from `inotify_add_watch` naming `directory` (`ENOENT` while it
+    ///   does not exist).
+    package borrowing func watchEntries(of directory: String) throws(SystemError) {
+        let raw = descriptor.rawValue
+        try Syscall.retrying("inotify_add_watch", path: directory) { inotify_add_watch(raw, directory, UInt32(IN_CREATE | IN_MOVED_TO)) }
     }
 
     /// Reads and discards the pending events.

@@ -207,7 +207,7 @@ extension RunCommandTests {
                 _ = try await Self.records(of: agent, until: Self.event("found"))
                 // Four leases' worth: renewed every third of a second, it never runs out. (Renewed
                 // every second plus the loop's nap, each one did, and the service counted the
-                // parent again between renewals.)
+                // parent again between renewals.) The agent's own clock is the subject: real time passes.
                 try await Task.sleep(for: .seconds(4))
                 agent.signal(SIGTERM)
                 _ = try await agent.exitStatus(within: .seconds(10))

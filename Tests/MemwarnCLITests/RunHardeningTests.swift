@@ -28,7 +28,7 @@ extension RunCommandTests {
             for _ in 0..<250 {
                 let procs = try String(contentsOfFile: directory + "/cgroup.procs", encoding: .utf8)
                 if procs.isEmpty { return true }
-                usleep(20_000)
+                usleep(20_000)  // the kernel's cgroup v1 raises no event when its last process leaves: looked at again
             }
             return false
         }
@@ -196,13 +196,7 @@ extension RunCommandTests {
                     environment: environment)
             }
             // The demo's endpoint: the one socket in the private runtime directory, once it is up.
-            var socket: String?
-            for _ in 0..<500 where socket == nil {
-                socket = ((try? FileManager.default.contentsOfDirectory(atPath: runtime.directory + "/memwarn")) ?? [])
-                    .first { $0.hasSuffix(".sock") }.map { runtime.directory + "/memwarn/" + $0 }
-                if socket == nil { usleep(20_000) }
-            }
-            let path = try #require(socket, "the demo's control endpoint came up")
+            let path = try #require(try Self.controlSocket(in: runtime.directory, within: .seconds(10)), "the demo's control endpoint came up")
             let flood = (0..<120).compactMap { _ in try? RawControlClient(path) }
             #expect(flood.count == 120)
             let answers = flood.map { $0.readToEnd() }  // each is turned away at once or times out at 2 s
@@ -215,6 +209,25 @@ extension RunCommandTests {
             #expect(finished.status == 0, "the demo's exit status: \(finished.standardError.suffix(400))")
             let summary = try #require(lines.last { $0.contains("\"summary\"") })
             #expect(summary.contains("\"lostWrites\":0"), "\(summary)")
+        }
+
+        /// The first socket in `runtime`'s `memwarn` folder, once one is there (at most `limit`):
+        /// the folder's making and its entries are watched (inotify), not looked for again and again.
+        static func controlSocket(in runtime: String, within limit: Duration) throws -> String? {
+            let folder = runtime + "/memwarn"
+            let watch = try InotifyWatch(modificationsOf: [])
+            try watch.watchEntries(of: runtime)
+            var watchingFolder = false
+            let deadline = ContinuousClock.now + limit
+            while true {
+                // Watched before it is read: a socket bound in between is an event.
+                if !watchingFolder { watchingFolder = (try? watch.watchEntries(of: folder)) != nil }
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+                if let name = names.first(where: { $0.hasSuffix(".sock") }) { return folder + "/" + name }
+                guard ContinuousClock.now < deadline else { return nil }
+                _ = try ReadinessPoll.readable([watch.descriptor.rawValue], timeout: deadline - .now)
+                _ = try watch.drain()
+            }
         }
 
         /// Finding 13: unclear errors.

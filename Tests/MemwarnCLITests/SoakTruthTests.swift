@@ -16,7 +16,7 @@ extension RunCommandTests.SoakServiceTests {
         let deadline = ContinuousClock.now + limit
         while !condition() {
             guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(20))
+            try? await Task.sleep(for: .milliseconds(20))  // real processes in /proc, whose start raises no event here: looked at again
         }
         return true
     }

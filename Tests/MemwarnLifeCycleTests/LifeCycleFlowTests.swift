@@ -1,5 +1,6 @@
 import Memwarn
 import MemwarnSystem
+import MemwarnTestKit
 import Testing
 
 @testable import MemwarnLifeCycle
@@ -119,8 +120,16 @@ struct LifeCycleFlowTests {
             open: { 7 }, close: { _ in closed.withLock { $0 += 1 } })
         let unit = try await recorded.app.activateUnit("gina")
         unit.adopt(pool)
+        let borrowing = AsyncCondition(0)
         try await withThrowingTaskGroup(of: Void.self) { group in  // three handles open at once, then idle
-            for _ in 0..<3 { group.addTask { try await pool.withResource { _ in try await Task.sleep(for: .milliseconds(20)) } } }
+            for _ in 0..<3 {
+                group.addTask {
+                    try await pool.withResource { _ in
+                        borrowing.withLock { $0 += 1 }
+                        await borrowing.wait(within: .seconds(10), until: { $0 == 3 })  // each holds its handle until all three are out
+                    }
+                }
+            }
             try await group.waitForAll()
         }
         #expect(pool.idleCount == 3)

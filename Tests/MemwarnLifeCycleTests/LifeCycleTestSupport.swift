@@ -1,6 +1,7 @@
 import Logging
 import Memwarn
 import MemwarnSystem
+import MemwarnTestKit
 import Testing
 
 @testable import MemwarnLifeCycle
@@ -18,7 +19,8 @@ final class Recorder<Subject: AnyObject & Sendable>: LifeCycleDelegate, Sendable
     enum Behaviour: Sendable {
         case completes
         case throwsError
-        /// Sleeps for a minute, ignoring cancellation.
+        /// Runs until the test is over (its application is gone), at most a minute, ignoring
+        /// cancellation.
         case overruns
     }
 
@@ -29,6 +31,8 @@ final class Recorder<Subject: AnyObject & Sendable>: LifeCycleDelegate, Sendable
     private let behaviours: Locked<[LifeCycleCallback: Behaviour]>
     /// Runs inside every callback (after recording it).
     let during = Locked<(@Sendable (LifeCycleCallback, Subject) async -> Void)?>(nil)
+    /// Opened when the test is over: the handlers that overrun end.
+    private let overrunsEnd = AsyncCondition<Bool>()
 
     init(behaviours: [LifeCycleCallback: Behaviour] = [:], state: @escaping @Sendable (Subject) -> LifeCycleState) {
         self.behaviours = Locked(behaviours)
@@ -39,6 +43,8 @@ final class Recorder<Subject: AnyObject & Sendable>: LifeCycleDelegate, Sendable
     var callbacks: [LifeCycleCallback] { calls.map(\.callback) }
     func clear() { recorded.withLock { $0 = [] } }
     func set(_ callback: LifeCycleCallback, _ behaviour: Behaviour) { behaviours.withLock { $0[callback] = behaviour } }
+    /// Lets the handlers that overrun end.
+    func endOverruns() { overrunsEnd.open() }
 
     private func record(_ callback: LifeCycleCallback, _ subject: Subject, restoring: Bool = false) async throws {
         recorded.withLock { $0.append(Call(callback: callback, state: state(subject), restoring: restoring)) }
@@ -47,9 +53,7 @@ final class Recorder<Subject: AnyObject & Sendable>: LifeCycleDelegate, Sendable
         case .completes: return
         case .throwsError: throw Failure()
         case .overruns:
-            // A detached sleep is not cancelled with its waiter: this ignores cancellation
-            // without spinning.
-            await Task.detached { try? await Task.sleep(for: .seconds(60)) }.value
+            await overrunsEnd.wait(within: .seconds(60))  // not ended by cancellation
         }
     }
 
@@ -95,6 +99,12 @@ final class RecordedApplication: Sendable {
         }
     }
 
+    /// The test is over: the handlers that overrun end (rather than a minute on, in the next tests' time).
+    deinit {
+        appRecorder.endOverruns()
+        for recorder in recorders.withLock({ $0.values.flatMap { $0 } }) { recorder.endOverruns() }
+    }
+
     func setUnitBehaviour(_ callback: LifeCycleCallback, _ behaviour: Recorder<LifeCycleUnit>.Behaviour) {
         behaviours.withLock { $0[callback] = behaviour }
         for recorder in recorders.withLock({ $0.values.flatMap { $0 } }) { recorder.set(callback, behaviour) }
@@ -109,33 +119,14 @@ final class RecordedApplication: Sendable {
 /// Collects notifications (through an observer) from the moment it is made, and lets a test
 /// wait for one.
 final class NotificationLog: Sendable {
-    private struct Waiter {
-        var matches: @Sendable (LifeCycleNotification) -> Bool
-        var continuation: CheckedContinuation<LifeCycleNotification?, Never>
-    }
-
-    private struct State {
-        var seen: [LifeCycleNotification] = []
-        var waiters: [Int: Waiter] = [:]
-        var nextID = 0
-    }
-
-    private let state = Locked(State())
+    private let seen = AsyncCondition<[LifeCycleNotification]>([])
 
     init(_ app: LifeCycleApplication) {
-        app.addObserver { [state] notification in
-            let resumed = state.withLock { state in
-                state.seen.append(notification)
-                let ready = state.waiters.filter { $0.value.matches(notification) }
-                for id in ready.keys { state.waiters[id] = nil }
-                return ready.values.map(\.continuation)
-            }
-            for continuation in resumed { continuation.resume(returning: notification) }
-        }
+        app.addObserver { [seen] notification in seen.withLock { $0.append(notification) } }
     }
 
     /// Every notification so far.
-    var notifications: [LifeCycleNotification] { state.withLock { $0.seen } }
+    var notifications: [LifeCycleNotification] { seen.withLock { $0 } }
 
     /// The first notification so far, or from now on, that matches; waits at most `limit`
     /// (a bound against a hang, not a measurement).
@@ -144,23 +135,7 @@ final class NotificationLog: Sendable {
         for what: String, within limit: Duration = .seconds(10),
         _ matches: @escaping @Sendable (LifeCycleNotification) -> Bool
     ) async throws -> LifeCycleNotification {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        let found: LifeCycleNotification? = await withCheckedContinuation { continuation in
-            let already = state.withLock { state -> LifeCycleNotification? in
-                if let found = state.seen.first(where: matches) { return found }
-                state.waiters[id] = Waiter(matches: matches, continuation: continuation)
-                return nil
-            }
-            if let already { continuation.resume(returning: already) }
-            Task { [state] in
-                try? await Task.sleep(for: limit)
-                if let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) { waiter.continuation.resume(returning: nil) }
-            }
-        }
-        guard let found else {
+        guard let found = await seen.wait(within: limit, until: { $0.first(where: matches) }) else {
             throw WaitTimedOut(description: "no notification \(what) within \(limit); seen: \(notifications.map(\.description))")
         }
         return found

@@ -1,6 +1,7 @@
 import Foundation
 import Memwarn
 import MemwarnSystem
+import MemwarnTestKit
 import Testing
 
 @testable import MemwarnLifeCycle
@@ -10,35 +11,16 @@ import Testing
 /// it, through a real coordinator — the release loop's own calls (`deliverMemoryWarning`, then
 /// `release`), on a thread of their own as the release loop makes them.
 @Suite struct MemoryWarningSequenceTests {
-    /// Holds its waiters until opened.
-    final class Gate: Sendable {
-        private let state = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-        func wait() async {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let opened = state.withLock { state in
-                    if !state.open { state.waiters.append(continuation) }
-                    return state.open
-                }
-                if opened { continuation.resume() }
-            }
-        }
-        func open() {
-            let waiters = state.withLock { state in
-                state.open = true
-                defer { state.waiters = [] }
-                return state.waiters
-            }
-            for waiter in waiters { waiter.resume() }
-        }
-    }
-
-    /// What happened, in order, and when.
+    /// What happened, in order.
     final class Timeline: Sendable {
-        private let events = Locked<[(name: String, at: ContinuousClock.Instant)]>([])
-        func note(_ name: String) { events.withLock { $0.append((name, .now)) } }
-        var names: [String] { events.withLock { $0.map(\.name) } }
+        private let events = AsyncCondition<[String]>([])
+        func note(_ name: String) { events.withLock { $0.append(name) } }
+        var names: [String] { events.withLock { $0 } }
         func index(_ name: String) -> Int? { names.firstIndex(of: name) }
-        func time(_ name: String) -> ContinuousClock.Instant? { events.withLock { $0.first { $0.name == name }?.at } }
+        /// Where `name` is, once it happened (at most `limit` from now: a bound against a hang).
+        func index(_ name: String, within limit: Duration) async -> Int? {
+            await events.wait(within: limit) { $0.firstIndex(of: name) }
+        }
     }
 
     /// A consumer whose release is noted on the timeline.
@@ -96,19 +78,22 @@ import Testing
         let coordinator = ReleaseCoordinator(trimsHeap: false)
         let (recorded, consumer) = try await Self.application(timeline, coordinator: coordinator)
         defer { withExtendedLifetime(consumer) {} }
-        // As filed (60 ms, 60 ms, a budget of 100 ms), ten times longer: the two do not fit in it.
+        // As filed (60 ms, 60 ms, a budget of 100 ms), the two do not fit in the budget: here the
+        // application's delegate runs until it is cut off (at its half), the unit's until this
+        // test lets it end, whatever the cut-off.
         recorded.appRecorder.during.withLock { during in
             during = { callback, _ in
                 guard callback == .didReceiveMemoryWarning else { return }
                 timeline.note("application told")
-                try? await Task.sleep(for: .milliseconds(600))
+                try? await waitForCancellation(within: .seconds(10))
             }
         }
+        let unitMayEnd = AsyncCondition<Bool>()
         recorded.recorder("unit")?.during.withLock { during in
             during = { callback, _ in
                 guard callback == .didReceiveMemoryWarning else { return }
                 timeline.note("unit told")
-                await Task.detached { try? await Task.sleep(for: .milliseconds(600)) }.value  // ignores the cut-off
+                await unitMayEnd.wait(within: .seconds(10))  // ignores the cut-off
                 timeline.note("unit done")
             }
         }
@@ -120,11 +105,11 @@ import Testing
         #expect(timeline.index("notification").map { $0 < release } == true, "the notification before the release: \(names)")
         #expect(
             timeline.index("unit overran").map { $0 < release } == true,
-            "600 + 600 ms do not fit in 1 s: the unit still running when the release starts is reported: \(names)")
-        // The unit's handler, cut off, ends on its own (600 ms in all): after the release, which did not wait for it.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while timeline.index("unit done") == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        let done = try #require(timeline.index("unit done"), "the cut-off handler never ended: \(timeline.names)")
+            "the two do not fit in 1 s: the unit still running when the release starts is reported: \(names)")
+        // The unit's handler, cut off, ends when let: after the release, which did not wait for it
+        // (had it waited, the handler would have ended first, at its 10 s bound).
+        unitMayEnd.open()
+        let done = try #require(await timeline.index("unit done", within: .seconds(10)), "the cut-off handler never ended: \(timeline.names)")
         #expect(done > release, "the release did not wait for the late unit: \(timeline.names)")
     }
 
@@ -157,14 +142,14 @@ import Testing
         let log = NotificationLog(recorded.app)
         try await recorded.app.launch()
         let unit = try await recorded.app.activateUnit("saving")
-        let gate = Gate()
-        let steps = Locked<[String]>([])
+        let gate = AsyncCondition<Bool>()
+        let steps = AsyncCondition<[String]>([])
         recorded.recorder("saving")?.during.withLock { during in
             during = { callback, _ in
                 switch callback {
                 case .didEnterBackground:
                     steps.withLock { $0.append("saving") }
-                    await gate.wait()
+                    await gate.wait(within: .seconds(10))
                     steps.withLock { $0.append("saved") }
                 case .didReceiveMemoryWarning:
                     steps.withLock { $0.append("warned") }
@@ -174,7 +159,7 @@ import Testing
         }
         recorded.setUnitBehaviour(.didEnterBackground, .completes)
         let moving = Task { try await unit.advance(to: .background) }
-        while !steps.withLock({ $0.contains("saving") }) { try await Task.sleep(for: .milliseconds(5)) }
+        try #require(await steps.wait(within: .seconds(10), until: { $0.contains("saving") }), "the unit began to save")
 
         await recorded.app.didReceiveMemoryWarning(level: .warning)
         #expect(steps.withLock { $0 } == ["saving"], "the warning returned while the unit was still saving")
@@ -185,8 +170,7 @@ import Testing
 
         gate.open()
         try await moving.value
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !steps.withLock({ $0.contains("warned") }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        await steps.wait(within: .seconds(10), until: { $0.contains("warned") })
         #expect(steps.withLock { $0 } == ["saving", "saved", "warned"], "told after the transition, not dropped")
     }
 
@@ -198,6 +182,8 @@ import Testing
             let memoryWarningDeadline: Duration
             let timeline: Timeline
             let returns: Bool
+            /// Opened at the end of the test's round: one that does not return ends then.
+            let ends = AsyncCondition<Bool>()
             init(deadline: Duration, timeline: Timeline, returns: Bool) {
                 memoryWarningDeadline = deadline
                 self.timeline = timeline
@@ -205,7 +191,7 @@ import Testing
             }
             func didReceiveMemoryWarning(level: MemoryPressureLevel) async {
                 timeline.note("responder told")
-                if !returns { await Task.detached { try? await Task.sleep(for: .seconds(60)) }.value }
+                if !returns { await ends.wait(within: .seconds(60)) }
                 timeline.note("responder returned")
             }
         }
@@ -232,6 +218,7 @@ import Testing
                 #expect(delivery.overran == 1 && timeline.index("responder returned") == nil && timeline.index("release") != nil, "\(names)")
                 #expect(ContinuousClock.now - began < .seconds(30), "not waited for past twice its deadline (and a busy machine)")
             }
+            responder.ends.open()
             withExtendedLifetime((consumer, responder)) {}
         }
     }
@@ -248,7 +235,8 @@ import Testing
         try await recorded.app.launch()
         let unit = try await recorded.app.activateUnit("slow")
         // Each callback's beginning and end, in the order they happened.
-        let steps = Locked<[(callback: LifeCycleCallback, begins: Bool)]>([])
+        let steps = AsyncCondition<[(callback: LifeCycleCallback, begins: Bool)]>([])
+        let slowMayEnd = AsyncCondition<Bool>()
         let first = Locked(true)
         recorded.recorder("slow")?.during.withLock { during in
             during = { callback, _ in
@@ -260,8 +248,8 @@ import Testing
                         return isFirst
                     }
                 if isFirstWarning {
-                    // 2 s, ignoring cancellation: cut off at 100 ms.
-                    await Task.detached { try? await Task.sleep(for: .seconds(2)) }.value
+                    // Until this test lets it end, ignoring cancellation: cut off at 100 ms.
+                    await slowMayEnd.wait(within: .seconds(10))
                 }
                 steps.withLock { $0.append((callback, false)) }
             }
@@ -269,12 +257,11 @@ import Testing
         await recorded.app.didReceiveMemoryWarning(level: .warning)
         #expect(steps.withLock { !$0.contains { !$0.begins } }, "the warning returned at its budget, its handler still running")
         await recorded.app.didReceiveMemoryWarning(level: .warning)  // the slow one still runs: this one waits, detached
-        try await unit.advance(to: .background)
+        let moving = Task { try await unit.advance(to: .background) }  // waits for both
+        slowMayEnd.open()
+        try await moving.value
         // Every callback begun has ended (the slow one included), bounded against a hang.
-        let deadline = ContinuousClock.now + .seconds(5)
-        while steps.withLock({ $0.filter(\.begins).count != $0.filter { !$0.begins }.count }), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        await steps.wait(within: .seconds(5), until: { $0.filter(\.begins).count == $0.filter { !$0.begins }.count })
         let seen = steps.withLock { $0 }
         #expect(
             seen.filter(\.begins).map(\.callback) == [.didReceiveMemoryWarning, .didReceiveMemoryWarning, .willResignActive, .didEnterBackground],

@@ -1,5 +1,6 @@
 import Memwarn
 import MemwarnSystem
+import MemwarnTestKit
 import Testing
 
 @testable import MemwarnLifeCycle
@@ -189,7 +190,7 @@ struct SeedFidelityTests {
     func anEventPastTheBackgroundTimeIsCancelled() async throws {
         let recorded = RecordedApplication(configuration: LifeCycleConfiguration(backgroundTaskTime: .milliseconds(50)))
         await #expect(throws: CancellationError.self) {
-            try await recorded.app.deliverBackgroundEvent(to: "u") { _ in try await Task.sleep(for: .seconds(60)) }
+            try await recorded.app.deliverBackgroundEvent(to: "u") { _ in try await waitForCancellation(within: .seconds(10)) }
         }
         #expect(recorded.app.unit("u")?.backgroundTasks.isEmpty == true)
     }

@@ -77,26 +77,28 @@ import Glibc
 
     /// `HTTPGet.get` with `timeout` on a thread of its own; the server is stopped after `patience`
     /// whatever happened, so that a client that would read forever ends all the same.
-    static func get(from peer: EndlessPeer, timeout: Duration, patience: Duration) async -> (result: Result<HTTPGet.Response, SystemError>, took: Duration) {
+    static func get(
+        from peer: EndlessPeer, timeout: Duration, patience: Duration
+    ) async throws -> (result: Result<HTTPGet.Response, SystemError>, took: Duration) {
         let address = HTTPGet.Address(host: "127.0.0.1", port: peer.port, path: "/metrics")
         let started = ContinuousClock.now
         let exchange = Task.detached { () -> Result<HTTPGet.Response, SystemError> in
             do throws(SystemError) { return .success(try HTTPGet.get(address, timeout: timeout)) } catch { return .failure(error) }
         }
-        let watchdog = Task.detached {
-            guard (try? await Task.sleep(for: patience)) != nil else { return }  // cancelled: the exchange ended
-            peer.stop()
+        let ended = ConditionLock(false)
+        try SystemThread.start(name: "test-watchdog") {
+            if ended.wait(timeout: patience, until: { $0 ? true : nil }) == nil { peer.stop() }  // else the exchange ended
         }
         let result = await exchange.value
         let took = ContinuousClock.now - started
-        watchdog.cancel()
+        ended.withLock { $0 = true }
         peer.stop()
         return (result, took)
     }
 
     @Test func anEndlessBodyIsCutAtItsBoundNotReadUntilTheDeadline() async throws {
         let peer = try EndlessPeer(head: "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n", filler: "requests_shed_total 1\n")
-        let (result, took) = await Self.get(from: peer, timeout: .seconds(5), patience: .seconds(15))
+        let (result, took) = try await Self.get(from: peer, timeout: .seconds(5), patience: .seconds(15))
         let response = try result.get()
         #expect(response.status == 200)
         // Cut at its bound, not ended by the deadline (that would be a timeout error, not a reply):
@@ -110,7 +112,7 @@ import Glibc
 
     @Test func anEndlessHeadIsNotHTTPAndIsCutAtItsBound() async throws {
         let peer = try EndlessPeer(head: "HTTP/1.0 200 OK\r\n", filler: "X-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n")
-        let (result, took) = await Self.get(from: peer, timeout: .seconds(5), patience: .seconds(15))
+        let (result, took) = try await Self.get(from: peer, timeout: .seconds(5), patience: .seconds(15))
         guard case .failure(let error) = result else {
             Issue.record("a head with no end was taken for a reply: \(result)")
             return

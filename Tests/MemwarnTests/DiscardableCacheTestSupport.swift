@@ -1,5 +1,6 @@
 import Memwarn
 import MemwarnSystem
+import MemwarnTestKit
 import Synchronization
 import Testing
 
@@ -140,17 +141,12 @@ enum CacheFixtures {
     /// Runs `body` on a detached task and reports whether it finished within `limit`; a
     /// deadlocked body is left blocked instead of hanging the test run.
     static func finishes(within limit: Duration = .seconds(10), _ body: @escaping @Sendable () -> Void) async -> Bool {
-        let flag = Flag()
+        let finished = AsyncCondition<Bool>()
         Task.detached {
             body()
-            flag.set()
+            finished.open()
         }
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if flag.isSet { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return flag.isSet
+        return await finished.wait(within: limit)
     }
 
     /// Values gathered from several threads.

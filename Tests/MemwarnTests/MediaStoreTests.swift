@@ -1,5 +1,6 @@
 import Memwarn
-import Synchronization
+import MemwarnSystem
+import MemwarnTestKit
 import Testing
 
 @testable import MemwarnRelease
@@ -95,24 +96,20 @@ struct MediaStoreTests {
         defer { directory.remove() }
         let store = MediaStore(coordinator: nil)
         let asset = try store.add("photo", path: Self.square(directory, "photo.ppm", side: 16))
-        let flags = Flags()
+        let inside = AsyncCondition<Bool>()
+        let leave = ConditionLock(false)
         let user = Task.detached {
             try asset.withPixels { _, _, _ in
-                flags.inside.store(true, ordering: .releasing)
-                while !flags.leave.load(ordering: .acquiring) { usleep(1000) }
+                inside.open()
+                _ = leave.wait(timeout: .seconds(10)) { $0 ? true : nil }  // blocks its thread, as a user's work does
             }
         }
-        while !flags.inside.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+        try #require(await inside.wait(within: .seconds(10)), "the other thread is inside withPixels")
         #expect(store.release(Self.everything) == 0)
         #expect(asset.isResident)
-        flags.leave.store(true, ordering: .releasing)
+        leave.withLock { $0 = true }
         try await user.value
         #expect(store.release(Self.everything) == 16 * 16 * 4)
-    }
-
-    final class Flags: Sendable {
-        let inside = Atomic(false)
-        let leave = Atomic(false)
     }
 
     @Test func releaseGoesLargestFirstAndStopsAtTheTarget() throws {

@@ -195,6 +195,9 @@ struct ResourcePoolTests {
                         let now = borrowers.current.add(1, ordering: .relaxed).newValue
                         borrowers.peak.max(now, ordering: .relaxed)
                         #expect(writesOneByte(fd))
+                        // Held a while so that the others try to get past the maximum: a borrower that
+                        // queues raises no event (one that waits for "all asked" misses the hop
+                        // between asking and queueing, and the test no longer sees a fourth let in).
                         try await Task.sleep(for: .milliseconds(2))
                         borrowers.current.subtract(1, ordering: .relaxed)
                     }
@@ -214,7 +217,7 @@ struct ResourcePoolTests {
         let pool = fixture.pool(maximumCount: 1)
         try await pool.withResource { _ in
             let waiter = Task { try await pool.withResource { _ in } }
-            while pool.waitingCount == 0 { try await Task.sleep(for: .milliseconds(1)) }
+            while pool.waitingCount == 0 { try await Task.sleep(for: .milliseconds(1)) }  // the pool raises no event when a borrower queues
             waiter.cancel()
             await #expect(throws: CancellationError.self) { try await waiter.value }
             #expect(pool.waitingCount == 0)
