@@ -31,6 +31,8 @@
 //   MemwarnTestKit  real test cgroups (v1, and made with mkdir for the v2 VM), memwarn-hog, children
 //                   spoken to by lines and JSON lines, sibling products: for tests, benchmarks, the VM
 //   MemwarnTestTraits  Swift Testing tags and conditions: a run that cannot make cgroups skips with the reason
+//   MemwarnTestFixtures  what the test targets share in process: synthetic hosts of plain files (v2, v1, a pod),
+//                   a fake consumer and the cache fixtures, a scratch directory, the test logger and waits
 //   memwarn-hog     a child process that holds as much memory as it is told
 //   memwarn-release-probe  a child process holding caches, media and handles to release (tests)
 //   memwarn-lifecycle-probe  a child process whose sessions are units (tests)
@@ -38,8 +40,10 @@
 //   memwarn-v2-scenarios  the cgroup v2 scenarios, run as a static executable inside a VM (Scripts/v2-vm-test)
 //   memwarn-fuzz    every parser under libFuzzer (Scripts/fuzz), or a replay of inputs (tests)
 // A target of this package depends on the layers it uses, not on the umbrella Memwarn, so that
-// Scripts/check-layers sees them; memwarn-demo and the probes import Memwarn as a service does
-// (MemwarnCLI too, until SoakCommand and RunCommand name their layers).
+// Scripts/check-layers sees them; memwarn-demo and the probes import Memwarn as a service does.
+// A test target a module: CgroupKitTests, MemwarnSystemTests, MemwarnReleaseTests, MemwarnStoresTests,
+// MemwarnMonitorTests, MemwarnControlTests, MemwarnConfigurationTests, MemwarnAgentTests (in process, on
+// fixtures), MemwarnLifeCycleTests, and MemwarnCLITests (the executables, and the soak).
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -180,6 +184,19 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "MemwarnTestFixtures",
+            dependencies: [
+                "CgroupKit",
+                "MemwarnMonitor",
+                "MemwarnRelease",
+                "MemwarnStores",
+                "MemwarnSystem",
+                "MemwarnTestKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "MemwarnAgent",
             dependencies: ["CgroupKit", "MemwarnControl", "MemwarnMonitor", "MemwarnRelease", "MemwarnSystem"],
             swiftSettings: strictSettings
@@ -279,7 +296,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CgroupKitTests",
-            dependencies: ["CgroupKit"],
+            dependencies: ["CLibcgroup", "CgroupKit", "MemwarnTestKit", "MemwarnTestTraits"],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
@@ -289,25 +306,75 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "MemwarnTests",
+            name: "MemwarnReleaseTests",
+            dependencies: ["CgroupKit", "MemwarnMonitor", "MemwarnRelease", "MemwarnStores", "MemwarnTestFixtures"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "MemwarnStoresTests",
+            dependencies: ["MemwarnRelease", "MemwarnStores", "MemwarnSystem", "MemwarnTestFixtures", "MemwarnTestKit"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "MemwarnMonitorTests",
             dependencies: [
-                "CLibcgroup",
                 "CgroupKit",
-                "MemwarnConfiguration",
-                "Memwarn",
+                "MemwarnMonitor",
+                "MemwarnRelease",
+                "MemwarnSystem",
+                "MemwarnTestFixtures",
+                "MemwarnTestKit",
+                "MemwarnTestTraits",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "MemwarnControlTests",
+            dependencies: [
+                "CgroupKit",
                 "MemwarnControl",
                 "MemwarnMonitor",
                 "MemwarnRelease",
                 "MemwarnStores",
                 "MemwarnSystem",
+                "MemwarnTestFixtures",
+                "MemwarnTestKit",
+                "MemwarnTestTraits",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "MemwarnConfigurationTests",
+            dependencies: [
+                "CgroupKit",
+                "MemwarnConfiguration",
+                "MemwarnMonitor",
+                "MemwarnSystem",
+                "MemwarnTestFixtures",
                 "MemwarnTestKit",
                 "MemwarnTestTraits",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "MemwarnAgentTests",
+            dependencies: [
+                "CgroupKit",
+                "MemwarnAgent",
+                "MemwarnControl",
+                "MemwarnMonitor",
+                "MemwarnRelease",
+                "MemwarnSystem",
+                "MemwarnTestFixtures",
+                "MemwarnTestKit",
             ],
             swiftSettings: strictSettings
         ),
@@ -328,7 +395,6 @@ let package = Package(
         .testTarget(
             name: "MemwarnCLITests",
             dependencies: [
-                "MemwarnAgent",
                 "MemwarnTestKit",
                 "MemwarnTestTraits",
                 "CgroupKit",

@@ -1,0 +1,86 @@
+import CgroupKit
+import MemwarnControl
+import MemwarnMonitor
+import MemwarnRelease
+import MemwarnSystem
+import MemwarnTestFixtures
+import MemwarnTestKit
+import Testing
+
+@testable import MemwarnAgent
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The node agent in this process, on fixtures: a pod of plain files (a parent `/pod` limited to
+/// 256 MiB, this process's service in `/pod/app` below it) and the service's real control
+/// endpoint in a scratch directory. No cgroup is made and no child is started; the agent's
+/// search, lease, crossing, round, ask and end are the real ones, and so is the service's
+/// monitor reading the same files.
+struct InProcessAgentTests {
+    static let mebibyte: UInt64 = 1 << 20
+
+    @Test(.timeLimit(.minutes(1))) func theAgentFindsLeasesAndAsksTheServiceUnderItsParentAndEndsTheLeaseWhenItStops() async throws {
+        let host = try SharedParentHost(parentLimit: 256 * Self.mebibyte)
+        try host.setUsage(parent: 100 * Self.mebibyte, app: 40 * Self.mebibyte)
+        try host.placeProcess(getpid())
+        var configuration = MonitorConfiguration(environment: [:])
+        configuration.files = host.files
+        configuration.watchesPressureStall = false
+        let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
+        let coordinator = ReleaseCoordinator(trimsHeap: false)
+        let consumer = CacheFixtures.FakeConsumer("cache", tier: .caches, footprint: Int(64 * Self.mebibyte))
+        coordinator.register(consumer)
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let directory = scratch.file("memwarn")
+        let control = ControlService(monitor: monitor, coordinator: coordinator, directory: directory, environment: [:], logger: testLogger)
+        try await withRunningMonitor(monitor) { iterator in
+            _ = try await next(&iterator)
+            let running = Task { await control.run() }
+            defer { running.cancel() }
+            _ = try #require(await control.started(), "the service's endpoint")
+            let records = Locked<[AgentRecord]>([])
+            let stop = Locked(false)
+            let ended = AsyncCondition<Bool>()
+            let parent = CgroupLocation(version: .v2, mountPoint: "/sys/fs/cgroup", path: "/pod")
+            let agent = ThreadConfined(
+                NodeAgent(
+                    configuration: AgentConfiguration(parent: parent, minAvailableBytes: nil, controlDirectories: [directory], policy: PressurePolicy()),
+                    files: host.files
+                ) { record in records.withLock { $0.append(record) } })
+            try SystemThread.start(name: "test-agent") {
+                do {
+                    try agent.value.run { stop.withLock { $0 } }
+                } catch {
+                    var failed = AgentRecord("failed")
+                    failed.reason = "\(error)"
+                    records.withLock { [failed] in $0.append(failed) }
+                }
+                ended.open()
+            }
+            func events() -> [String] { records.withLock { $0.map(\.event) } }
+
+            try await waitUntil(within: .seconds(10), "the service found and leased the parent") {
+                monitor.coordinatedCgroups == ["/pod": getpid()]
+            }
+            let found = try #require(records.withLock { $0.first { $0.event == "found" } }, "\(events())")
+            #expect(found.pid == getpid() && found.cgroup == "/pod/app", "\(found)")
+
+            // Siblings take the parent past its warning mark: the agent asks its one service.
+            try host.setUsage(parent: 218 * Self.mebibyte, app: 40 * Self.mebibyte)
+            try await waitUntil(within: .seconds(10), "the agent's ask answered") { events().contains("ask") }
+            try host.setUsage(parent: 150 * Self.mebibyte, app: 40 * Self.mebibyte)
+            let ask = try #require(records.withLock { $0.first { $0.event == "ask" } })
+            #expect(ask.pid == getpid() && ask.level == "warning", "\(ask)")
+            #expect(consumer.requests.first?.tier == .caches, "the service released from its first tier: \(consumer.requests)")
+
+            stop.withLock { $0 = true }
+            #expect(await ended.wait(within: .seconds(10)), "the agent ended within 10 s of being told")
+            #expect(events().first == "started" && events().last == "stopped", "\(events())")
+            #expect(events().contains("crossing"), "\(events())")
+            #expect(monitor.coordinatedCgroups.isEmpty, "a stopping agent ends its leases: the parent counts again at once")
+        }
+    }
+}

@@ -1,0 +1,138 @@
+import CgroupKit
+import MemwarnTestFixtures
+import Testing
+
+@testable import MemwarnMonitor
+@testable import MemwarnRelease
+
+/// The usage sampler's own logic, driven by hand on a synthetic host's files (no kernel, no
+/// engine): when it reads, what a reading says, and how guarded mode and the slack behave.
+struct UsageSamplingTests {
+    static let limit: UInt64 = 128 << 20
+
+    static func sampler(_ host: SyntheticHost, policy: PressurePolicy = PressurePolicy()) throws -> UsageSampling {
+        try UsageSampling(cgroup: host.cgroup, measuresSystem: false, policy: policy, files: host.files, because: "a test")
+    }
+
+    static func snapshot(_ host: SyntheticHost, _ fraction: Double) -> PressureSnapshot {
+        PressureSnapshot(
+            time: .zero, cgroup: host.cgroup, usageBytes: UInt64(Double(host.limit) * fraction),
+            limit: EffectiveLimit(bytes: host.limit, file: "memory.max", cgroupPath: "/app"), system: nil, pressure: nil, pressureFile: nil)
+    }
+
+    static func isWake(_ report: PressureSourceReport, _ signal: PressureSignal) -> Bool {
+        if case .wake(.normal, let seen, _) = report { return seen == signal }
+        return false
+    }
+
+    static func isQuiet(_ report: PressureSourceReport) -> Bool {
+        if case .quiet = report { return true }
+        return false
+    }
+
+    @Test func continuousSamplingWakesOnAThresholdCrossingAndWaitsByTheDistanceToTheNextMark() throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        let sampler = try Self.sampler(host)
+        let start = ContinuousClock.now
+        try sampler.observe(Self.snapshot(host, 0.5), at: start)
+        let next = try #require(sampler.nextRead(after: start))
+        let expected = Double(Self.limit) * 0.3 / Double(1 << 30)  // 30 % of 128 MiB to the warning mark, at 1 GiB/s
+        #expect(abs((next - start).seconds - expected) < 0.001, "\(next - start)")
+        try host.setUsage(0.5)
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(20))))
+        try host.setUsage(0.56)
+        #expect(Self.isWake(sampler.sample(at: start + .milliseconds(40)), .usageSample), "across the 55 % threshold")
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(60))), "the same side: nothing new")
+    }
+
+    @Test func aFallCountsOnlyOnceUsageIsASlackBelowTheThreshold() throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        let sampler = try Self.sampler(host)
+        let start = ContinuousClock.now
+        try sampler.observe(Self.snapshot(host, 0.56), at: start)
+        try host.setUsage(0.545)  // below 55 %, within 1 % of it
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(10))))
+        try host.setUsage(0.535)
+        #expect(Self.isWake(sampler.sample(at: start + .milliseconds(20)), .usageSample))
+    }
+
+    @Test func aFullReadingIsDueOncePerPollInterval() throws {
+        let host = try SyntheticHost(limit: Self.limit, usage: 0)
+        let sampler = try Self.sampler(host)
+        let start = ContinuousClock.now
+        try sampler.observe(Self.snapshot(host, 0), at: start)
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(500))))
+        #expect(Self.isWake(sampler.sample(at: start + .seconds(1)), .poll))
+    }
+
+    @Test func withAdaptiveSamplingOffItPollsEveryPollInterval() throws {
+        var policy = PressurePolicy()
+        policy.worstCaseGrowthBytesPerSecond = 0
+        let host = try SyntheticHost(limit: Self.limit)
+        let sampler = try Self.sampler(host, policy: policy)
+        #expect(sampler.description.hasPrefix("poll /sys/fs/cgroup/app/memory.current every 1s"), "\(sampler.description)")
+        let start = ContinuousClock.now
+        try sampler.observe(Self.snapshot(host, 0.79), at: start)
+        #expect(sampler.nextRead(after: start) == start + .seconds(1))
+    }
+
+    /// A sampler in guarded mode (the kernel's thresholds registered), its band, and the warning mark.
+    static func guarded() throws -> (host: SyntheticHost, sampler: UsageSampling, band: UInt64, mark: UInt64) {
+        let host = try SyntheticHost(limit: limit)
+        let sampler = try Self.sampler(host)
+        sampler.enterGuardedMode(for: ["\(host.cgroup.path)|memory.max"])
+        return (host, sampler, sampler.guardBand(capacity: limit), UInt64(Double(limit) * 0.8))
+    }
+
+    static func snapshot(_ host: SyntheticHost, bytes: UInt64) -> PressureSnapshot { snapshot(host, Double(bytes) / Double(host.limit)) }
+
+    @Test func guardedSamplingReadsOnlyInABandAndWakesOnASecondLookAtACrossing() throws {
+        let (host, sampler, band, mark) = try Self.guarded()
+        let start = ContinuousClock.now
+        try sampler.observe(Self.snapshot(host, 0.5), at: start)
+        #expect(sampler.nextRead(after: start) == nil, "far below every mark: no sampling")
+
+        try sampler.observe(Self.snapshot(host, bytes: mark - band / 2), at: start)
+        #expect(sampler.nextRead(after: start) == start + .milliseconds(5))
+        try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark - band / 2))
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(5))))
+        #expect(sampler.nextRead(after: start) == start + .milliseconds(10), "unchanged: the wait doubles")
+
+        try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark + 4096))
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(15))), "first look: the kernel may report it yet")
+        #expect(sampler.nextRead(after: start) == start + .milliseconds(5), "looked at again soon")
+        #expect(Self.isWake(sampler.sample(at: start + .milliseconds(20)), .usageSample), "second look: unreported")
+    }
+
+    @Test func aCrossingTheKernelReportedMeanwhileIsNotReportedAgain() throws {
+        let (host, sampler, _, mark) = try Self.guarded()
+        let start = ContinuousClock.now
+        try sampler.observe(Self.snapshot(host, 0.79), at: start)
+        try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark + 4096))
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(5))))
+        try sampler.observe(Self.snapshot(host, bytes: mark + 4096), at: start + .milliseconds(6))  // the kernel's event
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(10))))
+    }
+
+    @Test func leavingABandDownwardsKeepsSamplingForASecondBandWidth() throws {
+        let (host, sampler, band, mark) = try Self.guarded()
+        let start = ContinuousClock.now
+        try sampler.observe(Self.snapshot(host, bytes: mark - band / 2), at: start)
+        #expect(sampler.nextRead(after: start) != nil)
+        try sampler.observe(Self.snapshot(host, bytes: mark - band * 3 / 2), at: start)
+        #expect(sampler.nextRead(after: start) != nil, "just out of the band: still sampled")
+        try sampler.observe(Self.snapshot(host, bytes: mark - band * 5 / 2), at: start)
+        #expect(sampler.nextRead(after: start) == nil, "two band widths below: the kernel's guard sees a return")
+    }
+
+    @Test func aNewLimitMovesEveryMark() throws {
+        let host = try SyntheticHost(limit: Self.limit)
+        let sampler = try Self.sampler(host)
+        let start = ContinuousClock.now
+        try sampler.observe(Self.snapshot(host, 0.5), at: start)  // 64 MiB of 128: far below 80 %
+        var halved = Self.snapshot(host, 0.5)
+        halved.limit?.bytes = Self.limit / 2  // the same usage is now the whole limit
+        try sampler.observe(halved, at: start)
+        #expect(sampler.nextRead(after: start) == start + SamplingRule.shortestInterval, "at the new limit: read as often as allowed")
+    }
+}
