@@ -20,8 +20,9 @@ import Glibc
 /// what a deadline does is then tested synchronously, by moving the clock, not by waiting.
 package final class EventLoop: @unchecked Sendable {
     // @unchecked: `handlers`, `deadlines`, `nextTag`, `nextDeadline` and `state` are touched only
-    // on the loop's thread (asserted); `inbox` is guarded by its lock; `owner` is written once,
-    // before the loop's first turn, by the thread that runs it, and read by it.
+    // on the loop's thread (asserted); `inbox` is guarded by its lock; `owner` is written by the
+    // thread that turns the loop before its turn — once by `run`, at each call by `drive` (a test's
+    // one caller) — and read by it.
 
     /// A watched descriptor, for ``rewatch(_:for:)`` and ``unwatch(_:)``.
     package struct Registration: Hashable, Sendable {
@@ -51,6 +52,8 @@ package final class EventLoop: @unchecked Sendable {
     private var nextTag: UInt64 = 1
     private var nextDeadline: UInt64 = 1
     private var state = State.idle
+    /// Turned by ``drive()`` (a test), never by ``run(_:)``.
+    private var isDriven = false
     /// What `epoll_wait` fills, kept between turns.
     private var events = [epoll_event](repeating: epoll_event(), count: 32)
     private var owner: pthread_t?
@@ -182,7 +185,7 @@ package final class EventLoop: @unchecked Sendable {
     /// - Throws: what `setup` throws (the loop does not run then), or ``SystemError`` from
     ///   `epoll_wait`, which ends the loop.
     package func run(_ setup: () throws -> Void = {}) throws {
-        precondition(owner == nil && state == .idle, "EventLoop.run: a loop runs once")
+        precondition(owner == nil && state == .idle && !isDriven, "EventLoop.run: a loop runs once, and a driven loop never")
         owner = pthread_self()
         state = .running
         defer {
@@ -206,8 +209,9 @@ package final class EventLoop: @unchecked Sendable {
     ///
     /// - Throws: ``SystemError`` from `epoll_wait`.
     package func drive() throws(SystemError) {
+        precondition(isDriven || (owner == nil && state == .idle), "EventLoop.drive: a loop that run() turns is not driven")
+        isDriven = true
         owner = pthread_self()
-        state = .running
         for _ in 0..<10_000 {
             try turn(milliseconds: 0)
             guard earliestDeadline(where: { [clock] _, at in at <= clock.now }) != nil || inbox.withLock({ !$0.work.isEmpty }) else { return }

@@ -1,4 +1,4 @@
-package import MemwarnSystem
+import MemwarnSystem
 
 #if canImport(Glibc)
 import Glibc

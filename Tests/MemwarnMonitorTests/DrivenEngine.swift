@@ -39,13 +39,15 @@ final class DrivenEngine {
         sampler = SnapshotSampler(layout: layout, files: files, includesAncestors: policy.countsAncestorLimits, leases: leases)
         samples = UsageSampleCount(metrics: metrics)
         let ledger = ReleaseLedger()
+        let readingAsk = ReadingAsk(loop: loop)
         releaseLoop = ReleaseLoop(
             context: .init(
                 sampler: sampler, policy: policy, clock: clock.clock, ledger: ledger, metrics: metrics, logger: testLogger,
-                coordinators: coordinators, exhaustionChanged: { _ in }))
+                coordinators: coordinators, exhaustionChanged: { _ in }, askForReading: { readingAsk.ask() }))
         engine = MonitorEngine(
             loop: loop, sampler: sampler, configuration: configuration, logger: testLogger, ledger: ledger, samples: samples,
             decisions: decisions, output: output, releaseLoop: releaseLoop)
+        readingAsk.connect(engine)
     }
 
     deinit {

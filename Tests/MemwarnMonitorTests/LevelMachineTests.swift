@@ -34,7 +34,7 @@ struct LevelMachineTests {
         let warning = Self.step(&machine, usage: 800)
         #expect(warning.rise == .warning && warning.previous == .normal && warning.cause == .usageSample)
         #expect(Self.step(&machine, usage: 900).rise == .critical)
-        #expect(machine.decisions == 3, "one decision a reading")
+        #expect(machine.decisions.value == 3, "one decision a reading")
     }
 
     @Test func betweenRecoveryAndWarningTheLevelStaysRaised() {
@@ -121,7 +121,7 @@ struct LevelMachineTests {
         #expect(moved.previous == .warning && moved.rise == .critical && moved.cause == .policyChange)
         var held = LevelMachine(policy: PressurePolicy(), level: .critical)
         let kept = held.start(Self.snapshot(usage: 100), carried: .critical, now: Self.start)
-        #expect(kept.level == .critical && kept.rise == nil, "the hold carries over")
+        #expect(kept.level == .critical && kept.rise == nil, "the level carries over; the step down holds from the new marks")
         #expect(kept.nextReading?.at == Self.start + PressurePolicy().holdTime)
     }
 

@@ -32,8 +32,6 @@ final class MonitorEngine {
     /// Takes every reading on the release thread (the engine hands it over directly).
     private let releaseLoop: ReleaseLoop
     private let samples: UsageSampleCount
-    /// The readings decided so far (one a reading), for the tests that count them.
-    private let decisions: SharedCount
     private var phase = Phase.idle
 
     private var machine: LevelMachine
@@ -70,7 +68,6 @@ final class MonitorEngine {
         self.carriedLevel = carriedLevel
         self.loop = loop
         self.samples = samples
-        self.decisions = decisions
         self.sampler = sampler
         self.configuration = configuration
         self.logger = logger
@@ -78,7 +75,8 @@ final class MonitorEngine {
         self.output = output
         self.releaseLoop = releaseLoop
         watched = WatchedSources(loop: loop, logger: logger)
-        machine = LevelMachine(policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall, level: carriedLevel ?? .normal)
+        machine = LevelMachine(
+            policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall, level: carriedLevel ?? .normal, decisions: decisions)
         growth = GrowthTracker(policy: configuration.policy)
     }
 
@@ -245,7 +243,6 @@ final class MonitorEngine {
     /// a monitor's first reading), the reading to the monitor (metrics, the latest figures) and to
     /// the release loop (which returns at once from most), and the level's next reading scheduled.
     private func route(_ decision: LevelMachine.Decision, snapshot: PressureSnapshot, forecast: PressureForecast?, now: ContinuousClock.Instant) {
-        decisions.add()
         let event = LevelEvent(level: decision.level, previous: decision.previous, source: decision.cause, snapshot: snapshot, forecast: forecast)
         if decision.previous == nil || decision.level != decision.previous { output.engineEmitted(event) }
         let reading = MonitorReading(
@@ -363,6 +360,7 @@ final class MonitorEngine {
     private func fail(_ error: CgroupError) {
         guard isRunning else { return }
         phase = .failed(error)
+        thresholds?.tearDown()  // a registrar under way stops, and what it delivers now is dropped
         logger.error("memory monitor stopped", metadata: ["error": "\(error)"])
         loop.stop()
     }

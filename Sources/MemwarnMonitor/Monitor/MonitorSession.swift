@@ -81,10 +81,12 @@ final class MonitorSession: Sendable {
             layout: layout, files: configuration.files, includesAncestors: configuration.policy.countsAncestorLimits,
             leases: parts.leases)
         let ledger = ReleaseLedger()
+        let readingAsk = ReadingAsk(loop: loop)
         let releaseLoop = ReleaseLoop(
             context: .init(
                 sampler: sampler, policy: configuration.policy, clock: loop.clock, ledger: ledger,
-                metrics: parts.metrics, logger: parts.logger, coordinators: parts.coordinators, exhaustionChanged: parts.exhaustionChanged))
+                metrics: parts.metrics, logger: parts.logger, coordinators: parts.coordinators, exhaustionChanged: parts.exhaustionChanged,
+                askForReading: { readingAsk.ask() }))
         // The release thread lives as long as the engine's: started first, ended after it.
         let (releaseEnded, endRelease) = AsyncStream.makeStream(of: Void.self)
         do {
@@ -92,32 +94,32 @@ final class MonitorSession: Sendable {
         } catch {
             throw MonitorError(error)
         }
-        let engine = ThreadConfined(
-            MonitorEngine(
-                loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
-                ledger: ledger, samples: parts.samples, decisions: parts.decisions, output: parts.output(), releaseLoop: releaseLoop,
-                carriedLevel: parts.carriedLevel))
+        let madeEngine = MonitorEngine(
+            loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
+            ledger: ledger, samples: parts.samples, decisions: parts.decisions, output: parts.output(), releaseLoop: releaseLoop,
+            carriedLevel: parts.carriedLevel)
+        readingAsk.connect(madeEngine)
+        let engine = ThreadConfined(madeEngine, on: loop)
         let (engineEnded, endEngine) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
         let armed = ConditionLock<Result<(watch: MonitorArming.UsageWatch, pendingThresholds: Int), any Error>?>(nil)
         let threadEnded = ConditionLock(false)
         do throws(SystemError) {
             try SystemThread.start(name: "memwarn-monitor") {
-                let engine = engine.value
                 var outcome: Result<Void, any Error> = .success(())
                 do {
-                    try engine.loop.run {
+                    try loop.run {  // the engine is read on the loop's thread from here on
                         do {
-                            try engine.start()
+                            try engine.value.start()
                         } catch let error as SystemError {
                             throw MonitorError(error)
                         }
-                        armed.withLock { $0 = .success((engine.usageWatch, engine.pendingThresholds)) }
+                        armed.withLock { $0 = .success((engine.value.usageWatch, engine.value.pendingThresholds)) }
                     }
                 } catch {
                     outcome = .failure(error)
                 }
-                engine.tearDown()
-                if case .success = outcome, let failure = engine.failure { outcome = .failure(failure) }
+                engine.value.tearDown()
+                if case .success = outcome, let failure = engine.value.failure { outcome = .failure(failure) }
                 armed.withLock { state in
                     if state == nil, case .failure(let error) = outcome { state = .failure(error) }
                 }

@@ -21,9 +21,9 @@ import Glibc
 /// 2. releases at the decided level to the ``/MemwarnRelease/ReleaseTarget`` with headroom for
 ///    the measured growth;
 /// 3. measures usage again, records the drop in the ``ReleaseLedger`` (so the growth estimate
-///    adds it back) and the duration (the next target's lead time); a reading taken before that
-///    measurement is stale: a rise among them is sized from the measurement, the others are
-///    dropped (the level, while raised, always has a reading coming);
+///    adds it back) and the duration (the next target's lead time); a reading taken before the
+///    release ended is stale: a rise among them is sized from the measurement, for any other the
+///    engine is asked for a reading now (``Context/askForReading``), which decides afresh;
 /// 4. enters ``/MemwarnRelease/MemoryExhaustion`` when a release at `.critical` fell short and usage is still at
 ///    the critical mark, and leaves it once usage is below the warning mark.
 ///
@@ -43,6 +43,9 @@ final class ReleaseLoop: @unchecked Sendable {
         var coordinators: AttachedCoordinators
         /// The exhausted state changed.
         var exhaustionChanged: @Sendable (MemoryExhaustion) -> Void
+        /// Asks the engine for a reading now (on its loop thread): a reading taken before the
+        /// latest release ended shows usage from before it, and a newer one decides.
+        var askForReading: @Sendable () -> Void
     }
 
     private struct HandOver {
@@ -54,9 +57,9 @@ final class ReleaseLoop: @unchecked Sendable {
     private let handOver = ConditionLock(HandOver())
     private var lastReleaseDuration = Duration.zero
     private var exhaustion: MemoryExhaustion?
-    /// The measurement after the latest release, and when it was taken: readings older than it
-    /// show usage from before that release.
-    private var lastMeasurement: (snapshot: PressureSnapshot, at: ContinuousClock.Instant)?
+    /// When the latest release ended, and its measurement (`nil` when that read failed):
+    /// readings taken before it show usage from before that release.
+    private var lastRelease: (endedAt: ContinuousClock.Instant, measured: PressureSnapshot?)?
 
     init(context: Context) {
         self.context = context
@@ -118,10 +121,15 @@ final class ReleaseLoop: @unchecked Sendable {
         // readings: every sample where usage is sampled).
         guard reading.releaseLevel != nil || exhaustion?.isExhausted == true else { return }
         var (snapshot, age) = (reading.event.snapshot, context.clock.now - reading.readAt)
-        if let measured = lastMeasurement, measured.at > reading.readAt {
-            // Taken before the latest release's measurement: its usage is from before that release.
-            guard reading.rise != nil else { return }  // the next reading, from after it, decides
-            (snapshot, age) = (measured.snapshot, context.clock.now - measured.at)
+        if let last = lastRelease, last.endedAt > reading.readAt {
+            // Taken before the latest release ended: its usage is from before that release. A
+            // rise is acted on (its memory warning is due), sized from the release's measurement;
+            // anything else waits for a reading from after it, asked for now.
+            guard reading.rise != nil else {
+                context.askForReading()
+                return
+            }
+            if let measured = last.measured { (snapshot, age) = (measured, context.clock.now - last.endedAt) }
         }
         let coordinators = context.coordinators.current
         let began = context.clock.now
@@ -165,7 +173,7 @@ final class ReleaseLoop: @unchecked Sendable {
         }
         lastReleaseDuration = context.clock.now - began
         let after = try? context.sampler.measure()
-        if let after { lastMeasurement = (after, context.clock.now) }
+        lastRelease = (context.clock.now, after)
         let dropped = after.map { Self.drop(from: beforeWarning ?? snapshot, to: $0) } ?? UInt64(max(0, freed))
         context.ledger.end(droppedBytes: dropped)
         if let after, releaseLevel == .critical, freed < target.bytes {

@@ -14,13 +14,15 @@ struct LevelMachine: Sendable {
     /// Whether PSI's averages raise the level (``MonitorConfiguration/watchesPressureStall``).
     let countsPressureStall: Bool
     private(set) var level: MemoryPressureLevel
-    /// How many readings were decided: one a reading, which the tests count.
-    private(set) var decisions = 0
+    /// Counts every decision, one a reading (the monitor's count, which the tests compare with
+    /// its readings).
+    let decisions: SharedCount
     /// A lower level asked for since `since`, first seen by `cause` (the step down's signal).
     private var stepDown: (since: ContinuousClock.Instant, cause: PressureSignal)?
 
-    init(policy: PressurePolicy, countsPressureStall: Bool = true, level: MemoryPressureLevel = .normal) {
+    init(policy: PressurePolicy, countsPressureStall: Bool = true, level: MemoryPressureLevel = .normal, decisions: SharedCount = SharedCount()) {
         self.policy = policy
+        self.decisions = decisions
         self.countsPressureStall = countsPressureStall
         self.level = level
     }
@@ -65,8 +67,9 @@ struct LevelMachine: Sendable {
     }
 
     /// Decides the first reading of a monitor (`carried == nil`: no rise, whatever the level), or
-    /// of a session that replaces one at `carried` (a policy applied while running: the level and
-    /// its hold carry over). The forecast does not count yet (it has one reading).
+    /// of a session that replaces one at `carried` (a policy applied while running: the level
+    /// carries over, and a step down it asks for holds from now, at the new marks). The forecast
+    /// does not count yet (it has one reading).
     mutating func start(_ snapshot: PressureSnapshot, carried: MemoryPressureLevel?, now: ContinuousClock.Instant) -> Decision {
         decide(snapshot, hint: .normal, source: carried == nil ? .initial : .policyChange, forecast: nil, previous: carried, now: now)
     }
@@ -75,7 +78,7 @@ struct LevelMachine: Sendable {
         _ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal, forecast: PressureForecast?,
         previous: MemoryPressureLevel?, now: ContinuousClock.Instant
     ) -> Decision {
-        decisions += 1
+        decisions.add()
         let asked = Self.asked(by: snapshot, policy: policy, countsPressureStall: countsPressureStall)
         var wanted = max(hint, asked.level)
         if asked.inRecoveryBand && level > .normal { wanted = max(wanted, .warning) }  // hysteresis
