@@ -164,10 +164,12 @@ struct SyntheticHostMonitorTests {
             let log = Locked<[LevelEvent]>([])
             monitor.addObserver { event in log.withLock { $0.append(event) } }
             heard.append(log)
-            try await Task.sleep(for: .milliseconds(3))
+            try await Task.sleep(for: .milliseconds(3))  // the pace of the race: readings land between the adds
         }
         try host.setUsage(0.5)
-        try await Task.sleep(for: .milliseconds(200))  // the last readings land
+        try await waitUntil("every observer heard the latest event") {
+            monitor.level == .normal && heard.allSatisfy { log in log.withLock { $0.last } == monitor.latestEvent }
+        }
         for (index, log) in heard.enumerated() {
             let events = log.withLock { $0 }
             #expect(!events.isEmpty, "observer \(index) heard nothing, not even the latest event")
