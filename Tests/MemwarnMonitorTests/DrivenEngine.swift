@@ -133,8 +133,8 @@ final class DrivenEngine {
     var transientNotes: [CgroupError?] { output.transientNotes }
 }
 
-/// What an engine tells its monitor, kept.
-private final class RecordedOutput: MonitorEngineOutput {
+/// What an engine tells its monitor, kept (for a test that looks, or one that only needs an output).
+final class RecordedOutput: MonitorEngineOutput {
     var events: [LevelEvent] = []
     var readings: [MonitorReading] = []
     var sources: [String] = []

@@ -122,7 +122,9 @@ struct LevelMachineTests {
         var held = LevelMachine(policy: PressurePolicy(), level: .critical)
         let kept = held.start(Self.snapshot(usage: 100), carried: .critical, now: Self.start)
         #expect(kept.level == .critical && kept.rise == nil, "the level carries over; the step down holds from the new marks")
-        #expect(kept.nextReading?.at == Self.start + PressurePolicy().holdTime)
+        #expect(kept.nextReading == .init(at: Self.start + PressurePolicy().holdTime, cause: .policyChange))
+        let down = held.step(Self.snapshot(usage: 100), hint: .normal, source: .policyChange, forecast: nil, now: Self.start + PressurePolicy().holdTime)
+        #expect(down.level == .normal && down.previous == .critical && down.cause == .policyChange, "the step down at the new marks is the policy's doing")
     }
 
     @Test func pressureStallsAndHintsRaiseTheLevelWhateverTheUsage() {

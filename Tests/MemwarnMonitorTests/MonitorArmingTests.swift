@@ -83,18 +83,12 @@ struct MonitorArmingTests {
             #expect(released == nil, "nothing of its own threads keeps a monitor alive")
 
             let metrics = MonitorMetrics(factory: MetricsSystem.factory)
-            final class Output: MonitorEngineOutput {
-                func engineEmitted(_ event: LevelEvent) {}
-                func engineRead(_ reading: MonitorReading) {}
-                func engineListens(to sources: [String]) {}
-                func engineWatchesUsage(by watch: MonitorArming.UsageWatch, after: Duration) {}
-                func engineNoted(transientError: CgroupError?) {}
-            }
             let session = try MonitorSession.arm(
                 .init(
                     configuration: Self.configuration(cgroup), logger: testLogger, metrics: metrics,
                     samples: UsageSampleCount(metrics: metrics), decisions: SharedCount(),
-                    output: { Output() }, coordinators: AttachedCoordinators(), exhaustionChanged: { _ in }, leases: AgentLeases(policy: PressurePolicy())))
+                    output: { RecordedOutput() }, coordinators: AttachedCoordinators(), exhaustionChanged: { _ in },
+                    leases: AgentLeases(policy: PressurePolicy())))
             session.stop()
             // Returns once the engine's thread and the release thread have both ended (a release
             // thread left running would keep it waiting: the time limit shows that as a failure).
