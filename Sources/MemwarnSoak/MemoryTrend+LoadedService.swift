@@ -2,7 +2,8 @@ extension MemoryTrend {
     /// The trend of a soak's loaded service: from ready until the soak began to stop it (not its
     /// start-up, its check or its shutdown). Without the consumers' footprint (no control
     /// endpoint answered), the falls of its anonymous memory under pressure are counted: they
-    /// make the floor unknowable from outside.
+    /// make the floor unknowable from outside. Polls that gave no sample (memory fell while the
+    /// service answered) are counted.
     ///
     /// - Parameters:
     ///   - telemetry: what the service reported, with its floor samples.
@@ -19,9 +20,11 @@ extension MemoryTrend {
             ? nil
             : fallsUnderPressure(
                 telemetry.floorSamples.filter { $0.seconds >= ready && $0.seconds < stop }, levelChanges: levelChanges, limitBytes: limitBytes)
-        return analyse(
+        var trend = analyse(
             loadedSamples(telemetry.floorSamples, from: ready, until: stop), spanSeconds: max(0, stop - ready), limitBytes: limitBytes, basis: basis,
             fallsUnderPressure: falls)
+        trend.samplesLeftOut = telemetry.floorSamplesLeftOut.count { $0 >= ready && $0 < stop }
+        return trend
     }
 
     /// The floor samples of the loaded service: from ready until the soak began to stop it,

@@ -8,8 +8,10 @@ import Foundation
 ///    `memory.stat` `total_rss`, v2 `anon`: page cache is the kernel's to reclaim, not the
 ///    service's floor) and, when the service links memwarn, what its consumers hold (the
 ///    control endpoint's `status`). A floor sample is the first less the second: memory no
-///    release tier could give back at that moment. A service without memwarn has no consumers:
-///    its floor samples are its anonymous memory.
+///    release tier could give back at that moment. The anonymous memory is read on both sides
+///    of the status: a poll in which it fell by a release's size gives no sample
+///    (``Sample/paired(seconds:anonymousBefore:anonymousAfter:footprintBytes:heapFloorBytes:limitBytes:)``).
+///    A service without memwarn has no consumers: its floor samples are its anonymous memory.
 /// 2. **Troughs.** Over the loaded service — from ready until the soak begins to stop it — the
 ///    lowest floor sample in each whole window of `max(5 s, span / 40)`, after the first: the
 ///    memory that stayed however much was released.
@@ -82,6 +84,10 @@ package struct MemoryTrend: Sendable, Hashable, Codable {
     /// ``smallestFall(limitBytes:)`` from one floor sample to the next while the cgroup was at
     /// warning or critical. `nil` when the consumers' footprint was known.
     package var fallsUnderPressure: Int?
+    /// Polls of the loaded service that gave no floor sample: anonymous memory fell by at least
+    /// ``smallestFall(limitBytes:)`` while the service answered, so its footprint and the memory
+    /// were of different moments (``Sample/paired(seconds:anonymousBefore:anonymousAfter:footprintBytes:heapFloorBytes:limitBytes:)``).
+    package var samplesLeftOut = 0
 
     /// One line: `steady (floor 61.2 MiB)`, `leaking 2.1 MiB/min (confidence 99.9 %; floor 80.3 MiB)`.
     package var summary: String {

@@ -19,6 +19,9 @@ package struct ServiceTelemetry: Sendable, Hashable, Codable {
     package var exhaustedSeconds = 0.0
     /// The floor samples (``MemoryTrend``).
     package var floorSamples: [MemoryTrend.Sample] = []
+    /// When (seconds since the run started) a poll gave no floor sample because anonymous memory
+    /// fell while the service answered (``MemoryTrend/Sample/paired(seconds:anonymousBefore:anonymousAfter:footprintBytes:heapFloorBytes:limitBytes:)``).
+    package var floorSamplesLeftOut: [Double] = []
     /// Whether `/metrics` answered.
     package var metricsScraped = false
     /// The service's load-shedding counters from `/metrics` (names ending in `_shed_total`, or

@@ -15,14 +15,17 @@ final class ServiceWatch: Sendable {
     private let requestCounterNames: [String]
     private let telemetry = Locked(ServiceTelemetry())
     private let interval: Duration
+    /// The run's limit: a fall of anonymous memory that counts as a release is 1 % of it.
+    private let limitBytes: UInt64
     /// Whether the thread is asked to stop, and whether it has.
     private let life = ConditionLock((stopping: false, ended: false))
 
     init(
-        cgroup: MemoryCgroup, start: ContinuousClock.Instant, metrics: HTTPGet.Address?, shedCounterNames: [String],
+        cgroup: MemoryCgroup, limitBytes: UInt64, start: ContinuousClock.Instant, metrics: HTTPGet.Address?, shedCounterNames: [String],
         requestCounterNames: [String] = [], interval: Duration = .seconds(1)
     ) {
         self.cgroup = cgroup
+        self.limitBytes = limitBytes
         self.start = start
         self.metrics = metrics
         self.shedCounterNames = shedCounterNames
@@ -57,10 +60,13 @@ final class ServiceWatch: Sendable {
     /// One poll. `lastAnswer` is when the endpoint last answered and whether memory was
     /// exhausted then: the time since counts as exhausted when it was.
     private func poll(lastAnswer: inout (at: ContinuousClock.Instant, exhausted: Bool)?) {
-        let now = ContinuousClock.now
-        let seconds = (now - start).seconds
+        // Anonymous memory on both sides of the status: a release between them is seen (see
+        // MemoryTrend.Sample.paired).
+        let anonymousBefore = Self.anonymousBytes(cgroup.reader)
         let status = self.status()
         let anonymous = Self.anonymousBytes(cgroup.reader)
+        let now = ContinuousClock.now
+        let seconds = (now - start).seconds
         telemetry.withLock { telemetry in
             if let status {
                 telemetry.linksMemwarn = true
@@ -89,10 +95,16 @@ final class ServiceWatch: Sendable {
             // A service that answered before and not now gives no footprint to subtract: no sample.
             guard let anonymous, status != nil || !telemetry.linksMemwarn else { return }
             // The service's word, summed without trapping (its reply's sizes are checked when read).
-            let footprint = UInt64(max(0, status?.consumers.lazy.map(\.footprintBytes).saturatingSum() ?? 0))
+            let footprint = status.map { UInt64(max(0, $0.consumers.lazy.map(\.footprintBytes).saturatingSum())) }
             // The heap less the consumers, when the consumers' memory is heap (not an mmapped arena).
-            let heapFloor = status?.process?.heapInUseBytes.flatMap { $0 >= footprint ? $0 - footprint : nil }
-            telemetry.floorSamples.append(.init(seconds: seconds, floorBytes: anonymous > footprint ? anonymous - footprint : 0, heapFloorBytes: heapFloor))
+            let heapFloor = footprint.flatMap { footprint in status?.process?.heapInUseBytes.flatMap { $0 >= footprint ? $0 - footprint : nil } }
+            switch MemoryTrend.Sample.paired(
+                seconds: seconds, anonymousBefore: anonymousBefore ?? anonymous, anonymousAfter: anonymous, footprintBytes: footprint,
+                heapFloorBytes: heapFloor, limitBytes: limitBytes)
+            {
+            case .sample(let sample): telemetry.floorSamples.append(sample)
+            case .leftOut: telemetry.floorSamplesLeftOut.append(seconds)
+            }
         }
         if let metrics, let response = try? HTTPGet.get(metrics, timeout: .milliseconds(800)), (200..<300).contains(response.status) {
             let scraped = (ContinuousClock.now - start).seconds

@@ -103,7 +103,7 @@ extension SoakLeg {
             service.metricsURL.flatMap { try? HTTPGet.Address.parse($0).get() } ?? service.readyAddress?.with(path: "/metrics")
         }
         let watch = ServiceWatch(
-            cgroup: run.cgroup, start: start, metrics: metrics, shedCounterNames: service?.shedCounters ?? [],
+            cgroup: run.cgroup, limitBytes: limit, start: start, metrics: metrics, shedCounterNames: service?.shedCounters ?? [],
             requestCounterNames: service?.requestCounters ?? [])
         do {
             try watch.startPolling()

@@ -26,8 +26,9 @@ enum SoakScenario {
         let baseline = try require(runs["baseline"], "no baseline run: \(report)")
         let trend = memwarn["trend"] as? [String: Any] ?? [:]
         context.note(
-            "memwarn: survived \(memwarn["survived"] ?? "?"), releases \(memwarn["releases"] ?? "?"), floor \(trend["floorBytes"] ?? "?"), "
-                + "trend \(trend["verdict"] ?? "?"); baseline: survived \(baseline["survived"] ?? "?"), oomKills \(baseline["oomKills"] ?? "?")")
+            "memwarn: survived \(memwarn["survived"] ?? "?"), releases \(memwarn["releases"] ?? "?"), floor \(trend["floorBytes"] ?? "?") "
+                + "(\(trend["samplesLeftOut"] ?? "?") samples left out, troughs \(trend["troughs"].map { "\($0)" } ?? "?")), trend \(trend["verdict"] ?? "?"); baseline: survived \(baseline["survived"] ?? "?"), oomKills \(baseline["oomKills"] ?? "?")"
+        )
         try expect(soak.status == 0 && report["passed"] as? Bool == true, "the soak did not pass (exit \(soak.status)): \(soak.errorTail)")
         try expect(
             memwarn["survived"] as? Bool == true && memwarn["linksMemwarn"] as? Bool == true && (memwarn["releases"] as? Int ?? 0) > 0,
