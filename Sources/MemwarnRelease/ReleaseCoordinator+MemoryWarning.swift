@@ -21,7 +21,7 @@ extension ReleaseCoordinator {
     @discardableResult
     public func addWarningResponder(_ responder: any MemoryWarningResponder) -> WarningResponderToken {
         warningResponders.withLock { registry in
-            registry.entries.removeAll { $0.entry.object == nil }
+            registry.entries.removeAll { !$0.entry.isAlive }
             if let existing = registry.entries.first(where: { $0.entry.object === responder }) {
                 return WarningResponderToken(id: existing.id)
             }
@@ -47,7 +47,7 @@ extension ReleaseCoordinator {
     }
 
     /// Whether any responder is registered (a warning then waits for them).
-    package var hasWarningResponders: Bool { !liveWarningResponders.isEmpty }
+    package var hasWarningResponders: Bool { warningResponders.withLock { registry in registry.entries.contains { $0.entry.isAlive } } }
 
     /// How much longer than its ``MemoryWarningResponder/memoryWarningDeadline`` a release waits
     /// for a responder to return: a responder that keeps its deadline (cuts off what it waits

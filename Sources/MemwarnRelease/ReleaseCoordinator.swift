@@ -76,7 +76,7 @@ public final class ReleaseCoordinator: Sendable {
     /// The live consumers (deallocated ones are dropped from the registry here).
     public var consumers: [any MemoryConsumer] {
         state.withLock { state in
-            state.consumers = state.consumers.filter { $0.value.object != nil }
+            state.consumers = state.consumers.filter { $0.value.isAlive }
             return state.consumers.values.compactMap(\.object)
         }
     }

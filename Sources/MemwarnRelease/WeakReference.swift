@@ -12,4 +12,7 @@ final class WeakReference<Object>: @unchecked Sendable {
 
     /// The object, or `nil` once it is deallocated.
     var object: Object? { reference.flatMap { $0 as? Object } }
+
+    /// Whether the object is still alive (no cast: for pruning and for "any left?").
+    var isAlive: Bool { reference != nil }
 }

@@ -6,7 +6,7 @@ extension MemoryTrend.Sample {
     /// two reads of anonymous memory, the footprint belongs to a different moment from the memory
     /// it is taken from: a footprint from before the release less anonymous memory from after it
     /// reads as a floor of nothing (a 10 s soak in the v2 VM reported a floor of 0 bytes so), and
-    /// the reverse as too much. Such a poll gives no sample (`.leftOut`): a fall of at least
+    /// the reverse as too much. Such a poll gives no sample (`nil`): a fall of at least
     /// ``MemoryTrend/smallestFall(limitBytes:)`` between the reads is a release, as
     /// ``MemoryTrend/fallsUnderPressure(_:levelChanges:limitBytes:)`` counts one. A rise between
     /// them is the service's growth, at most a poll's worth, and the later read is used.
@@ -19,27 +19,18 @@ extension MemoryTrend.Sample {
     ///     read (a service without memwarn: its floor sample is its anonymous memory).
     ///   - heapFloorBytes: the heap in use less the footprint, from the same status.
     ///   - limitBytes: the run's limit.
-    /// - Returns: the sample, or `.leftOut` when memory fell while the service answered.
+    /// - Returns: the sample, or `nil` when memory fell while the service answered.
     static func paired(
         seconds: Double, anonymousBefore: UInt64, anonymousAfter: UInt64, footprintBytes: UInt64?, heapFloorBytes: UInt64?,
         limitBytes: UInt64
-    ) -> PairedFloor {
+    ) -> Self? {
         guard let footprintBytes else {
-            return .sample(.init(seconds: seconds, floorBytes: anonymousAfter, heapFloorBytes: nil))
+            return .init(seconds: seconds, floorBytes: anonymousAfter, heapFloorBytes: nil)
         }
         if anonymousBefore > anonymousAfter, anonymousBefore - anonymousAfter >= MemoryTrend.smallestFall(limitBytes: limitBytes) {
-            return .leftOut
+            return nil
         }
         let floor = anonymousAfter > footprintBytes ? anonymousAfter - footprintBytes : 0
-        return .sample(.init(seconds: seconds, floorBytes: floor, heapFloorBytes: heapFloorBytes))
-    }
-
-    /// What one poll gives the floor.
-    enum PairedFloor: Equatable {
-        /// A floor sample.
-        case sample(MemoryTrend.Sample)
-        /// No sample: anonymous memory fell while the service answered (a release ran between
-        /// the reads), so the footprint and the memory are of different moments.
-        case leftOut
+        return .init(seconds: seconds, floorBytes: floor, heapFloorBytes: heapFloorBytes)
     }
 }

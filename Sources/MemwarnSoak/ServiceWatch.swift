@@ -60,11 +60,7 @@ final class ServiceWatch: Sendable {
     /// One poll. `lastAnswer` is when the endpoint last answered and whether memory was
     /// exhausted then: the time since counts as exhausted when it was.
     private func poll(lastAnswer: inout (at: ContinuousClock.Instant, exhausted: Bool)?) {
-        // Anonymous memory on both sides of the status: a release between them is seen (see
-        // MemoryTrend.Sample.paired).
-        let anonymousBefore = Self.anonymousBytes(cgroup.reader)
-        let status = self.status()
-        let anonymous = Self.anonymousBytes(cgroup.reader)
+        let (anonymousBefore, status, anonymous) = Self.readAround(anonymous: { Self.anonymousBytes(cgroup.reader) }, status: { self.status() })
         let now = ContinuousClock.now
         let seconds = (now - start).seconds
         telemetry.withLock { telemetry in
@@ -98,12 +94,13 @@ final class ServiceWatch: Sendable {
             let footprint = status.map { UInt64(max(0, $0.consumers.lazy.map(\.footprintBytes).saturatingSum())) }
             // The heap less the consumers, when the consumers' memory is heap (not an mmapped arena).
             let heapFloor = footprint.flatMap { footprint in status?.process?.heapInUseBytes.flatMap { $0 >= footprint ? $0 - footprint : nil } }
-            switch MemoryTrend.Sample.paired(
+            if let sample = MemoryTrend.Sample.paired(
                 seconds: seconds, anonymousBefore: anonymousBefore ?? anonymous, anonymousAfter: anonymous, footprintBytes: footprint,
                 heapFloorBytes: heapFloor, limitBytes: limitBytes)
             {
-            case .sample(let sample): telemetry.floorSamples.append(sample)
-            case .leftOut: telemetry.floorSamplesLeftOut.append(seconds)
+                telemetry.floorSamples.append(sample)
+            } else {
+                telemetry.floorSamplesLeftOut.append(seconds)
             }
         }
         if let metrics, let response = try? HTTPGet.get(metrics, timeout: .milliseconds(800)), (200..<300).contains(response.status) {
@@ -163,6 +160,15 @@ final class ServiceWatch: Sendable {
     }
 
     /// Anonymous memory: v1 `memory.stat` `total_rss` (the cgroup and its children), v2 `anon`.
+    /// One poll's reads, in their order: anonymous memory, the service's status, anonymous memory
+    /// again. A release while the service answers shows as a fall between the two reads
+    /// (``MemoryTrend/Sample/paired(seconds:anonymousBefore:anonymousAfter:footprintBytes:heapFloorBytes:limitBytes:)``).
+    static func readAround<Status>(anonymous: () -> UInt64?, status: () -> Status?) -> (before: UInt64?, status: Status?, after: UInt64?) {
+        let before = anonymous()
+        let answer = status()
+        return (before, answer, anonymous())
+    }
+
     static func anonymousBytes(_ reader: CgroupMemoryReader) -> UInt64? {
         guard let stat = try? reader.stat() else { return nil }
         return stat["total_rss"] ?? stat["anon"]

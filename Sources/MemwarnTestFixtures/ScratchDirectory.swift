@@ -9,10 +9,11 @@ package struct ScratchDirectory {
     package let path: String
 
     package init() {
-        var template = Array("/tmp/memwarn-media-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed: \(String(cString: strerror(errno)))")
-        path = String(cString: made!)
+        do {
+            path = try FileSystem.makeUniqueDirectory(template: "/tmp/memwarn-media-XXXXXX")
+        } catch {
+            preconditionFailure("\(error)")
+        }
     }
 
     package func file(_ name: String) -> String { path + "/" + name }

@@ -8,8 +8,10 @@ import Metrics
 @testable import MemwarnRelease
 
 /// A monitor's engine and its release loop turned on the test's own thread, on a manual clock:
-/// what the engine's deadlines do (sampling intervals, the hold before a step down, rechecks,
-/// lease ends, retries) is tested by moving the clock, synchronously — no thread, no sleep. The
+/// what the engine's deadlines do (sampling intervals, the hold before a step down, lease ends,
+/// the transient retry's waits, the release loop's ask for a reading) is tested by moving the
+/// clock, synchronously — no thread, no sleep (the level's recheck is stepped as a value, in
+/// `LevelMachineTests`). The
 /// kernel's files are real files (a synthetic host's, or a real cgroup's), and so are the
 /// descriptors the sources watch (inotify, eventfds): a turn finds what they report. Every call
 /// turns the loop first, which makes the calling thread the loop's: a test's task may move
@@ -98,11 +100,10 @@ final class DrivenEngine {
         return moved
     }
 
-    /// Asks for a reading as a source would, and does what follows.
-    func wake(hint: MemoryPressureLevel = .normal, source: PressureSignal) throws {
-        try loop.drive()  // the calling thread is the loop's
-        engine.wake(hint: hint, source: source)
-        try turn()
+    /// Takes a reading now, as a source's wake would, and only that: no turn (for a reading
+    /// taken while a release runs, from inside a consumer, on the loop's thread).
+    func read(source: PressureSignal) {
+        engine.wake(hint: .normal, source: source)
     }
 
     /// A node agent's lease granted or renewed, as the control endpoint grants it; `asked`: the

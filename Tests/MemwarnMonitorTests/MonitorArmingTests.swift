@@ -86,7 +86,7 @@ struct MonitorArmingTests {
             let session = try MonitorSession.arm(
                 .init(
                     configuration: Self.configuration(cgroup), logger: testLogger, metrics: metrics,
-                    samples: UsageSampleCount(metrics: metrics), decisions: SharedCount(),
+                    samples: UsageSampleCount(metrics: metrics),
                     output: { RecordedOutput() }, coordinators: AttachedCoordinators(), exhaustionChanged: { _ in },
                     leases: AgentLeases(policy: PressurePolicy())))
             session.stop()

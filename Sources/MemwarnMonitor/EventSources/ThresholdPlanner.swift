@@ -16,6 +16,8 @@ final class ThresholdPlanner {
     private let logger: Logger
     /// Called on the loop thread when a registered threshold fires.
     private let fired: (CgroupV1Notification, EpollEvents) -> Void
+    /// Called on the loop thread when thresholds came in or the way usage is watched changed.
+    private let changed: (Change) -> Void
     /// The limits the thresholds are planned for, nearest first.
     private var limits: [PlannedLimit]
     /// The thresholds registered and watched.
@@ -47,7 +49,8 @@ final class ThresholdPlanner {
 
     init(
         cgroup: CgroupLocation, sampling: UsageSampling, loop: EventLoop, files: KernelFiles, policy: PressurePolicy, logger: Logger,
-        plannedFor snapshot: PressureSnapshot, fired: @escaping (CgroupV1Notification, EpollEvents) -> Void
+        plannedFor snapshot: PressureSnapshot, fired: @escaping (CgroupV1Notification, EpollEvents) -> Void,
+        changed: @escaping (Change) -> Void
     ) {
         self.cgroup = cgroup
         self.sampling = sampling
@@ -56,6 +59,7 @@ final class ThresholdPlanner {
         self.policy = policy
         self.logger = logger
         self.fired = fired
+        self.changed = changed
         limits = Self.limits(of: snapshot)
     }
 
@@ -63,10 +67,10 @@ final class ThresholdPlanner {
     var lines: [String] { watched.map(\.notification.description) + (note.map { [$0] } ?? []) }
 
     /// Starts registering the plan's thresholds (the source plan made them from the first reading).
-    func start(_ plan: ThresholdRegistrar.Plan, then changed: @escaping (Change) -> Void) throws(SystemError) {
+    func start(_ plan: ThresholdRegistrar.Plan) throws(SystemError) {
         pending = plan.requests.count
         note = "usage thresholds: \(plan.requests.count) being registered (the kernel takes an RCU grace period for each)"
-        try startRegistrar(plan, then: changed)
+        try startRegistrar(plan)
     }
 
     /// When a reading names other limits than the thresholds were planned for (a limit lowered or
@@ -77,7 +81,7 @@ final class ThresholdPlanner {
     /// limit unreported. Every full reading asks: a comparison in place, nothing made.
     ///
     /// - Returns: whether the thresholds were planned again.
-    func replanIfTheLimitsChanged(_ snapshot: PressureSnapshot, then changed: @escaping (Change) -> Void) -> Bool {
+    func replanIfTheLimitsChanged(_ snapshot: PressureSnapshot) -> Bool {
         guard !namesThePlannedLimits(snapshot) else { return false }
         let before = limits
         limits = Self.limits(of: snapshot)
@@ -96,7 +100,7 @@ final class ThresholdPlanner {
         note = "usage thresholds: \(requests.count) being registered for the new limit (the kernel takes an RCU grace period for each)"
         sampling.reason = "until the usage thresholds for the new limit are registered, then only in the guard bands below the marks"
         do {
-            try startRegistrar(ThresholdRegistrar.Plan(files: files, requests: requests), then: changed)
+            try startRegistrar(ThresholdRegistrar.Plan(files: files, requests: requests))
         } catch {
             pending = 0
             note = "usage thresholds: none registered for the new limit (\(error)); usage is sampled continuously"
@@ -123,7 +127,7 @@ final class ThresholdPlanner {
 
     /// Starts registering `plan`'s thresholds on the registrar's thread, with a cancellation
     /// flag of its own.
-    private func startRegistrar(_ plan: ThresholdRegistrar.Plan, then changed: @escaping (Change) -> Void) throws(SystemError) {
+    private func startRegistrar(_ plan: ThresholdRegistrar.Plan) throws(SystemError) {
         let cancelled = Locked(false)
         registrarCancelled = cancelled
         try ThresholdRegistrar.start(plan, loop: loop, cancelled: cancelled) { [unowned self] delivery in

@@ -46,6 +46,7 @@ final class WatchedSources {
     /// Watches a source as its drain asked: on, no more, or paused for a while (a flood). A source
     /// not registered here (a usage threshold, the planner's) is left as it is.
     func watch(_ source: any PressureSource, as followUp: PressureSourceFollowUp) {
+        if case .keepWatching = followUp { return }  // the common case: no search
         guard let index = sources.firstIndex(where: { $0.source === source }), let registration = sources[index].registration else { return }
         switch followUp {
         case .keepWatching:

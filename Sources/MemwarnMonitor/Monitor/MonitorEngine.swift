@@ -62,7 +62,7 @@ final class MonitorEngine {
 
     init(
         loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger, ledger: ReleaseLedger,
-        samples: UsageSampleCount, decisions: SharedCount, output: any MonitorEngineOutput, releaseLoop: ReleaseLoop,
+        samples: UsageSampleCount, decisions: SharedCount? = nil, output: any MonitorEngineOutput, releaseLoop: ReleaseLoop,
         carriedLevel: MemoryPressureLevel? = nil
     ) {
         self.carriedLevel = carriedLevel
@@ -128,12 +128,12 @@ final class MonitorEngine {
         planLines = plan.lines
         if let cgroup = plan.thresholdCgroup, let usageSampling {
             let planner = ThresholdPlanner(
-                cgroup: cgroup, sampling: usageSampling, loop: loop, files: sampler.files, policy: policy, logger: logger, plannedFor: snapshot
-            ) { [unowned self] notification, events in drain(notification, events) }
+                cgroup: cgroup, sampling: usageSampling, loop: loop, files: sampler.files, policy: policy, logger: logger, plannedFor: snapshot,
+                fired: { [unowned self] notification, events in drain(notification, events) }, changed: { [unowned self] in thresholdsChanged($0) })
             thresholds = planner
             if let pending = plan.pendingThresholds {
                 do {
-                    try planner.start(pending) { [unowned self] in thresholdsChanged($0) }
+                    try planner.start(pending)
                 } catch {
                     throw MonitorError(error)
                 }
@@ -148,7 +148,7 @@ final class MonitorEngine {
         let decision = machine.start(snapshot, carried: carriedLevel, now: now)
         resample(after: snapshot, now: now)  // first: the reading carries the sampler's wait as its detection bound
         if let failure { throw failure }  // the sampler could not open a limit's usage file
-        route(decision, snapshot: snapshot, forecast: forecast, now: now)
+        route(decision, snapshot: snapshot, forecast: forecast, readAt: now)
     }
 
     // MARK: Sources
@@ -217,6 +217,9 @@ final class MonitorEngine {
         loop.assertOnLoop()
         guard isRunning else { return }
         let ledgerBefore = ledger.current
+        // The reading's time is when its read began: a read that began before a release ended
+        // may hold the numbers from before it (the release loop's staleness test).
+        let readBegan = loop.now
         let snapshot: PressureSnapshot
         do {
             snapshot = try sampler.sample()
@@ -233,7 +236,7 @@ final class MonitorEngine {
         if decision.forecastRaised { growth.noteForecastWarning(snapshot, forecast: forecast, releasedBytes: ledger.current.releasedBytes, now: now) }
         resample(after: snapshot, now: now)  // first: the reading carries the sampler's wait as its detection bound
         guard isRunning else { return }
-        route(decision, snapshot: snapshot, forecast: forecast, now: now)
+        route(decision, snapshot: snapshot, forecast: forecast, readAt: readBegan)
         // Last: the sampling re-planned from this reading may have read a new limit's usage file
         // and failed too (then the episode goes on, its retry owing that read).
         transient.succeeded()
@@ -242,12 +245,13 @@ final class MonitorEngine {
     /// A decided reading goes out: its event to observers when the level changed (and always for
     /// a monitor's first reading), the reading to the monitor (metrics, the latest figures) and to
     /// the release loop (which returns at once from most), and the level's next reading scheduled.
-    private func route(_ decision: LevelMachine.Decision, snapshot: PressureSnapshot, forecast: PressureForecast?, now: ContinuousClock.Instant) {
+    /// `readAt` is when the reading's read began.
+    private func route(_ decision: LevelMachine.Decision, snapshot: PressureSnapshot, forecast: PressureForecast?, readAt: ContinuousClock.Instant) {
         let event = LevelEvent(level: decision.level, previous: decision.previous, source: decision.cause, snapshot: snapshot, forecast: forecast)
         if decision.previous == nil || decision.level != decision.previous { output.engineEmitted(event) }
         let reading = MonitorReading(
             event: event, rise: decision.rise, releaseLevel: decision.releaseLevel, growthBytesPerSecond: growth.bytesPerSecond,
-            tally: growth.tally, readAt: now, detectionBound: detectionBound)
+            tally: growth.tally, readAt: readAt, detectionBound: detectionBound)
         output.engineRead(reading)
         releaseLoop.offer(reading)
         scheduleLevelReading(decision.nextReading)
@@ -282,7 +286,7 @@ final class MonitorEngine {
     /// Hands a full reading (if any) to the usage sampler and schedules its next read.
     private func resample(after snapshot: PressureSnapshot, now: ContinuousClock.Instant) {
         guard let usageSampling else { return }
-        if let thresholds, thresholds.replanIfTheLimitsChanged(snapshot, then: { [unowned self] in thresholdsChanged($0) }) {
+        if let thresholds, thresholds.replanIfTheLimitsChanged(snapshot) {
             output.engineWatchesUsage(by: usageWatch, after: .zero)
             publishLines()
         }

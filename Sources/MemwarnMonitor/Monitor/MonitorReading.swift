@@ -14,8 +14,9 @@ struct MonitorReading: Sendable {
     var growthBytesPerSecond: Double
     /// The forecast warnings so far.
     var tally: ForecastTally
-    /// When the engine took it (monotonic: the snapshot's own time is the wall clock, which can
-    /// step), to tell how old it is when the release thread takes it.
+    /// When the engine began to read it (monotonic: the snapshot's own time is the wall clock,
+    /// which can step), to tell how old it is when the release thread takes it, and whether its
+    /// read began before the last release ended.
     var readAt: ContinuousClock.Instant
     /// How long the next detection of a usage change can take: ``eventDrivenDetection`` where
     /// the kernel reports usage crossings, the sampler's current wait where usage is sampled.

@@ -16,8 +16,6 @@ final class MonitorSession: Sendable {
         var metrics: MonitorMetrics
         /// Where the engine counts its cheap reads of usage.
         var samples: UsageSampleCount
-        /// Where the engine counts the readings it decided.
-        var decisions: SharedCount
         /// The monitor's side of the engine (events, readings, sources, transient errors).
         var output: @Sendable () -> any MonitorEngineOutput
         /// The coordinators attached to the monitor, which the release loop reads.
@@ -96,7 +94,7 @@ final class MonitorSession: Sendable {
         }
         let madeEngine = MonitorEngine(
             loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
-            ledger: ledger, samples: parts.samples, decisions: parts.decisions, output: parts.output(), releaseLoop: releaseLoop,
+            ledger: ledger, samples: parts.samples, output: parts.output(), releaseLoop: releaseLoop,
             carriedLevel: parts.carriedLevel)
         readingAsk.connect(madeEngine)
         let engine = ThreadConfined(madeEngine, on: loop)

@@ -93,16 +93,6 @@ extension PressureMonitor {
     /// root); one `pread` each (`memwarn_usage_samples_total`).
     public var usageSampleCount: Int { samples.value }
 
-    /// What the armed or running session has read and decided (zeros when none is): the tests
-    /// count them to hold one reading and one decision to a kernel event.
-    var readingCounts: (readings: Int, measurements: Int, decisions: Int) {
-        switch state.withLock({ $0.phase }) {
-        case .armed(let session), .running(let session):
-            (session.sampler.readCount, session.sampler.measurementCount, decisions.value)
-        default: (0, 0, decisions.value)
-        }
-    }
-
     /// The latest transient read error, if any.
     public var lastTransientError: CgroupError? { state.withLock { $0.lastTransientError } }
 

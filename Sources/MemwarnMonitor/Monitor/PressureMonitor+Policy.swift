@@ -69,7 +69,7 @@ extension PressureMonitor {
     func arm(carrying level: MemoryPressureLevel? = nil) throws -> MonitorSession {
         let session = try MonitorSession.arm(
             .init(
-                configuration: configuration, logger: logger, metrics: metrics, samples: samples, decisions: decisions,
+                configuration: configuration, logger: logger, metrics: metrics, samples: samples,
                 output: { [weak self] in EngineOutput(self) },
                 coordinators: coordinators,
                 exhaustionChanged: { [weak self] change in self?.publish(change) }, leases: leases, carriedLevel: level))

@@ -86,8 +86,6 @@ public final class PressureMonitor: Service, Sendable {
     let exhaustionChanges = Broadcaster<MemoryExhaustion>()
     let exhausted = Atomic<Bool>(false)
     let samples: UsageSampleCount
-    /// The readings the engines decided, one a reading (the tests count them).
-    let decisions = SharedCount()
     /// The ancestors a node agent coordinates for this monitor (``coordinate(cgroupPath:agentPid:for:)``).
     let leases: AgentLeases
     let coordinators = AttachedCoordinators()

@@ -171,9 +171,10 @@ final class ReleaseLoop: @unchecked Sendable {
             remaining.headroomBytes = min(remaining.headroomBytes, remaining.bytes)
             context.metrics.record(report, consumers: coordinator.consumers)
         }
-        lastReleaseDuration = context.clock.now - began
+        let ended = context.clock.now
+        lastReleaseDuration = ended - began
         let after = try? context.sampler.measure()
-        lastRelease = (context.clock.now, after)
+        lastRelease = (ended, after)
         let dropped = after.map { Self.drop(from: beforeWarning ?? snapshot, to: $0) } ?? UInt64(max(0, freed))
         context.ledger.end(droppedBytes: dropped)
         if let after, releaseLevel == .critical, freed < target.bytes {

@@ -14,13 +14,13 @@ struct LevelMachine: Sendable {
     /// Whether PSI's averages raise the level (``MonitorConfiguration/watchesPressureStall``).
     let countsPressureStall: Bool
     private(set) var level: MemoryPressureLevel
-    /// Counts every decision, one a reading (the monitor's count, which the tests compare with
-    /// its readings).
-    let decisions: SharedCount
+    /// Counts every decision, one a reading, when given (the tests compare it with the
+    /// readings; a monitor counts none).
+    let decisions: SharedCount?
     /// A lower level asked for since `since`, first seen by `cause` (the step down's signal).
     private var stepDown: (since: ContinuousClock.Instant, cause: PressureSignal)?
 
-    init(policy: PressurePolicy, countsPressureStall: Bool = true, level: MemoryPressureLevel = .normal, decisions: SharedCount = SharedCount()) {
+    init(policy: PressurePolicy, countsPressureStall: Bool = true, level: MemoryPressureLevel = .normal, decisions: SharedCount? = nil) {
         self.policy = policy
         self.decisions = decisions
         self.countsPressureStall = countsPressureStall
@@ -78,7 +78,7 @@ struct LevelMachine: Sendable {
         _ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal, forecast: PressureForecast?,
         previous: MemoryPressureLevel?, now: ContinuousClock.Instant
     ) -> Decision {
-        decisions.add()
+        decisions?.add()
         let asked = Self.asked(by: snapshot, policy: policy, countsPressureStall: countsPressureStall)
         var wanted = max(hint, asked.level)
         if asked.inRecoveryBand && level > .normal { wanted = max(wanted, .warning) }  // hysteresis
