@@ -8,7 +8,6 @@ package final class RunRecorder: Sendable {
     private struct Record {
         var samples: [SoakSample] = []
         var levelChanges: [ConstrainedRunReport.LevelChange] = []
-        var level = MemoryPressureLevel.normal
     }
 
     private let record = Locked(Record())
@@ -32,7 +31,6 @@ package final class RunRecorder: Sendable {
     package func record(_ level: MemoryPressureLevel, at seconds: Double, usageBytes: UInt64) {
         record.withLock { record in
             record.levelChanges.append(.init(seconds: seconds, level: level.rawValue, usageBytes: usageBytes))
-            record.level = level
         }
     }
 
@@ -43,5 +41,7 @@ package final class RunRecorder: Sendable {
     package var levelChanges: [ConstrainedRunReport.LevelChange] { record.withLock { $0.levelChanges } }
 
     /// The level last entered (normal before the first change).
-    package var level: MemoryPressureLevel { record.withLock { $0.level } }
+    package var level: MemoryPressureLevel {
+        record.withLock { $0.levelChanges.last.flatMap { MemoryPressureLevel(rawValue: $0.level) } ?? .normal }
+    }
 }

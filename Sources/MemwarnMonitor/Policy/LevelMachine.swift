@@ -36,8 +36,8 @@ struct LevelMachine: Sendable {
         /// The signal the level is owed to: the reading's, the forecast's when it raised the
         /// level, or, for a step down, the signal that first saw the lower level.
         var cause: PressureSignal
-        /// The level the reading rose to, when it rose.
-        var rise: MemoryPressureLevel?
+        /// The level the reading rose to, when it rose (never for a monitor's first reading).
+        var rise: MemoryPressureLevel? { previous.flatMap { level > $0 ? level : nil } }
         /// The level to release at, when the reading asks for a release: a rise's level, or, while
         /// the level stays raised, whenever usage is back at the warning mark, the level usage
         /// asks for without hysteresis (at least `.warning`, never above the level).
@@ -101,7 +101,6 @@ struct LevelMachine: Sendable {
             }
         }
         var decision = Decision(level: level, previous: previous, cause: cause)
-        if let previous, level > previous { decision.rise = level }
         if let rise = decision.rise {
             decision.releaseLevel = rise
         } else if level > .normal, snapshot.capacityBytes != nil, snapshot.levelRatio >= policy.warningRatio {
