@@ -71,22 +71,18 @@ struct StatusReport: Encodable {
 
         /// The marks of `policy` on a limit of `limitBytes`.
         init(policy: PressurePolicy, limitBytes: UInt64) {
-            warning = Mark(ratio: policy.warningRatio, limitBytes: limitBytes)
-            critical = Mark(ratio: policy.criticalRatio, limitBytes: limitBytes)
-            recovery = Mark(ratio: policy.recoveryRatio, limitBytes: limitBytes)
+            let marks = LevelMarks(policy: policy, capacityBytes: limitBytes)
+            warning = Mark(ratio: marks.warningRatio, bytes: marks.warningBytes)
+            critical = Mark(ratio: marks.criticalRatio, bytes: marks.criticalBytes)
+            recovery = Mark(ratio: marks.recoveryRatio, bytes: marks.recoveryBytes)
         }
     }
 
     /// One mark: its ratio of the limit, and the usage in bytes where it lies (the ratio times
-    /// the limit, rounded down, as the monitor places it).
+    /// the limit, rounded down, as the monitor places it: `LevelMarks`).
     struct Mark: Encodable {
         var ratio: Double
         var bytes: UInt64
-
-        init(ratio: Double, limitBytes: UInt64) {
-            self.ratio = ratio
-            bytes = UInt64(Double(limitBytes) * ratio)
-        }
     }
 
     /// A monitor armed by `status` on the cgroup, as a service's would be.

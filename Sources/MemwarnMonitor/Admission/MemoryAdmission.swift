@@ -136,7 +136,7 @@ public final class MemoryAdmission: Sendable {
     /// The critical mark less usage now (before reservations), or `nil` without a reading.
     private func headroom() -> (bytes: Int, usage: UInt64)? {
         guard let snapshot = monitor.latestSnapshot, let capacity = snapshot.binding?.limit.bytes ?? snapshot.capacityBytes else { return nil }
-        let mark = Double(capacity) * monitor.criticalRatio
+        let mark = Double(LevelMarks(policy: monitor.policy, capacityBytes: capacity).criticalBytes)
         let usage = currentUsage(of: snapshot) ?? snapshot.binding?.usageBytes ?? snapshot.usageBytes
         return (Int(mark) - Int(clamping: usage), usage)
     }

@@ -1,4 +1,5 @@
 import CgroupKit
+import MemwarnRelease
 import MemwarnSystem
 import Synchronization
 
@@ -49,8 +50,8 @@ package final class AgentLeases: Sendable {
         var crossings: [String: Crossing] = [:]
         /// When the agent last asked this process to release, by agent pid.
         var lastAsk: [Int32: ContinuousClock.Instant] = [:]
-        /// The policy's marks the crossings are judged at.
-        var marks: (warning: Double, critical: Double, recovery: Double)
+        /// The policy whose marks the crossings are judged at.
+        var policy: PressurePolicy
     }
 
     private let state: Locked<State>
@@ -90,12 +91,12 @@ package final class AgentLeases: Sendable {
     /// Leases judged at `policy`'s marks, in `clock`'s time.
     init(policy: PressurePolicy, clock: LoopClock = .continuous) {
         self.clock = clock
-        state = Locked(State(marks: (policy.warningRatio, policy.criticalRatio, policy.recoveryRatio)))
+        state = Locked(State(policy: policy))
     }
 
     /// Judges the crossings at `policy`'s marks from now on (a policy applied while running).
     func update(policy: PressurePolicy) {
-        state.withLock { $0.marks = (policy.warningRatio, policy.criticalRatio, policy.recoveryRatio) }
+        state.withLock { $0.policy = policy }
     }
 
     /// Grants or renews a lease.
@@ -180,19 +181,19 @@ package final class AgentLeases: Sendable {
             var left = Set<String>()
             for constraint in constraints where !constraint.isHidden && constraint.cgroupPath != own {
                 guard let lease = state.leases[constraint.cgroupPath] else { continue }
-                let ratio = constraint.ratio
-                guard ratio >= state.marks.recovery else {
+                let (level, inRecoveryBand) = LevelMarks(policy: state.policy, capacityBytes: constraint.limit.bytes).asked(byUsage: constraint.usageBytes)
+                guard level > .normal || inRecoveryBand else {
                     state.crossings[constraint.cgroupPath] = nil  // back under its recovery mark: the crossing is over
                     left.insert(constraint.cgroupPath)
                     continue
                 }
                 var crossing = state.crossings[constraint.cgroupPath]
-                if crossing == nil, ratio >= state.marks.warning {
+                if crossing == nil, level >= .warning {
                     let asked = state.lastAsk[lease.agentPid].map { now - $0 <= Self.askLead } ?? false
                     crossing = Crossing(since: now, answered: asked)
                 }
                 if var current = crossing {
-                    if ratio >= state.marks.critical || (!current.answered && now - current.since >= Self.answerBound) { current.counted = true }
+                    if level == .critical || (!current.answered && now - current.since >= Self.answerBound) { current.counted = true }
                     state.crossings[constraint.cgroupPath] = current
                     if current.counted { continue }
                 }

@@ -150,7 +150,7 @@ struct SourcePlan {
     }
 
     /// The v1 usage thresholds to register for a limit on `cgroup`'s usage: each level mark and
-    /// the guard `band` below it first, then the other 5 % steps (``thresholdRatios(_:)``); a byte
+    /// the guard `band` below it first, then the other 5 % steps (``LevelMarks/thresholdRatios``); a byte
     /// count once. `naming` (an ancestor's path) goes into each line.
     static func thresholdRequests(
         limit: UInt64, band: UInt64, policy: PressurePolicy, cgroup: CgroupLocation, gauge: String,
@@ -164,26 +164,16 @@ struct SourcePlan {
                 requests.append(.init(cgroup: cgroup, gauge: gauge, bytes: bytes, description: description))
             }
         }
-        for ratio in [policy.warningRatio, policy.criticalRatio, policy.recoveryRatio] where ratio <= 1 {
-            let mark = UInt64(Double(limit) * ratio)
+        let marks = LevelMarks(policy: policy, capacityBytes: limit)
+        for (ratio, mark) in [(marks.warningRatio, marks.warningBytes), (marks.criticalRatio, marks.criticalBytes), (marks.recoveryRatio, marks.recoveryBytes)]
+        where ratio <= 1 {
             add(mark, "usage-threshold\(of) \(mark) bytes (\(percent(ratio))% of \(limit))")
             if mark > band { add(mark - band, "usage-guard\(of) \(mark - band) bytes (\(ByteSize.describe(band)) below the \(percent(ratio))% mark)") }
         }
-        for ratio in thresholdRatios(policy) {
-            let bytes = UInt64(Double(limit) * ratio)
+        for (ratio, bytes) in zip(marks.thresholdRatios, marks.thresholdBytes) {
             add(bytes, "usage-threshold\(of) \(bytes) bytes (\(percent(ratio))% of \(limit))")
         }
         return requests
-    }
-
-    /// The v1 usage thresholds: the recovery, warning and critical marks, and every 5 % of the
-    /// limit from half of it up, so a climb gives the growth estimate an event-driven reading
-    /// each twentieth of the limit (a crossing wakes the monitor in about a millisecond).
-    static func thresholdRatios(_ policy: PressurePolicy) -> [Double] {
-        let steps = (10...19).map { Double($0) * 0.05 }
-        var ratios = [policy.recoveryRatio, policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }
-        for step in steps where !ratios.contains(where: { abs($0 - step) < 0.01 }) { ratios.append(step) }
-        return ratios.sorted()
     }
 
     /// PSI: a trigger for `some` (warning) and one for `full` (critical) on the cgroup2 group's

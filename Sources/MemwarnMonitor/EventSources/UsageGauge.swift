@@ -79,11 +79,11 @@ final class UsageGauge {
 
     private func plan(capacity: UInt64, policy: PressurePolicy) {
         self.capacity = capacity
-        func bytes(_ ratio: Double) -> UInt64 { UInt64(Double(capacity) * ratio) }
-        thresholds = SourcePlan.thresholdRatios(policy).map(bytes)
-        levelMarks = [policy.recoveryRatio, policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }.map(bytes).sorted()
-        marksAbove = ([policy.warningRatio, policy.criticalRatio].filter { $0 <= 1 }.map(bytes) + [capacity]).sorted()
-        band = SamplingRule.guardBand(capacity: capacity, processors: processors)
+        let marks = LevelMarks(policy: policy, capacityBytes: capacity)
+        thresholds = marks.thresholdBytes
+        levelMarks = marks.levelMarkBytes
+        marksAbove = marks.marksAboveBytes
+        band = marks.guardBandBytes(processors: processors)
         slack = capacity / 100
     }
 

@@ -49,7 +49,7 @@ struct GrowthTracker {
         }
         if let pending, let capacity = snapshot.capacityBytes {
             let grown = Double(snapshot.usageBytes) + Double(ledgerAfter.releasedBytes &- pending.releasedBytes)
-            if grown >= Double(capacity) * policy.warningRatio {
+            if grown >= Double(LevelMarks(policy: policy, capacityBytes: capacity).warningBytes) {
                 tally.confirmed += 1
                 self.pending = nil
             } else if now >= pending.deadline {
@@ -65,7 +65,8 @@ struct GrowthTracker {
         if pending != nil { tally.falseAlarms += 1 }  // superseded before it was settled
         tally.raised += 1
         guard let forecast, let capacity = snapshot.capacityBytes else { return }
-        let toWarning = max(0, Double(capacity) * policy.warningRatio - Double(snapshot.usageBytes)) / forecast.growth.bytesPerSecond
+        let warning = LevelMarks(policy: policy, capacityBytes: capacity).warningBytes
+        let toWarning = max(0, Double(warning) - Double(snapshot.usageBytes)) / forecast.growth.bytesPerSecond
         pending = (releasedBytes, now.secondsSinceStart + 2 * toWarning + 1)
     }
 }

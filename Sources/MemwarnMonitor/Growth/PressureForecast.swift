@@ -47,13 +47,18 @@ enum ForecastRule {
             estimate.samples >= 3, estimate.confidence >= 2, estimate.bytesPerSecond > 0
         else { return nil }
         let usage = Double(snapshot.usageBytes)
-        let critical = Double(capacity) * min(policy.criticalRatio, 1)
+        let critical = Double(min(LevelMarks(policy: policy, capacityBytes: capacity).criticalBytes, capacity))
         return PressureForecast(
             growth: estimate, secondsToCritical: max(0, (critical - usage) / estimate.bytesPerSecond),
             secondsToLimit: max(0, (Double(capacity) - usage) / estimate.bytesPerSecond))
     }
 
     /// Whether a forecast is trusted enough to raise `.warning`.
+    ///
+    /// The floor is the binding limit's share (``PressureSnapshot/ratio``), not the level's
+    /// (``PressureSnapshot/levelRatio``): the growth is fitted on the binding limit's usage, and
+    /// its forecast is of that limit; another limit further past its marks raises the level by
+    /// itself.
     static func warns(_ forecast: PressureForecast?, snapshot: PressureSnapshot, policy: PressurePolicy) -> Bool {
         guard let forecast, policy.forecastHorizon > .zero, snapshot.ratio >= floorRatio else { return false }
         let growth = forecast.growth

@@ -74,9 +74,9 @@ public final class PressureMonitor: Service, Sendable {
     /// The configuration it runs with: the policy is the one last applied
     /// (``apply(policy:)``).
     public var configuration: MonitorConfiguration { currentConfiguration.withLock { $0 } }
-    /// The critical mark of the policy last applied, without copying the configuration (its
-    /// environment): admission asks at every reservation.
-    package var criticalRatio: Double { currentConfiguration.withLock { $0.policy.criticalRatio } }
+    /// The policy last applied, without copying the configuration (its environment): admission
+    /// asks at every reservation.
+    package var policy: PressurePolicy { currentConfiguration.withLock { $0.policy } }
     let currentConfiguration: Locked<MonitorConfiguration>
     /// Held while a policy is applied: one change at a time.
     let policyChange = Locked(())

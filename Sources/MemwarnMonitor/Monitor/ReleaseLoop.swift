@@ -150,7 +150,7 @@ final class ReleaseLoop: @unchecked Sendable {
             // A failed read is the monitor's to report (it reads the same files): the reading stands in.
             if let measured = try? context.sampler.measure() { (snapshot, age) = (measured, .zero) }
         }
-        if let exhaustion, exhaustion.isExhausted, level == .normal || snapshot.levelRatio < policy.warningRatio {
+        if let exhaustion, exhaustion.isExhausted, level == .normal || LevelMarks.asked(byRatio: snapshot.levelRatio, policy: policy).level == .normal {
             leaveExhaustion(snapshot, growth: reading.growthBytesPerSecond)
         }
         guard let releaseLevel = reading.releaseLevel, !coordinators.isEmpty else {
@@ -185,7 +185,8 @@ final class ReleaseLoop: @unchecked Sendable {
     /// Enters exhaustion when a release at `.critical` fell short and usage is still at the
     /// critical mark.
     private func enterExhaustionIfStillCritical(_ after: PressureSnapshot, coordinators: [ReleaseCoordinator], growth: Double) {
-        guard let capacity = after.capacityBytes, after.levelRatio >= min(context.policy.criticalRatio, 1), exhaustion?.isExhausted != true
+        guard let capacity = after.capacityBytes, LevelMarks.isAtCriticalOrLimit(ratio: after.levelRatio, policy: context.policy),
+            exhaustion?.isExhausted != true
         else { return }
         let holders = coordinators.flatMap(\.consumers).map { consumer in
             let held = consumer.footprintBytes

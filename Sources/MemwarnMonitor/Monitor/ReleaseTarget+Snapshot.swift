@@ -20,8 +20,8 @@ extension ReleaseTarget {
         let headroom = growth * leadTime.seconds
         // Every counted limit back under its recovery mark: the largest excess (the binding
         // limit's, unless a larger parent is further past its marks).
-        let bytes = max(0, snapshot.excessBytes(over: policy.recoveryRatio, lessHeadroom: headroom).rounded(.up))
-        let withoutHeadroom = max(0, snapshot.excessBytes(over: policy.recoveryRatio).rounded(.up))
+        let bytes = max(0, snapshot.excessOverRecovery(policy: policy, lessHeadroom: headroom).rounded(.up))
+        let withoutHeadroom = max(0, snapshot.excessOverRecovery(policy: policy).rounded(.up))
         // The part of the target the headroom accounts for (all of it when usage is below the mark).
         let headroomPart = min(bytes, max(0, bytes - withoutHeadroom))
         return ReleaseTarget(bytes: Int(bytes), headroomBytes: Int(headroomPart), growthBytesPerSecond: growth, leadTime: leadTime)

@@ -103,7 +103,7 @@ struct LevelMachine: Sendable {
         var decision = Decision(level: level, previous: previous, cause: cause)
         if let rise = decision.rise {
             decision.releaseLevel = rise
-        } else if level > .normal, snapshot.capacityBytes != nil, snapshot.levelRatio >= policy.warningRatio {
+        } else if level > .normal, snapshot.capacityBytes != nil, LevelMarks.asked(byRatio: snapshot.levelRatio, policy: policy).level >= .warning {
             decision.releaseLevel = min(level, max(.warning, asked.level))
         }
         if let stepDown {
@@ -122,16 +122,7 @@ struct LevelMachine: Sendable {
     ) -> (level: MemoryPressureLevel, inRecoveryBand: Bool) {
         var level = MemoryPressureLevel.normal
         var inRecoveryBand = false
-        if snapshot.capacityBytes != nil {
-            let ratio = snapshot.levelRatio
-            if ratio >= policy.criticalRatio {
-                level = .critical
-            } else if ratio >= policy.warningRatio {
-                level = .warning
-            } else {
-                inRecoveryBand = ratio >= policy.recoveryRatio
-            }
-        }
+        if snapshot.capacityBytes != nil { (level, inRecoveryBand) = LevelMarks.asked(byRatio: snapshot.levelRatio, policy: policy) }
         if countsPressureStall, let pressure = snapshot.pressure {
             if pressure.some.avg10 >= policy.psiSomeWarningPercent { level = max(level, .warning) }
             if let full = pressure.full, full.avg10 >= policy.psiFullCriticalPercent { level = max(level, .critical) }

@@ -77,18 +77,19 @@ public struct PressureSnapshot: Sendable, Hashable {
         constraints.reduce(ratio) { max($0, $1.ratio) }
     }
 
-    /// The bytes to free for every counted limit to be at or under `ratio` of itself (the largest
-    /// excess among them); without limits, the system's used memory over `ratio` of its total.
+    /// The bytes to free for every counted limit to be at or under its recovery mark (the largest
+    /// excess among them); without limits, the system's used memory over the recovery mark of
+    /// its total. 0 when every one is under it.
     ///
     /// - Parameters:
-    ///   - ratio: the mark, as a share of each limit.
+    ///   - policy: the marks.
     ///   - headroom: bytes each mark is lowered by (room for growth until the next release can
     ///     act), at most the mark itself.
-    func excessBytes(over ratio: Double, lessHeadroom headroom: Double = 0) -> Double {
+    func excessOverRecovery(policy: PressurePolicy, lessHeadroom headroom: Double = 0) -> Double {
         let measures = constraints.isEmpty ? capacityBytes.map { [(usageBytes, $0)] } ?? [] : constraints.map { ($0.usageBytes, $0.limit.bytes) }
         return measures.reduce(0.0) { largest, measure in
-            let mark = Double(measure.1) * ratio
-            return max(largest, Double(measure.0) - (mark - min(mark, headroom)))
+            let marks = LevelMarks(policy: policy, capacityBytes: measure.1)
+            return max(largest, marks.excessBytes(usage: measure.0, overRatio: marks.recoveryRatio, lessHeadroom: headroom))
         }
     }
 
