@@ -34,6 +34,29 @@ public struct MemoryConstraint: Sendable, Hashable, Codable {
         self.isHidden = isHidden
     }
 
+    /// The node's floor as a limit, for a node agent that guards the node the way the kubelet's
+    /// `memory.available` eviction threshold does: usage is the system's used memory
+    /// (`MemTotal - MemAvailable`), the limit `MemTotal` less `floorBytes`. It names no cgroup:
+    /// its ``cgroupPath`` is ``nodePath`` and its limit's file ``nodeFloorFile``.
+    ///
+    /// - Parameters:
+    ///   - memory: the system's memory, from `/proc/meminfo`.
+    ///   - floorBytes: the `MemAvailable` the node keeps.
+    /// - Returns: the constraint.
+    package static func nodeFloor(_ memory: SystemMemory, floorBytes: UInt64) -> MemoryConstraint {
+        let capacity = memory.totalBytes > floorBytes ? memory.totalBytes - floorBytes : 0
+        return MemoryConstraint(
+            cgroupPath: nodePath, usageBytes: memory.usedBytes, limit: EffectiveLimit(bytes: capacity, file: nodeFloorFile, cgroupPath: nodePath))
+    }
+
+    /// The ``cgroupPath`` of ``nodeFloor(_:floorBytes:)``: no cgroup's (a cgroup's path begins with `/`).
+    package static let nodePath = "node"
+    /// The limit file of ``nodeFloor(_:floorBytes:)``.
+    package static let nodeFloorFile = "MemAvailable floor"
+
+    /// Whether it is the node's floor (``nodeFloor(_:floorBytes:)``), measured from `/proc/meminfo`.
+    package var isNodeFloor: Bool { cgroupPath == Self.nodePath }
+
     /// What is left before the limit: limit minus usage (0 at or over it).
     public var headroomBytes: UInt64 { limit.bytes > usageBytes ? limit.bytes - usageBytes : 0 }
 

@@ -48,7 +48,7 @@ final class DrivenEngine {
                 coordinators: coordinators, exhaustionChanged: { _ in }, askForReading: { readingAsk.ask() }))
         engine = MonitorEngine(
             loop: loop, sampler: sampler, configuration: configuration, logger: testLogger, ledger: ledger, samples: samples,
-            decisions: decisions, output: output, releaseLoop: releaseLoop)
+            decisions: decisions, output: output, consumer: releaseLoop)
         readingAsk.connect(engine)
     }
 

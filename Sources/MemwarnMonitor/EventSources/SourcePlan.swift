@@ -139,7 +139,7 @@ struct SourcePlan {
         policy: PressurePolicy
     ) -> [ThresholdRegistrar.Request] {
         var requests: [ThresholdRegistrar.Request] = []
-        for constraint in constraints {
+        for constraint in constraints where !constraint.isNodeFloor {  // the node's floor has no usage file to register on
             let location = constraint.isHidden ? cgroup : CgroupLocation(version: .v1, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)
             requests += thresholdRequests(
                 limit: constraint.limit.bytes, band: sampling.guardBand(capacity: constraint.limit.bytes),

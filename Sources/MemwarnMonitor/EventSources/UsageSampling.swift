@@ -163,6 +163,10 @@ final class UsageSampling {
             let gauge: UsageGauge
             if let existing = gauges.first(where: { $0.follows(constraint) }) {
                 gauge = existing
+            } else if let constraint, constraint.isNodeFloor {
+                // A node agent's floor: the system's used memory, read where the system's is.
+                gauge = UsageGauge(
+                    constraint: (constraint.cgroupPath, constraint.limit.file), file: try open("/proc/meminfo", format: .meminfo), processors: processors)
             } else if let constraint, let cgroup {
                 let location =
                     constraint.isHidden ? cgroup : CgroupLocation(version: cgroup.version, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)

@@ -1,7 +1,7 @@
-import CgroupKit
+package import CgroupKit
 import Logging
-import MemwarnRelease
-import MemwarnSystem
+package import MemwarnRelease
+package import MemwarnSystem
 
 /// The monitor's working part, confined to its loop thread. It routes: the sources a
 /// ``SourcePlan`` makes fire, it takes one reading, the ``LevelMachine`` decides it, and the
@@ -9,7 +9,7 @@ import MemwarnSystem
 /// it). What comes next is scheduled from the decision (a step down's end, a recheck), the usage
 /// sampler (its next read), the ``ThresholdPlanner`` (cgroup v1 as root), the ``LeaseTimers``
 /// (a node agent's leases) and the ``TransientRetry``.
-final class MonitorEngine {
+package final class MonitorEngine {
     /// Where the engine is: its state is one of these, not a set of flags.
     private enum Phase {
         /// Made, not started: no source registered.
@@ -22,15 +22,15 @@ final class MonitorEngine {
         case tornDown
     }
 
-    let loop: EventLoop
+    package let loop: EventLoop
     let sampler: SnapshotSampler
     private let configuration: MonitorConfiguration
     private var policy: PressurePolicy { configuration.policy }
     private let logger: Logger
     private let ledger: ReleaseLedger
     private let output: any MonitorEngineOutput
-    /// Takes every reading on the release thread (the engine hands it over directly).
-    private let releaseLoop: ReleaseLoop
+    /// Takes every decided reading off the loop: a service's release loop, a node agent's rounds.
+    private let consumer: any MonitorReadingConsumer
     private let samples: UsageSampleCount
     private var phase = Phase.idle
 
@@ -62,7 +62,7 @@ final class MonitorEngine {
 
     init(
         loop: EventLoop, sampler: SnapshotSampler, configuration: MonitorConfiguration, logger: Logger, ledger: ReleaseLedger,
-        samples: UsageSampleCount, decisions: SharedCount? = nil, output: any MonitorEngineOutput, releaseLoop: ReleaseLoop,
+        samples: UsageSampleCount, decisions: SharedCount? = nil, output: any MonitorEngineOutput, consumer: any MonitorReadingConsumer,
         carriedLevel: MemoryPressureLevel? = nil
     ) {
         self.carriedLevel = carriedLevel
@@ -73,7 +73,7 @@ final class MonitorEngine {
         self.logger = logger
         self.ledger = ledger
         self.output = output
-        self.releaseLoop = releaseLoop
+        self.consumer = consumer
         watched = WatchedSources(loop: loop, logger: logger)
         machine = LevelMachine(
             policy: configuration.policy, countsPressureStall: configuration.watchesPressureStall, level: carriedLevel ?? .normal, decisions: decisions)
@@ -81,7 +81,7 @@ final class MonitorEngine {
     }
 
     /// Set when a source failed for good (a deleted cgroup); ``PressureMonitor/run()`` throws it.
-    var failure: CgroupError? {
+    package var failure: CgroupError? {
         if case .failed(let error) = phase { return error }
         return nil
     }
@@ -92,10 +92,10 @@ final class MonitorEngine {
     }
 
     /// cgroup v1 as root: usage thresholds still being registered (at start, or for a new limit).
-    var pendingThresholds: Int { thresholds?.pending ?? 0 }
+    package var pendingThresholds: Int { thresholds?.pending ?? 0 }
 
     /// How changes of usage reach the engine (known once it started).
-    var usageWatch: MonitorArming.UsageWatch {
+    package var usageWatch: MonitorArming.UsageWatch {
         guard let usageSampling, usageSampling.mode == .continuous else { return .thresholds }
         return usageSampling.rule.isAdaptive ? .adaptiveSampling : .polling
     }
@@ -106,7 +106,7 @@ final class MonitorEngine {
     ///
     /// - Throws: ``/CgroupKit/CgroupError`` when the cgroup cannot be read or a source cannot be made;
     ///   ``MonitorError`` when the loop cannot watch a source.
-    func start() throws {
+    package func start() throws {
         loop.assertOnLoop()
         let now = loop.now
         let snapshot = try sampler.sample()
@@ -213,7 +213,7 @@ final class MonitorEngine {
 
     /// Takes one reading, has it decided, and routes the decision: `hint` is what the waking
     /// signal (`source`) itself says.
-    func wake(hint: MemoryPressureLevel, source: PressureSignal) {
+    package func wake(hint: MemoryPressureLevel, source: PressureSignal) {
         loop.assertOnLoop()
         guard isRunning else { return }
         let ledgerBefore = ledger.current
@@ -244,7 +244,8 @@ final class MonitorEngine {
 
     /// A decided reading goes out: its event to observers when the level changed (and always for
     /// a monitor's first reading), the reading to the monitor (metrics, the latest figures) and to
-    /// the release loop (which returns at once from most), and the level's next reading scheduled.
+    /// its consumer (the release loop, which returns at once from most), and the level's next
+    /// reading scheduled.
     /// `readAt` is when the reading's read began.
     private func route(_ decision: LevelMachine.Decision, snapshot: PressureSnapshot, forecast: PressureForecast?, readAt: ContinuousClock.Instant) {
         let event = LevelEvent(level: decision.level, previous: decision.previous, source: decision.cause, snapshot: snapshot, forecast: forecast)
@@ -253,7 +254,7 @@ final class MonitorEngine {
             event: event, rise: decision.rise, releaseLevel: decision.releaseLevel, growthBytesPerSecond: growth.bytesPerSecond,
             tally: growth.tally, readAt: readAt, detectionBound: detectionBound)
         output.engineRead(reading)
-        releaseLoop.offer(reading)
+        consumer.offer(reading)
         scheduleLevelReading(decision.nextReading)
         leaseTimers?.afterReading()
     }
@@ -370,7 +371,7 @@ final class MonitorEngine {
     }
 
     /// Unwatches and closes every source. Loop thread, after the loop ended.
-    func tearDown() {
+    package func tearDown() {
         loop.assertOnLoop()
         thresholds?.tearDown()
         watched.tearDown()

@@ -28,31 +28,20 @@ final class MonitorSession: Sendable {
         var carriedLevel: MemoryPressureLevel? = nil
     }
 
-    private let loop: EventLoop
-    private let engine: ThreadConfined<MonitorEngine>
+    private let thread: EngineThread
     private let releaseLoop: ReleaseLoop
     /// How arming went.
     let arming: MonitorArming
     /// The sampler every reading of the session goes through (its ``SnapshotSampler/readCount``).
     let sampler: SnapshotSampler
-    /// The engine's end: its failure, or success after a stop.
-    private let engineEnded: AsyncStream<Result<Void, any Error>>
     private let releaseEnded: AsyncStream<Void>
-    /// Set by the engine's thread as it ends.
-    private let threadEnded: ConditionLock<Bool>
 
-    private init(
-        loop: EventLoop, engine: ThreadConfined<MonitorEngine>, releaseLoop: ReleaseLoop, arming: MonitorArming, sampler: SnapshotSampler,
-        engineEnded: AsyncStream<Result<Void, any Error>>, releaseEnded: AsyncStream<Void>, threadEnded: ConditionLock<Bool>
-    ) {
-        self.loop = loop
-        self.engine = engine
+    private init(thread: EngineThread, releaseLoop: ReleaseLoop, arming: MonitorArming, sampler: SnapshotSampler, releaseEnded: AsyncStream<Void>) {
+        self.thread = thread
         self.releaseLoop = releaseLoop
         self.arming = arming
         self.sampler = sampler
-        self.engineEnded = engineEnded
         self.releaseEnded = releaseEnded
-        self.threadEnded = threadEnded
     }
 
     /// Finds the cgroup, starts the release thread and the engine's thread, and returns once
@@ -92,92 +81,45 @@ final class MonitorSession: Sendable {
         } catch {
             throw MonitorError(error)
         }
-        let madeEngine = MonitorEngine(
+        let engine = MonitorEngine(
             loop: loop, sampler: sampler, configuration: configuration, logger: parts.logger,
-            ledger: ledger, samples: parts.samples, output: parts.output(), releaseLoop: releaseLoop,
+            ledger: ledger, samples: parts.samples, output: parts.output(), consumer: releaseLoop,
             carriedLevel: parts.carriedLevel)
-        readingAsk.connect(madeEngine)
-        let engine = ThreadConfined(madeEngine, on: loop)
-        let (engineEnded, endEngine) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
-        let armed = ConditionLock<Result<(watch: MonitorArming.UsageWatch, pendingThresholds: Int), any Error>?>(nil)
-        let threadEnded = ConditionLock(false)
-        do throws(SystemError) {
-            try SystemThread.start(name: "memwarn-monitor") {
-                var outcome: Result<Void, any Error> = .success(())
-                do {
-                    try loop.run {  // the engine is read on the loop's thread from here on
-                        do {
-                            try engine.value.start()
-                        } catch let error as SystemError {
-                            throw MonitorError(error)
-                        }
-                        armed.withLock { $0 = .success((engine.value.usageWatch, engine.value.pendingThresholds)) }
-                    }
-                } catch {
-                    outcome = .failure(error)
-                }
-                engine.value.tearDown()
-                if case .success = outcome, let failure = engine.value.failure { outcome = .failure(failure) }
-                armed.withLock { state in
-                    if state == nil, case .failure(let error) = outcome { state = .failure(error) }
-                }
-                // The release thread ends with the engine, whoever stopped it (a run's end, the
-                // monitor released unrun, a failed source), after the release under way.
-                releaseLoop.stop()
-                endEngine.yield(outcome)
-                endEngine.finish()
-                threadEnded.withLock { $0 = true }
-            }
-        } catch {
-            releaseLoop.stop()
-            throw MonitorError(error)
-        }
-        let usageWatch: MonitorArming.UsageWatch
-        let pendingThresholds: Int
-        switch armed.wait(timeout: nil, until: { $0 }) {
-        case .success(let started)?:
-            (usageWatch, pendingThresholds) = started
-        case .failure(let error)?:
-            releaseLoop.stop()
-            throw error
-        case nil:
-            preconditionFailure("an untimed wait returned nothing")
-        }
-        let duration = ContinuousClock.now - began
+        readingAsk.connect(engine)
+        // The release thread ends with the engine, whoever stopped it (a run's end, the monitor
+        // released unrun, a failed source), after the release under way.
+        let thread = try EngineThread.start(engine, name: "memwarn-monitor") { releaseLoop.stop() }
         let arming = MonitorArming(
-            duration: duration, sinceProcessStart: ProcessAge.now(files: configuration.files),
-            usageWatch: usageWatch, pendingThresholds: pendingThresholds, sources: [])
-        return MonitorSession(
-            loop: loop, engine: engine, releaseLoop: releaseLoop, arming: arming, sampler: sampler, engineEnded: engineEnded,
-            releaseEnded: releaseEnded, threadEnded: threadEnded)
+            duration: ContinuousClock.now - began, sinceProcessStart: ProcessAge.now(files: configuration.files),
+            usageWatch: thread.start.usageWatch, pendingThresholds: thread.start.pendingThresholds, sources: [])
+        return MonitorSession(thread: thread, releaseLoop: releaseLoop, arming: arming, sampler: sampler, releaseEnded: releaseEnded)
     }
 
     /// Runs `work` on the engine's thread (any thread may ask); never, once the engine stopped.
     func onLoop(_ work: @escaping @Sendable () -> Void) {
-        loop.execute(work)
+        thread.onEngine { _ in work() }
     }
 
     /// Tells the engine a lease was granted or renewed (any thread).
     func leaseGranted(isNew: Bool, agentPid: Int32) {
-        loop.execute { [engine] in engine.value.leaseGranted(isNew: isNew, agentPid: agentPid) }
+        thread.onEngine { $0.leaseGranted(isNew: isNew, agentPid: agentPid) }
     }
 
     /// Tells the engine a lease ended at the agent's word (any thread).
     func leaseRevoked() {
-        loop.execute { [engine] in engine.value.leaseRevoked() }
+        thread.onEngine { $0.leaseRevoked() }
     }
 
     /// Asks the engine to stop (any thread); ``waitUntilEnded()`` returns once it has. Asking a
     /// stopped engine does nothing (the loop drops work handed to it after it ended).
     func stop() {
-        loop.execute { [weak loop] in loop?.stop() }
+        thread.stop()
     }
 
     /// Stops the engine and blocks until its thread has torn every source down (the cgroup can
     /// then be removed without the monitor reading it gone).
     func stopAndWait() {
-        stop()
-        _ = threadEnded.wait(timeout: nil) { $0 ? true : nil }
+        thread.stopAndWait()
     }
 
     /// Waits until the engine has ended (stopped, or failed for good) and the release thread with
@@ -186,9 +128,13 @@ final class MonitorSession: Sendable {
     /// - Throws: what ended the engine: CgroupKit's `CgroupError` for a cgroup deleted while
     ///   watched, ``MonitorError`` when `epoll_wait` failed.
     func waitUntilEnded() async throws {
-        var outcome: Result<Void, any Error> = .success(())
-        for await ended in engineEnded { outcome = ended }
+        var failure: (any Error)?
+        do {
+            try await thread.ended()
+        } catch {
+            failure = error
+        }
         for await _ in releaseEnded {}
-        try outcome.get()
+        if let failure { throw failure }
     }
 }

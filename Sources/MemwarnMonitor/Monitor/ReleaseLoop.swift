@@ -28,7 +28,7 @@ import Glibc
 ///    the critical mark, and leaves it once usage is below the warning mark.
 ///
 /// At most one release is under way; a burst of readings becomes one release.
-final class ReleaseLoop: @unchecked Sendable {
+final class ReleaseLoop: MonitorReadingConsumer, @unchecked Sendable {
     // @unchecked: `handOver` is a ConditionLock; `lastReleaseDuration` and `exhaustion` are
     // touched only on the release thread; everything else is immutable.
     struct Context: Sendable {

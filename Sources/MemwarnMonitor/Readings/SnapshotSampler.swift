@@ -18,6 +18,12 @@ public struct SnapshotSampler: Sendable {
     public let includesAncestors: Bool
     /// The ancestors a node agent coordinates for this process, left out while their leases hold.
     let leases: AgentLeases?
+    /// A node agent's floor on the node's `MemAvailable`: read as one more limit
+    /// (``/CgroupKit/MemoryConstraint/nodeFloor(_:floorBytes:)``), `nil` for none.
+    let nodeFloorBytes: UInt64?
+    /// Whether a reading without any limit is an error (a node agent guards limits, never the
+    /// whole machine's memory) rather than measured against the system's memory.
+    let requiresLimit: Bool
     /// Which ancestors set a limit, from the latest walk up the mount (shared by every copy of
     /// this sampler: the monitor's thread and its release thread both read).
     private let ancestors = Locked<(found: LimitedAncestors, at: ContinuousClock.Instant)?>(nil)
@@ -48,11 +54,18 @@ public struct SnapshotSampler: Sendable {
         self.init(layout: layout, files: files, includesAncestors: includesAncestors, leases: nil)
     }
 
-    init(layout: CgroupLayout, files: KernelFiles, includesAncestors: Bool, leases: AgentLeases?) {
+    /// A sampler with a node agent's leases, or a node agent's own: its parent's limit and the
+    /// node's floor, and no fallback to the system's memory.
+    package init(
+        layout: CgroupLayout, files: KernelFiles, includesAncestors: Bool, leases: AgentLeases?, nodeFloorBytes: UInt64? = nil,
+        requiresLimit: Bool = false
+    ) {
         self.layout = layout
         self.files = files
         self.includesAncestors = includesAncestors
         self.leases = leases
+        self.nodeFloorBytes = nodeFloorBytes
+        self.requiresLimit = requiresLimit
         if let unified = layout.unified, files.exists(unified.file("memory.pressure")) {
             pressureFile = unified.file("memory.pressure")
         } else if files.exists("/proc/pressure/memory") {
@@ -81,7 +94,7 @@ public struct SnapshotSampler: Sendable {
     /// What the release thread reads to measure what a release (or the memory-warning
     /// responders before it) freed: the same files as a reading, counted apart, and never
     /// decided on (the reading that asked for the release carries its decision).
-    func measure() throws(CgroupError) -> PressureSnapshot {
+    package func measure() throws(CgroupError) -> PressureSnapshot {
         measurements.add()
         return try read()
     }
@@ -110,12 +123,23 @@ public struct SnapshotSampler: Sendable {
                     constraints.removeAll { left.contains($0.cgroupPath) && !$0.isHidden }
                 }
             }
-            if let binding = MemoryConstraint.binding(constraints) {
-                usage = binding.usageBytes
-                limit = binding.limit
-            }
         }
         var system: SystemMemory?
+        if let nodeFloorBytes {
+            let meminfo = try SystemMemory.parse(files.read("/proc/meminfo"), path: files.path("/proc/meminfo"))
+            system = meminfo
+            constraints.append(.nodeFloor(meminfo, floorBytes: nodeFloorBytes))
+            watched.append(constraints[constraints.count - 1])
+        }
+        if let binding = MemoryConstraint.binding(constraints) {
+            usage = binding.usageBytes
+            limit = binding.limit
+        }
+        if limit == nil, requiresLimit {
+            throw CgroupError(
+                .unsupported, "no memory limit of its own: nothing to guard (a limit set above it is each service's to watch)",
+                path: layout.memory.map { files.path($0.directory) } ?? "/proc/meminfo")
+        }
         if limit == nil {
             let meminfo = try SystemMemory.parse(files.read("/proc/meminfo"), path: files.path("/proc/meminfo"))
             system = meminfo
