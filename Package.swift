@@ -198,7 +198,11 @@ let package = Package(
         ),
         .target(
             name: "MemwarnAgent",
-            dependencies: ["CgroupKit", "MemwarnControl", "MemwarnMonitor", "MemwarnRelease", "MemwarnSystem"],
+            dependencies: [
+                "CgroupKit", "MemwarnControl", "MemwarnMonitor", "MemwarnRelease", "MemwarnSystem",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -241,6 +245,7 @@ let package = Package(
                 "MemwarnSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings

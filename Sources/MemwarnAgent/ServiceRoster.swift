@@ -1,246 +1,402 @@
 import CgroupKit
 import MemwarnControl
 import MemwarnMonitor
+import MemwarnRelease
 import MemwarnSystem
 
-/// The agent's services, found and kept leased on a thread of their own: the thread that
-/// watches the parent never waits on a socket, whatever the sockets in the search path do.
+/// The agent's services: found, leased and kept current, on the agent's loop, where nothing ever
+/// waits on a socket.
 ///
-/// Each turn (every ``AgentConfiguration/discoverEvery``) searches the control directories
-/// (``ServiceFinder``: the new sockets asked together, at most one timeout for all of them) and
-/// renews the leases that are due (every ``AgentConfiguration/renewEvery``, a third of the lease;
-/// the renewals also go out together). A socket that failed is tried again after *its* failure,
-/// soon at first and less often as it keeps failing (``retryDelay(afterFailures:)``: a service
-/// just started may answer its first status late). The services found are published for the
-/// watching thread (``services``), which asks them to release.
-final class ServiceRoster: @unchecked Sendable {
-    // @unchecked: the search state below is touched only on the roster's thread; what the
-    // watching thread reads or sets is in `shared`, behind its lock.
-    private struct Shared {
-        var services: [AgentService] = []
-        /// Services the watching thread found unanswering, with when they may be leased again.
-        var unanswered: [Int32: ContinuousClock.Instant] = [:]
-        var stopping = false
-        var finished = false
+/// **Finding.** A socket that appears in a watched control directory (``ControlDirectoryWatch``)
+/// is connected to without waiting; the kernel names its listener (`SO_PEERCRED`), and a listener
+/// whose memory cgroup lies under the parent is a service from that moment (`found`), ranked and
+/// asked on its kernel-measured usage whatever its replies do. Its summary status — what its
+/// consumers hold, by tier — is asked in the same exchange and read as it comes. A listener that
+/// already has a socket (another socket of a known process) is not asked again while it lives;
+/// nor is one outside the parent. At most ``maximumDiscoveries`` sockets are asked at once, in the
+/// order they appeared; a socket that failed is asked again after its own back-off
+/// (``retryDelay(afterFailures:)``).
+///
+/// **Keeping.** Each service has its own schedule: its lease renewed every
+/// ``AgentConfiguration/renewEvery`` and its status refreshed every ``refreshInterval``, each an
+/// exchange of its own, bounded by its own deadline: a slow service delays nothing but its own
+/// replies, and a search delays no renewal. A service whose process ended or whose socket went
+/// is `lost`.
+///
+/// **Bounded.** Every reply is read into at most ``ControlExchange/summaryReplyLimit`` bytes;
+/// descriptors in use are at most ``maximumDiscoveries`` for finding, two for each service (its
+/// renewal and its refresh) and a few for asks; the services kept are at most
+/// ``maximumServices(descriptorLimit:)``, so the agent never runs out of descriptors whatever
+/// sockets its directories hold.
+final class ServiceRoster {
+    /// One service as the roster keeps it.
+    struct Entry {
+        var service: AgentService
+        /// What it last said it could give, `nil` before its first status.
+        var holding: AskPacing.Holding?
+        var leaseRefused = false
+        var leaseFailing = false
+        var statusFailures = 0
+        var renewal: ControlExchange?
+        var refresh: ControlExchange?
+        var renewalDeadline: EventLoop.Deadline?
+        var refreshDeadline: EventLoop.Deadline?
     }
 
-    private let shared = ConditionLock(Shared())
-    private let configuration: AgentConfiguration
-    private let finder: ServiceFinder
-    private let say: (AgentRecord) -> Void
-    private let metrics: AgentMetrics?
+    /// What a socket is to the roster.
+    enum SocketState {
+        /// A service's own socket.
+        case service(Int32)
+        /// Another socket of a process that has a service (or is being asked): not asked again
+        /// while that process lives.
+        case sameProcess(Int32)
+        /// Its listener is outside the parent: not asked again while it lives.
+        case outside(Int32)
+        /// It failed this many times in a row: asked again at `retryAt`.
+        case failed(failures: Int, retryAt: ContinuousClock.Instant)
+    }
 
-    /// Services whose lease was refused for good (they cannot see the parent): not renewed.
-    private var leaseRefused: Set<Int32> = []
-    private var unlinkedSeen: [String] = []
-    /// Sockets of services outside the parent, with their pids: not asked again while they live.
-    private var outsideSockets: [String: Int32] = [:]
-    /// Services whose lease renewal failed, with when to try again.
-    private var renewalFailed: [Int32: ContinuousClock.Instant] = [:]
-    /// Sockets and directories already reported (unreachable, not searched): said once while they are there.
-    private var reported: Set<String> = []
-    /// Sockets whose status exchange failed: how many times in a row, and when to try them
-    /// again (forgotten once they answer or are gone).
-    private var failedSockets: [String: (failures: Int, retryAt: ContinuousClock.Instant)] = [:]
-    private var lastRenewal: ContinuousClock.Instant?
-
-    /// The longest a socket that failed is left alone, from its own failure; a lease renewal
-    /// that failed is tried again after this long.
-    static let retryUnreachableAfter = Duration.seconds(5)
+    /// How many sockets are asked at once while finding services.
+    static let maximumDiscoveries = 32
+    /// How long a status exchange may take.
+    static let statusTimeout = Duration.seconds(2)
+    /// How often each service's status (what it holds) is asked again.
+    static let refreshInterval = Duration.seconds(1)
+    /// The longest a socket that failed is left alone.
+    static let longestRetryDelay = Duration.seconds(5)
+    /// Descriptors kept for the watch of the parent, inotify, the metrics file and asks.
+    static let reservedDescriptors = 64
 
     /// How long a socket that failed `failures` times in a row is left alone: 250 ms, doubled at
-    /// each further failure, at most ``retryUnreachableAfter``. A service whose first status came
-    /// late (it was starting, on a busy or emulated machine) is found within a second; a socket
-    /// nobody serves costs one bounded batch every 5 s, on the roster's thread.
+    /// each further failure, at most ``longestRetryDelay``.
     static func retryDelay(afterFailures failures: Int) -> Duration {
-        min(retryUnreachableAfter, exchangeTimeout * (1 << min(max(0, failures - 1), 8)))
-    }
-    /// The bound on one batch of exchanges (a search's new sockets, a turn's renewals).
-    static let exchangeTimeout = Duration.milliseconds(250)
-
-    /// The bound on a search that asks again sockets which failed up to `failures` times in a
-    /// row: ``exchangeTimeout`` for new sockets, doubled at each failure, at most 2 s. A service
-    /// that answers, but slowly (starting on a busy or emulated machine: three pods starting
-    /// together in the system VM missed 250 ms three times running), is given longer at each try
-    /// instead of being missed at every one; a socket nobody answers costs at most 2 s of the
-    /// roster's thread every 5 s, never the watching thread's.
-    static func searchTimeout(afterFailures failures: Int) -> Duration {
-        min(.seconds(2), exchangeTimeout * (1 << min(max(0, failures), 3)))
+        min(longestRetryDelay, .milliseconds(250) * (1 << min(max(0, failures - 1), 8)))
     }
 
-    init(configuration: AgentConfiguration, files: KernelFiles, metrics: AgentMetrics?, say: @escaping (AgentRecord) -> Void) {
+    /// The most services kept with `descriptorLimit` descriptors: two each, after the reserve and
+    /// the finding's.
+    static func maximumServices(descriptorLimit: UInt64?) -> Int {
+        let limit = Int(clamping: descriptorLimit ?? 1 << 20)
+        return max(1, (limit - reservedDescriptors - maximumDiscoveries) / 2)
+    }
+
+    let loop: EventLoop
+    let configuration: AgentConfiguration
+    let admission: ServiceAdmission
+    let say: (AgentRecord) -> Void
+    let metrics: AgentMetrics?
+    /// Called when a service was found or lost, or said it holds more: the rounds look again.
+    var changed: () -> Void = {}
+    private let maximumServices: Int
+
+    var entries: [Int32: Entry] = [:]
+    private var sockets: [String: SocketState] = [:]
+    private var queue: [String] = []
+    private var queued: Set<String> = []
+    private var discoveries: [String: (exchange: ControlExchange, pid: Int32)] = [:]
+    /// Sockets and directories reported (unreachable, not searched): said once while they are there.
+    private var reported: Set<String> = []
+    private var unlinkedSeen: [String] = []
+    private var unlinkedDeadline: (deadline: EventLoop.Deadline, at: ContinuousClock.Instant)?
+    lazy var directories = ControlDirectoryWatch(
+        patterns: configuration.controlDirectories, loop: loop,
+        reports: .init(
+            appeared: { [unowned self] in appeared($0) }, disappeared: { [unowned self] in disappeared($0) },
+            untrusted: { [unowned self] in untrusted($0, $1) }))
+
+    init(configuration: AgentConfiguration, files: KernelFiles, loop: EventLoop, metrics: AgentMetrics?, say: @escaping (AgentRecord) -> Void) {
         self.configuration = configuration
+        self.loop = loop
         self.metrics = metrics
         self.say = say
-        finder = ServiceFinder(directories: configuration.controlDirectories, parent: configuration.parent, files: files)
+        admission = ServiceAdmission(parent: configuration.parent, files: files)
+        maximumServices = Self.maximumServices(descriptorLimit: ResourceLimits.openDescriptors)
     }
 
-    /// The services found by the last search.
-    var services: [AgentService] { shared.withLock { $0.services } }
-
-    /// The services left out of the rounds now: they did not answer an ask a while ago.
-    var unansweredNow: Set<Int32> {
-        let now = ContinuousClock.now
-        return shared.withLock { Set($0.unanswered.filter { $0.value > now }.keys) }
+    /// Starts watching the control directories (a search at once). Loop thread.
+    func start() {
+        directories.start()
+        noteUnlinked()
     }
 
-    /// The watching thread found a service unanswering: it is not leased again until `until`
-    /// (its lease runs out, and its own monitor counts the parent meanwhile).
-    func noteUnanswered(_ pid: Int32, until: ContinuousClock.Instant) {
-        shared.withLock { $0.unanswered[pid] = until }
+    /// Why the control directories are watched less well than they should be, if they are.
+    var watchShortfall: String? { directories.shortfall }
+
+    /// The services, with what each last said it holds.
+    var services: [AgentService] { entries.values.map(\.service) }
+
+    // MARK: Sockets
+
+    private func appeared(_ socket: String) {
+        switch sockets[socket] {
+        case .service(let pid)?:
+            if Signals.processExists(pid) { return }
+            lose(pid, because: "its process ended")
+        case .sameProcess(let pid)?, .outside(let pid)?:
+            if Signals.processExists(pid) { return }
+            sockets[socket] = nil
+        case .failed?, nil:
+            break
+        }
+        enqueue(socket)
     }
 
-    /// Starts the roster's thread.
-    ///
-    /// - Throws: ``SystemError`` when the thread cannot be started.
-    func start() throws(SystemError) {
-        try SystemThread.start(name: "memwarn-roster") { [self] in
-            // A turn at once, then each after the search interval, until it is stopped.
-            repeat {
-                discover()
-                renewIfDue()
-            } while shared.wait(timeout: configuration.discoverEvery, until: { $0.stopping ? true : nil }) == nil
-            endLeases()
-            shared.withLock { $0.finished = true }
+    private func disappeared(_ socket: String) {
+        queue.removeAll { $0 == socket }
+        queued.remove(socket)
+        reported.remove(socket)
+        if let discovery = discoveries.removeValue(forKey: socket) { discovery.exchange.cancel() }
+        if case .service(let pid)? = sockets.removeValue(forKey: socket), entries[pid]?.service.socketPath == socket {
+            lose(pid, because: "its endpoint has gone")
         }
     }
 
-    /// Stops the thread and waits until it has ended every lease.
-    func stop() {
-        shared.withLock { $0.stopping = true }
-        _ = shared.wait(timeout: nil) { $0.finished ? true : nil }
+    private func untrusted(_ directory: String, _ reason: String) {
+        guard reported.insert(directory).inserted else { return }
+        var record = AgentRecord("unsearched")
+        (record.socket, record.reason) = (directory, reason)
+        say(record)
     }
 
-    // MARK: The search
+    private func enqueue(_ socket: String) {
+        guard discoveries[socket] == nil, queued.insert(socket).inserted else { return }
+        queue.append(socket)
+        pump()
+    }
 
-    private func discover() {
-        let now = ContinuousClock.now
-        outsideSockets = outsideSockets.filter { Signals.processExists($0.value) }
-        let known = services
-        let waiting = failedSockets.filter { $0.value.retryAt > now }.keys
-        let due = failedSockets.filter { $0.value.retryAt <= now }.values.map(\.failures)
-        let found = finder.search(
-            known: known, skipping: Set(waiting).union(outsideSockets.keys), timeout: Self.searchTimeout(afterFailures: due.max() ?? 0))
-        outsideSockets.merge(found.outside) { $1 }
-        reported = reported.filter { FileType.at($0, followingLinks: false) != nil }
-        failedSockets = failedSockets.filter { socket, _ in FileType.at(socket, followingLinks: false) != nil }
-        for service in found.services { failedSockets[service.socketPath] = nil }
-        for failure in found.failures {
-            // Tried again a while after it failed, not at every search: sooner the first times.
-            let failures = (failedSockets[failure.socket]?.failures ?? 0) + 1
-            failedSockets[failure.socket] = (failures, failure.at + Self.retryDelay(afterFailures: failures))
-            guard reported.insert(failure.socket).inserted else { continue }  // said once while it is there
-            var record = AgentRecord("unreachable")
-            (record.socket, record.reason) = (failure.socket, failure.reason)
-            say(record)
+    /// Starts asking queued sockets, up to ``maximumDiscoveries`` at once.
+    private func pump() {
+        while discoveries.count < Self.maximumDiscoveries, !queue.isEmpty {
+            let socket = queue.removeFirst()
+            queued.remove(socket)
+            discover(socket)
         }
-        for (directory, reason) in found.untrusted where reported.insert(directory).inserted {
-            var record = AgentRecord("unsearched")
-            (record.socket, record.reason) = (directory, reason)
-            say(record)
-        }
-        for service in found.services where !known.contains(where: { $0.pid == service.pid }) {
-            var record = AgentRecord("found")
-            (record.pid, record.cgroup) = (service.pid, service.cgroup.path)
-            say(record)
-        }
-        for gone in known where !found.services.contains(where: { $0.pid == gone.pid }) {
-            var record = AgentRecord("lost")
-            (record.pid, record.cgroup, record.reason) = (gone.pid, gone.cgroup.path, "its endpoint no longer answers or has gone")
-            say(record)
-            metrics?.forget(cgroup: gone.cgroup.path)
-        }
-        let newcomers = found.services.filter { service in !known.contains { $0.pid == service.pid } }
-        shared.withLock { state in
-            state.services = found.services
-            state.unanswered = state.unanswered.filter { pid, until in until > now && found.services.contains { $0.pid == pid } }
-        }
-        leaseRefused = leaseRefused.filter { pid in found.services.contains { $0.pid == pid } }
-        renewalFailed = renewalFailed.filter { pid, _ in found.services.contains { $0.pid == pid } }
-        lease(newcomers)
-        let unlinked = found.unlinked.map(\.cgroup)
-        if unlinked != unlinkedSeen {
-            for child in found.unlinked where !unlinkedSeen.contains(child.cgroup) {
-                var record = AgentRecord("unlinked")
-                (record.cgroup, record.serviceUsageBytes) = (child.cgroup, child.usageBytes)
-                say(record)
+    }
+
+    /// What the listener of a socket being asked turned out to be.
+    private enum Verdict {
+        case admitted(AgentService)
+        case sameProcess(Int32)
+        case outside(Int32, String)
+        case unreadable(String)
+        case tooMany
+    }
+
+    private func discover(_ socket: String) {
+        var verdict: Verdict?
+        do {
+            let exchange = try ControlExchange(
+                ControlRequest.status.line(summary: true), with: socket, on: loop, timeout: Self.statusTimeout,
+                admit: { [unowned self] (peer) throws(ControlError) in
+                    verdict = judge(peer, socket: socket)
+                    guard case .admitted = verdict else { throw ControlError(.serviceOutOfScope, "not asked") }
+                },
+                completion: { [unowned self] outcome in statusAnswered(socket, outcome, discovery: true) })
+            guard case .admitted(let service)? = verdict else { return }
+            discoveries[socket] = (exchange, service.pid)
+            admit(service)
+        } catch {
+            switch verdict {
+            case .sameProcess(let pid)?: sockets[socket] = .sameProcess(pid)
+            case .outside(let pid, _)?: sockets[socket] = .outside(pid)
+            case .unreadable(let reason)?: failed(socket, reason: reason)
+            case .tooMany?: failed(socket, reason: "the agent keeps \(maximumServices) services at most (its descriptor limit): asked again later")
+            case .admitted?, nil: failed(socket, reason: "\(error)")
             }
-            unlinkedSeen = unlinked
         }
-        metrics?.set(AgentMetricFamilies.services.name, Double(found.services.count))
-        metrics?.set(AgentMetricFamilies.unlinkedCgroups.name, Double(unlinked.count))
+    }
+
+    private func judge(_ peer: PeerCredentials, socket: String) -> Verdict {
+        if let known = entries[peer.pid], known.service.socketPath != socket { return .sameProcess(peer.pid) }
+        if discoveries.values.contains(where: { $0.pid == peer.pid }) { return .sameProcess(peer.pid) }
+        switch admission.admit(peer, socket: socket) {
+        case .success(let service):
+            if entries[peer.pid] == nil, entries.count >= maximumServices { return .tooMany }
+            return .admitted(service)
+        case .failure(.outside(let reason)): return .outside(peer.pid, reason)
+        case .failure(.unreadable(let reason)): return .unreadable(reason)
+        }
+    }
+
+    /// A socket whose exchange failed: said once while it is there, asked again after its back-off.
+    private func failed(_ socket: String, reason: String) {
+        var failures = 1
+        if case .failed(let before, _)? = sockets[socket] { failures = before + 1 }
+        let retryAt = loop.now + Self.retryDelay(afterFailures: failures)
+        sockets[socket] = .failed(failures: failures, retryAt: retryAt)
+        loop.schedule(at: retryAt) { [weak self] in
+            guard let self, case .failed(_, let at)? = sockets[socket], at <= loop.now, directories.knownSockets.contains(socket) else { return }
+            enqueue(socket)
+        }
+        sayUnreachable(socket, reason: reason)
+    }
+
+    private func sayUnreachable(_ socket: String, reason: String) {
+        guard reported.insert(socket).inserted else { return }
+        var record = AgentRecord("unreachable")
+        (record.socket, record.reason) = (socket, reason)
+        say(record)
+    }
+
+    // MARK: Services
+
+    /// A listener under the parent: a service from now on, leased and kept current.
+    private func admit(_ service: AgentService) {
+        sockets[service.socketPath] = .service(service.pid)
+        if let known = entries[service.pid] {
+            entries[service.pid]?.service = known.service  // its own socket asked again: nothing new
+            return
+        }
+        entries[service.pid] = Entry(service: service)
+        reported.remove(service.socketPath)
+        var record = AgentRecord("found")
+        (record.pid, record.cgroup, record.socket) = (service.pid, service.cgroup.path, service.socketPath)
+        say(record)
+        renew(service.pid)
+        scheduleUnlinked()
+        publishCounts()
+        changed()
+    }
+
+    /// A service is gone: its exchanges end, its series go.
+    func lose(_ pid: Int32, because reason: String) {
+        guard let entry = entries.removeValue(forKey: pid) else { return }
+        for exchange in [entry.renewal, entry.refresh].compactMap({ $0 }) { exchange.cancel() }
+        for deadline in [entry.renewalDeadline, entry.refreshDeadline].compactMap({ $0 }) { loop.cancel(deadline) }
+        if case .service(pid)? = sockets[entry.service.socketPath] { sockets[entry.service.socketPath] = nil }
+        var record = AgentRecord("lost")
+        (record.pid, record.cgroup, record.reason) = (pid, entry.service.cgroup.path, reason)
+        say(record)
+        metrics?.forget(cgroup: entry.service.cgroup.path)
+        scheduleUnlinked()
+        publishCounts()
+        changed()
+        // Another process may listen there now, or the same one again: asked afresh.
+        if directories.knownSockets.contains(entry.service.socketPath) { enqueue(entry.service.socketPath) }
+    }
+
+    /// A status exchange ended: the discovery's first, or a refresh.
+    func statusAnswered(_ socket: String, _ outcome: ControlExchange.Outcome, discovery: Bool) {
+        if discovery {
+            discoveries[socket] = nil
+            pump()
+        }
+        guard case .service(let pid)? = sockets[socket], var entry = entries[pid] else { return }
+        entry.refresh = nil
+        var reason: String?
+        switch outcome {
+        case .success(let exchange) where exchange.peer.pid != pid:
+            lose(pid, because: "its socket now belongs to process \(exchange.peer.pid)")
+            return
+        case .success(let exchange):
+            switch try? ControlReply(line: Array(exchange.reply.utf8)) {
+            case .status(let status)?:
+                let before = entry.holding
+                entry.holding = Self.holding(of: status)
+                entry.statusFailures = 0
+                reported.remove(socket)
+                entries[pid] = entry
+                if let now = entry.holding, now.atCritical > before?.atCritical ?? 0 { changed() }
+            case .failure(let message)?: reason = "refused its status: \(message)"
+            case .released?, .coordinated?, nil: reason = "answered its status with something else"
+            }
+        case .failure(let error):
+            reason = "\(error)"
+        }
+        if let reason {
+            entry.statusFailures += 1
+            entries[pid] = entry
+            sayUnreachable(socket, reason: reason)
+        }
+        scheduleRefresh(pid, after: reason == nil ? Self.refreshInterval : Self.retryDelay(afterFailures: entry.statusFailures))
+    }
+
+    /// What a summary status says a service can give: at warning every tier but the suspended
+    /// units, at critical every tier; each consumer's footprint less what it says is in use.
+    static func holding(of status: ControlStatus) -> AskPacing.Holding {
+        var holding = AskPacing.Holding(atWarning: 0, atCritical: 0)
+        for consumer in status.consumers {
+            let free = UInt64(max(0, consumer.footprintBytes - min(consumer.footprintBytes, max(0, consumer.inUseBytes ?? 0))))
+            holding.atCritical = holding.atCritical.addingSaturating(free)
+            if consumer.tier != ReleaseTier.suspendedUnits.name { holding.atWarning = holding.atWarning.addingSaturating(free) }
+        }
+        return holding
+    }
+
+    private func scheduleRefresh(_ pid: Int32, after wait: Duration) {
+        guard var entry = entries[pid] else { return }
+        if let pending = entry.refreshDeadline { loop.cancel(pending) }
+        entry.refreshDeadline = loop.schedule(at: loop.now + wait) { [weak self] in
+            self?.entries[pid]?.refreshDeadline = nil
+            self?.refresh(pid)
+        }
+        entries[pid] = entry
+    }
+
+    /// Asks a service's status again (what it holds), unless its process ended.
+    private func refresh(_ pid: Int32) {
+        guard let entry = entries[pid], entry.refresh == nil else { return }
+        guard Signals.processExists(pid) else {
+            lose(pid, because: "its process ended")
+            return
+        }
+        let socket = entry.service.socketPath
+        do {
+            entries[pid]?.refresh = try ControlExchange(
+                ControlRequest.status.line(summary: true), with: socket, on: loop, timeout: Self.statusTimeout,
+                admit: { (peer) throws(ControlError) in
+                    guard peer.pid == pid else { throw ControlError(.endpointReplaced, "the socket now belongs to process \(peer.pid)") }
+                },
+                completion: { [unowned self] outcome in statusAnswered(socket, outcome, discovery: false) })
+        } catch  where error.code == .endpointReplaced || error.code == .noEndpoint {
+            lose(pid, because: error.code == .noEndpoint ? "its endpoint no longer answers" : error.message)
+        } catch {
+            statusAnswered(socket, .failure(error), discovery: false)
+        }
+    }
+
+    /// A service reported freeing `bytes`: it holds that much less until its next status says.
+    func noteReleased(_ pid: Int32, bytes: Int) {
+        guard let holding = entries[pid]?.holding else { return }
+        let freed = UInt64(max(0, bytes))
+        entries[pid]?.holding = AskPacing.Holding(
+            atWarning: holding.atWarning > freed ? holding.atWarning - freed : 0, atCritical: holding.atCritical > freed ? holding.atCritical - freed : 0)
+    }
+
+    // MARK: Counts
+
+    private func publishCounts() {
+        metrics?.set(AgentMetricFamilies.services.name, Double(entries.count))
         metrics?.publish()
     }
 
-    // MARK: Leases
-
-    /// Leases the parent to services' monitors, together (nothing to lease on a node without a
-    /// parent). A refusal for good (the parent is no ancestor the service sees: a container's,
-    /// say) is not asked again; any other refusal or failure is tried again later.
-    private func lease(_ services: [AgentService], duration: Duration? = nil) {
-        guard let parent = configuration.parent else { return }
-        let asked = services.filter { !leaseRefused.contains($0.pid) }
-        guard !asked.isEmpty else { return }
-        let bySocket = Dictionary(asked.map { ($0.socketPath, $0) }, uniquingKeysWith: { first, _ in first })
-        let request = ControlRequest.coordinate(cgroupPath: parent.path, lease: duration ?? configuration.lease)
-        let outcomes = ControlClient.exchangeEach(request.line, with: Array(bySocket.keys), timeout: Self.exchangeTimeout) {
-            (socket, peer) throws(ControlError) in
-            guard let service = bySocket[socket], peer.pid == service.pid else {
-                throw ControlError(.endpointReplaced, "the socket now belongs to process \(peer.pid)")
-            }
+    /// Looks at the parent's children again after `wait` (or sooner, if already due sooner).
+    private func scheduleUnlinked(after wait: Duration = .milliseconds(100)) {
+        let at = loop.now + wait
+        if let pending = unlinkedDeadline {
+            guard pending.at > at else { return }
+            loop.cancel(pending.deadline)
         }
-        for (socket, outcome) in outcomes {
-            guard let service = bySocket[socket] else { continue }
-            var failure: String
-            switch outcome {
-            case .failure(let error) where error.code == .endpointReplaced:
-                // Another process listens there now: found afresh by the next search.
-                shared.withLock { $0.services.removeAll { $0.pid == service.pid } }
-                failedSockets[socket] = nil
-                continue
-            case .failure(let error):
-                failure = error.message
-            case .success(let exchange):
-                do {
-                    guard case .failure(let message) = try ControlReply(line: Array(exchange.reply.utf8)) else {
-                        renewalFailed[service.pid] = nil
-                        continue
-                    }
-                    guard !message.hasPrefix(ControlRequest.refusedForGood) else {
-                        leaseRefused.insert(service.pid)
-                        var record = AgentRecord("lease-refused")
-                        (record.pid, record.cgroup, record.reason) = (service.pid, service.cgroup.path, message)
-                        say(record)
-                        continue
-                    }
-                    failure = message
-                } catch {
-                    failure = error.message
-                }
-            }
-            guard duration != .zero else { continue }
-            let first = renewalFailed[service.pid] == nil
-            renewalFailed[service.pid] = .now + Self.retryUnreachableAfter
-            guard first else { continue }
-            var record = AgentRecord("lease-unrenewed")
-            (record.pid, record.cgroup, record.reason) = (
-                service.pid, service.cgroup.path,
-                failure + "; tried again in \(PressurePolicy.formatDuration(Self.retryUnreachableAfter)) (its lease runs out meanwhile)"
-            )
+        let deadline = loop.schedule(at: at) { [weak self] in
+            self?.unlinkedDeadline = nil
+            self?.noteUnlinked()
+        }
+        unlinkedDeadline = (deadline, at)
+    }
+
+    /// The parent's children with no service: said as they appear, counted in the metrics, and
+    /// looked at again every ``ControlDirectoryWatch/searchInterval``.
+    private func noteUnlinked() {
+        let found = admission.unlinked(besides: services)
+        let unlinked = found.map(\.cgroup)
+        for child in found where !unlinkedSeen.contains(child.cgroup) {
+            var record = AgentRecord("unlinked")
+            (record.cgroup, record.serviceUsageBytes) = (child.cgroup, child.usageBytes)
             say(record)
         }
-    }
-
-    private func renewIfDue() {
-        guard configuration.parent != nil else { return }
-        let now = ContinuousClock.now
-        guard lastRenewal.map({ now - $0 >= configuration.renewEvery }) ?? true else { return }
-        lastRenewal = now
-        let unanswered = shared.withLock { $0.unanswered }
-        lease(services.filter { (renewalFailed[$0.pid] ?? now) <= now && (unanswered[$0.pid] ?? now) <= now })
-    }
-
-    private func endLeases() {
-        lease(services, duration: .zero)
+        unlinkedSeen = unlinked
+        metrics?.set(AgentMetricFamilies.unlinkedCgroups.name, Double(unlinked.count))
+        metrics?.publish()
+        scheduleUnlinked(after: ControlDirectoryWatch.searchInterval)
     }
 }

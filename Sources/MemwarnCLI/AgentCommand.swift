@@ -1,11 +1,12 @@
 import ArgumentParser
 import CgroupKit
 import Foundation
+import Logging
 import MemwarnAgent
 import MemwarnControl
 import MemwarnMonitor
 import MemwarnSystem
-import UnixSignals
+import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
@@ -124,37 +125,16 @@ struct AgentCommand: AsyncParsableCommand {
             }
         }
 
-        let stop = Locked(false)
         let json = self.json
         let agent = NodeAgent(configuration: agentConfiguration, metricsFile: metricsFile) { record in
             Output.line(json ? ((try? JSONLine.encode(record)) ?? #"{"event":"unencodable"}"#) : record.text)
         }
         if let metricsFile { try agent.checkMetricsFile(metricsFile) }
-        let box = ThreadConfined(agent)
-        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
-        let listener = Task {
-            for await _ in signals {
-                stop.withLock { $0 = true }
-                return
-            }
-        }
-        defer { listener.cancel() }
-        // The agent runs on a thread of its own (it sleeps between readings); this task waits for
-        // its end without holding a thread of the shared pool, which the signal listener needs.
-        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, CgroupError>, Never>) in
-            do {
-                try SystemThread.start(name: "memwarn-agent") {
-                    do throws(CgroupError) {
-                        try box.value.run { stop.withLock { $0 } }
-                        continuation.resume(returning: .success(()))
-                    } catch {
-                        continuation.resume(returning: .failure(error))
-                    }
-                }
-            } catch {
-                continuation.resume(returning: .failure(CgroupError(.unsupported, "the agent's thread could not be started: \(error)")))
-            }
-        }
-        if case .failure(let error) = outcome { throw error }
+        // SIGTERM and SIGINT shut it down gracefully: every lease ends at once, then it exits 0.
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [agent], gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: Logger(label: "memwarn.agent", factory: { _ in SwiftLogNoOpLogHandler() })))
+        try await group.run()
     }
 }

@@ -12,19 +12,7 @@ enum Output {
     /// made safe for one cell of a table: every control character, newlines and tabs included,
     /// becomes `\xNN`, and a backslash `\\`, so no name can move the cursor, colour the
     /// terminal or forge a row.
-    static func name(_ text: String) -> String {
-        var escaped = ""
-        for scalar in text.unicodeScalars {
-            if scalar == "\\" {
-                escaped += "\\\\"
-            } else if scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) {
-                escaped += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
-            } else {
-                escaped.unicodeScalars.append(scalar)
-            }
-        }
-        return escaped
-    }
+    static func name(_ text: String) -> String { TerminalText.escaped(text) }
 
     /// Text from elsewhere (another process's reply) made safe for a terminal: control
     /// characters — escape sequences, carriage returns, C1 controls — become `?`; newlines

@@ -10,7 +10,7 @@ import MemwarnSystem
 // Or, for `memwarn run` and its tests: `memwarn-hog --allocate <size>` touches that much
 // memory, then exits 0 (if the cgroup lets it live that long).
 //
-// Or, for the node agent's tests: `memwarn-hog --endpoint <dir> hang|lie|overflow|mute|late|slow` also serves a
+// Or, for the node agent's tests: `memwarn-hog --endpoint <dir> <mode> [<sockets>]` also serves a
 // control endpoint, `<dir>/<pid>.sock`, that misbehaves: `hang` answers status and coordinate as a
 // memwarn service would (its real usage unknown to it: it claims none) and never answers a release;
 // `lie` answers every request as a memwarn service would, claiming 64 GiB of usage and 1 GiB
@@ -18,7 +18,12 @@ import MemwarnSystem
 // 2^63-1 bytes each (a sum that overflows); `mute` accepts every connection and never answers
 // anything; `late` is `hang` whose first status is answered only after 600 ms (a service still
 // starting on a busy machine); `slow` is `hang` answering every status only after 600 ms (a
-// service that answers, but slowly). Commands on stdin as above.
+// service that answers, but slowly); `stall` says in its status that it holds 128 MiB of cache
+// and never answers a release; `huge` answers every status with 280,000 consumers (about 25 MB
+// on one line, whatever the request asks: a service with a consumer per session, or one that
+// predates the summary form); `endless` answers every request with 15 MiB and no newline. With
+// `<sockets>` (`mute` only), it listens on that many more sockets beside its own, named
+// `1.sock`, `2.sock`… in `<dir>`, and never accepts on them. Commands on stdin as above.
 //
 // A size is bytes or has a binary unit, as memwarn's own options take it (ByteSize):
 // `104857600`, `100M`, `64MiB`, `1.5G`; `0` holds nothing.
@@ -80,7 +85,7 @@ func byteCount(_ text: some StringProtocol) -> Int? {
 
 /// Serves a misbehaving control endpoint on a thread of its own (see the header).
 func serveEndpoint(directory: String, mode: String) throws(SystemError) {
-    let lying = mode != "hang" && mode != "late" && mode != "slow"
+    let lying = !["hang", "late", "slow", "stall", "huge"].contains(mode)
     signal(SIGPIPE, SIG_IGN)  // a reply to a client that gave up fails, it does not end the hog
     let path = directory + "/\(getpid()).sock"
     let ready = ConditionLock<Result<Void, SystemError>?>(nil)
@@ -114,6 +119,10 @@ func serveEndpoint(directory: String, mode: String) throws(SystemError) {
                 hung.append(connection.take())
                 continue
             }
+            if mode == "endless" {
+                _ = try? connection.writeAll([UInt8](repeating: UInt8(ascii: "x"), count: 15 << 20))
+                continue
+            }
             let request = String(decoding: chunk[0..<count], as: UTF8.self)
             let pid = getpid()
             let claim = lying ? 68_719_476_736 : 0
@@ -121,8 +130,13 @@ func serveEndpoint(directory: String, mode: String) throws(SystemError) {
             if request.contains("\"status\"") {
                 if (mode == "late" && !statusAnswered) || mode == "slow" { SystemThread.sleep(for: .milliseconds(600)) }
                 statusAnswered = true
+                let held = mode == "stall" ? 128 << 20 : claim
+                let consumers =
+                    mode == "huge"
+                    ? (0..<280_000).map { #"{"name":"session-\#($0)","tier":"caches","footprintBytes":4096}"# }.joined(separator: ",")
+                    : #"{"name":"claims","tier":"caches","footprintBytes":\#(held)}"#
                 reply =
-                    #"{"ok":true,"request":"status","pid":\#(pid),"level":"critical","usageBytes":\#(claim),"limitBytes":null,"cgroupPath":null,"consumers":[{"name":"claims","tier":"caches","footprintBytes":\#(claim)}]}"#
+                    #"{"ok":true,"request":"status","pid":\#(pid),"level":"critical","usageBytes":\#(claim),"limitBytes":null,"cgroupPath":null,"consumers":[\#(consumers)]}"#
             } else if request.contains("\"coordinate\"") {
                 reply = #"{"ok":true,"request":"coordinate","pid":\#(pid),"cgroup":"/","leaseMilliseconds":5000}"#
             } else if !lying {
@@ -142,21 +156,34 @@ func serveEndpoint(directory: String, mode: String) throws(SystemError) {
     if case .failure(let error)? = ready.wait(timeout: nil, until: { $0 }) { throw error }
 }
 
+/// Listens on `count` more sockets in `directory`, never accepting: each connect completes into
+/// the backlog, and nothing is ever answered.
+func listenMute(count: Int, in directory: String) throws(SystemError) {
+    for index in 1...max(1, count) {
+        let listener = try FileDescriptor.unixStreamSocket(nonBlocking: false)
+        try listener.bind(to: UnixSocketAddress(path: directory + "/\(index).sock"))
+        try listener.listen(backlog: 16)
+        _ = listener.take()  // held open until the hog ends
+    }
+}
+
 var holder = Holder()
 if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--allocate", let bytes = byteCount(CommandLine.arguments[2]) {
     exit(holder.hold(bytes) ? 0 : 1)
-} else if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--endpoint",
-    ["hang", "lie", "overflow", "mute", "late", "slow"].contains(CommandLine.arguments[3])
+} else if (4...5).contains(CommandLine.arguments.count), CommandLine.arguments[1] == "--endpoint",
+    ["hang", "lie", "overflow", "mute", "late", "slow", "stall", "huge", "endless"].contains(CommandLine.arguments[3]),
+    CommandLine.arguments.count == 4 || (CommandLine.arguments[3] == "mute" && Int(CommandLine.arguments[4]) != nil)
 {
     do {
         try serveEndpoint(directory: CommandLine.arguments[2], mode: CommandLine.arguments[3])
+        if CommandLine.arguments.count == 5 { try listenMute(count: Int(CommandLine.arguments[4]) ?? 0, in: CommandLine.arguments[2]) }
     } catch {
         StandardStream.error.writeLine("memwarn-hog: the endpoint could not be served: \(error)")
         exit(1)
     }
 } else if CommandLine.arguments.count > 1 {
     StandardStream.error.writeLine(
-        "usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie|overflow|mute|late|slow]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)"
+        "usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie|overflow|mute|late|slow|stall|huge|endless [<sockets>]]   (a size: bytes, or 100M, 64MiB, 1.5G; without arguments: commands on stdin)"
     )
     exit(2)
 }

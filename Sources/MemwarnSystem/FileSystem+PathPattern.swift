@@ -15,3 +15,15 @@ extension FileSystem {
         return (0..<Int(matches.gl_pathc)).compactMap { index in matches.gl_pathv[index].map { String(cString: $0) } }
     }
 }
+
+extension FileSystem {
+    /// Whether a file name matches a shell pattern's component (`fnmatch`: `*`, `?`, `[…]`).
+    ///
+    /// - Parameters:
+    ///   - name: a file name, without a slash.
+    ///   - pattern: one component of a pattern, such as `*` or `memwarn`.
+    /// - Returns: whether it matches.
+    package static func name(_ name: String, matches pattern: String) -> Bool {
+        fnmatch(pattern, name, 0) == 0
+    }
+}

@@ -61,4 +61,63 @@ package struct InotifyWatch: ~Copyable {
             }
         }
     }
+
+    /// Watches `directory` for entries made, moved in, removed or moved out, and for its own
+    /// removal (`IN_CREATE`, `IN_MOVED_TO`, `IN_DELETE`, `IN_MOVED_FROM`, `IN_DELETE_SELF`,
+    /// `IN_MOVE_SELF`, and `IN_ONLYDIR`: a path that is not a directory fails), for a reader of
+    /// ``events()``.
+    ///
+    /// - Returns: the watch's number, which ``Event/watch`` carries.
+    /// - Throws: ``SystemError`` from `inotify_add_watch` naming `directory` (`ENOENT` while it
+    ///   does not exist, `ENOSPC` when the user's watches are used up).
+    package borrowing func watchChanges(of directory: String) throws(SystemError) -> Int32 {
+        let raw = descriptor.rawValue
+        let mask = IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW
+        return try Syscall.retrying("inotify_add_watch", path: directory) { inotify_add_watch(raw, directory, UInt32(mask)) }
+    }
+
+    /// Stops a watch (harmless for one the kernel already removed).
+    package borrowing func removeWatch(_ watch: Int32) {
+        _ = inotify_rm_watch(descriptor.rawValue, watch)
+    }
+
+    /// One event: which watch, what happened, and the entry's name (empty for the watched
+    /// directory itself).
+    package struct Event: Sendable, Hashable {
+        /// The watch's number (``watchChanges(of:)``); -1 for an overflow of the queue.
+        package var watch: Int32
+        package var mask: UInt32
+        package var name: String
+
+        /// An entry appeared (made or moved in).
+        package var isAppearance: Bool { mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 }
+        /// An entry went (removed or moved out).
+        package var isDisappearance: Bool { mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 }
+        /// The watched directory itself went, or its watch ended.
+        package var endsWatch: Bool { mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 }
+        /// Events were lost (the queue overflowed): whoever reads must look again.
+        package var isOverflow: Bool { mask & UInt32(IN_Q_OVERFLOW) != 0 }
+    }
+
+    /// Reads the pending events, at most `limit` of them (the rest stay pending).
+    ///
+    /// - Throws: ``SystemError`` from `read`.
+    package borrowing func events(limit: Int = 1024) throws(SystemError) -> [Event] {
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        var found: [Event] = []
+        while found.count < limit {
+            let count = try descriptor.read(into: &buffer) ?? 0
+            guard count > 0 else { break }
+            var offset = 0
+            let header = MemoryLayout<inotify_event>.size
+            while offset + header <= count {
+                let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: inotify_event.self) }
+                let length = Int(event.len)
+                let nameBytes = buffer[(offset + header)..<min(count, offset + header + length)].prefix { $0 != 0 }
+                found.append(Event(watch: event.wd, mask: event.mask, name: String(decoding: nameBytes, as: UTF8.self)))
+                offset += header + length
+            }
+        }
+        return found
+    }
 }

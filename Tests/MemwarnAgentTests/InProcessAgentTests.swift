@@ -42,24 +42,12 @@ struct InProcessAgentTests {
             defer { running.cancel() }
             _ = try #require(await control.started(), "the service's endpoint")
             let records = Locked<[AgentRecord]>([])
-            let stop = Locked(false)
-            let ended = AsyncCondition<Bool>()
             let parent = CgroupLocation(version: .v2, mountPoint: "/sys/fs/cgroup", path: "/pod")
-            let agent = ThreadConfined(
-                NodeAgent(
-                    configuration: AgentConfiguration(parent: parent, minAvailableBytes: nil, controlDirectories: [directory], policy: PressurePolicy()),
-                    files: host.files
-                ) { record in records.withLock { $0.append(record) } })
-            try SystemThread.start(name: "test-agent") {
-                do {
-                    try agent.value.run { stop.withLock { $0 } }
-                } catch {
-                    var failed = AgentRecord("failed")
-                    failed.reason = "\(error)"
-                    records.withLock { [failed] in $0.append(failed) }
-                }
-                ended.open()
-            }
+            let agent = NodeAgent(
+                configuration: AgentConfiguration(parent: parent, minAvailableBytes: nil, controlDirectories: [directory], policy: PressurePolicy()),
+                files: host.files
+            ) { record in records.withLock { $0.append(record) } }
+            let agentRun = Task { try await agent.run() }
             func events() -> [String] { records.withLock { $0.map(\.event) } }
 
             try await waitUntil(within: .seconds(10), "the service found and leased the parent") {
@@ -76,8 +64,8 @@ struct InProcessAgentTests {
             #expect(ask.pid == getpid() && ask.level == "warning", "\(ask)")
             #expect(consumer.requests.first?.tier == .caches, "the service released from its first tier: \(consumer.requests)")
 
-            stop.withLock { $0 = true }
-            #expect(await ended.wait(within: .seconds(10)), "the agent ended within 10 s of being told")
+            agentRun.cancel()
+            try await agentRun.value
             #expect(events().first == "started" && events().last == "stopped", "\(events())")
             #expect(events().contains("crossing"), "\(events())")
             #expect(monitor.coordinatedCgroups.isEmpty, "a stopping agent ends its leases: the parent counts again at once")

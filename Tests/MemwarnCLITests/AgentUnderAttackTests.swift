@@ -88,9 +88,11 @@ extension RunCommandTests {
                 // Generous for a loaded machine: the point is that the junk costs nothing (it cost
                 // 5 s and more before); the benchmark measures the milliseconds.
                 #expect(late < .seconds(2), "the crossing came \(late) after the parent passed its mark")
-                // As root on cgroup v1 the agent is woken by the kernel at the parent's marks.
+                // As root on cgroup v1 the agent is woken by the kernel at the parent's marks: the
+                // monitor's own sources on the parent (its OOM notification, usage thresholds).
                 let watching = try #require(seen.first(where: Self.event("watching")), "\(seen)")
-                #expect((watching["reason"] as? String)?.hasPrefix("usage thresholds on \(parent.location.path)") == true, "\(watching)")
+                let reason = watching["reason"] as? String ?? ""
+                #expect(reason.contains("oom-control") && reason.contains("usage thresholds") && reason.contains(parent.location.path), "\(watching)")
                 // Each full socket and each mute service is said unreachable once. (The search runs
                 // beside the watch: its lines may come after the crossing.)
                 while seen.filter(Self.event("unreachable")).count < 25 {
@@ -104,13 +106,13 @@ extension RunCommandTests {
         }
 
         /// A service whose status comes late: `late` answers its first status after 600 ms (a
-        /// service still starting), `slow` every one (three pods starting together in the system
-        /// VM). A failed socket is tried again 250 ms after its failure, then later each time, and
-        /// each try is bounded longer (250 ms, 500 ms, 1 s): `late` is found at its first retry,
-        /// `slow` at its second. Before, `late` waited 5 s; `slow`, with the bound fixed at 250 ms,
-        /// was never found. (The bounds leave room for a loaded machine: they are not measurements.)
-        @Test(arguments: [("late", Duration.seconds(4)), ("slow", .seconds(6))])
-        func aServiceWhoseStatusComesLateIsFoundAtTheNextTries(mode: String, within bound: Duration) async throws {
+        /// service still starting), `slow` every one (pods starting together, CPU-limited). The
+        /// kernel names a socket's listener the moment a connect succeeds: the service is found
+        /// then, ranked and asked on its kernel-measured usage, whatever its replies do. Before,
+        /// it was found only once a status came within the search's bound (250 ms at first), and a
+        /// pod whose first replies were slow was left out of the round that would have saved it.
+        @Test(arguments: ["late", "slow"])
+        func aServiceWhoseStatusComesLateIsFoundAtOnce(mode: String) async throws {
             let directory = try AgentCommandTests.privateDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             try await withTestCgroup(limit: 128 * UInt64(Self.mebibyte)) { parent in
@@ -121,14 +123,15 @@ extension RunCommandTests {
                 defer { try? child.remove() }
                 let hog = try MemoryHog(in: child, arguments: ["--endpoint", directory, mode])
                 defer { hog.terminate() }
-                let missed = try #require(try await Self.records(of: agent, until: Self.event("unreachable")).last)
-                let missedAt = ContinuousClock.now
-                #expect((missed["socket"] as? String)?.hasSuffix("/\(hog.pid).sock") == true, "\(missed)")
-                #expect((missed["reason"] as? String)?.contains("within 0.25 seconds") == true, "\(missed)")
-                let found = try #require(try await Self.records(of: agent, until: Self.event("found")).last)
+                let began = ContinuousClock.now
+                let seen = try await Self.records(of: agent, until: Self.event("found"))
+                let waited = ContinuousClock.now - began
+                let found = try #require(seen.last)
                 #expect(found["pid"] as? Int == Int(hog.pid), "\(found)")
-                let waited = ContinuousClock.now - missedAt
-                #expect(waited < bound, "\(mode): found \(waited) after its first status came late")
+                #expect(!seen.contains(where: Self.event("unreachable")), "a late status is no failure: \(seen)")
+                // Generous for a loaded machine: inotify reports the socket as it is made, and its
+                // status is not waited for (it takes 600 ms).
+                #expect(waited < .milliseconds(500), "\(mode): found \(waited) after it listened")
             }
         }
 
@@ -146,7 +149,8 @@ extension RunCommandTests {
                 let started = try await Self.records(of: agent, until: Self.event("watching"))
                 let watching = try #require(started.last)
                 #expect(
-                    (watching["reason"] as? String)?.hasPrefix("sampled: the parent's usage thresholds could not be registered") == true,
+                    (watching["reason"] as? String)?.contains("adaptively") == true
+                        && (watching["reason"] as? String)?.contains("cgroup.event_control, which is root's") == true,
                     "\(watching)")
                 let grower = try parent.child("grower")
                 defer { try? grower.remove() }

@@ -127,7 +127,8 @@ struct CLIPolishTests {
             let refused = try ChildProcess.run([Self.hog, "--allocate", bad])
             #expect(refused.status == 2, "\(bad)")
             #expect(
-                refused.standardError.hasPrefix("usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie|overflow|mute|late|slow]"),
+                refused.standardError.hasPrefix(
+                    "usage: memwarn-hog [--allocate <size> | --endpoint <dir> hang|lie|overflow|mute|late|slow|stall|huge|endless [<sockets>]]"),
                 "\(bad): \(refused.standardError)")
         }
         #expect(try Self.hogReply(to: "hold 64X").hasPrefix("error: expected \"hold <size>\""))

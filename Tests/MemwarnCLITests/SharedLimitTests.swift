@@ -188,29 +188,43 @@ extension RunCommandTests {
 
         // MARK: (c) An endpoint that hangs, one that lies
 
-        @Test func anEndpointThatHangsCostsItsTimeoutAndOneThatLiesCannotJumpTheOrder() async throws {
+        @Test func anEndpointThatHangsHoldsUpNoOtherAskAndOneThatLiesCannotJumpTheOrder() async throws {
             try await withTestCgroup(limit: 320 * Self.mebibyte) { parent in
-                // The hung one is the largest by the kernel's count (160 MiB): asked first, it costs
-                // the ask timeout (2 s), then the service is asked. The liar holds 4 MiB and claims
-                // 64 GiB: it stays last.
+                // The stalled one is the largest by the kernel's count (160 MiB) and says it holds a
+                // 128 MiB cache: asked first, it never answers. The service is asked beside it once
+                // the stalled ask has waited 250 ms (it used to wait out the whole 2 s timeout);
+                // the stalled one costs its timeout once. The liar holds 4 MiB and claims 64 GiB:
+                // it stays last.
                 var trial = SharedParentTrial(parent: parent, services: [.init(name: "service", rateMiB: 20, totalMiB: 200)])
-                trial.endpoints = [("hung", "hang", 160), ("liar", "lie", 4)]
+                trial.endpoints = [("stalled", "stall", 160), ("liar", "lie", 4)]
                 let outcome = try await trial.run(.agent)
                 let service = try #require(outcome.services.first)
                 #expect(service.survived, "exit \(service.status): \(service.standardError)")
-                let hung = parent.location.path + "/hung"
+                let stalled = parent.location.path + "/stalled"
                 let liar = parent.location.path + "/liar"
                 let unanswered = outcome.agent("unanswered")
-                #expect(unanswered.count == 1 && unanswered.first?["cgroup"] as? String == hung, "\(outcome.agentRecords)")
+                #expect(unanswered.count == 1 && unanswered.first?["cgroup"] as? String == stalled, "\(outcome.agentRecords)")
                 let waited = unanswered.first?["milliseconds"] as? Double ?? .infinity
-                #expect(waited >= 1900 && waited < 3000, "the hung endpoint cost \(waited) ms, the timeout is 2 s")
+                #expect(waited >= 1900 && waited < 3000, "the stalled endpoint cost \(waited) ms, the timeout is 2 s")
                 let asks = outcome.agent("ask")
-                #expect(asks.first?["cgroup"] as? String == parent.location.path + "/service", "after the hung one, the service: \(asks)")
+                let first = try #require(asks.first { $0["cgroup"] as? String == parent.location.path + "/service" }, "\(asks)")
+                // When each ask began: its line's time less its duration.
+                func began(_ record: [String: Any]) -> Double? {
+                    // `2026-11-28T06:47:15.347Z`: seconds of the day are enough, both lines are a second apart.
+                    guard let time = record["time"] as? String, let clock = time.split(separator: "T").last?.dropLast(),
+                        let took = record["milliseconds"] as? Double
+                    else { return nil }
+                    let parts = clock.split(separator: ":").compactMap { Double($0) }
+                    guard parts.count == 3 else { return nil }
+                    return parts[0] * 3600 + parts[1] * 60 + parts[2] - took / 1000
+                }
+                let gap = try #require(began(first)) - (try #require(began(unanswered[0])))
+                #expect(gap > 0.2 && gap < 1.5, "the service was asked \(gap) s after the stalled one (its patience is 250 ms): \(asks)")
                 let rounds = outcome.agent("round").compactMap { $0["order"] as? [[String: Any]] }
                 #expect(!rounds.isEmpty)
                 for order in rounds {
                     #expect(
-                        order.map { $0["cgroup"] as? String } == [hung, parent.location.path + "/service", liar].map(Optional.some),
+                        order.map { $0["cgroup"] as? String } == [stalled, parent.location.path + "/service", liar].map(Optional.some),
                         "by the kernel's count the liar (4 MiB, claiming 64 GiB) is last: \(order)")
                 }
                 for ask in asks where ask["cgroup"] as? String == liar {

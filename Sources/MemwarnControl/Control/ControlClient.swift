@@ -198,8 +198,10 @@ package enum ControlClient {
     ///
     /// - Returns: the complete line (without its newline) once it is there, or `nil` to read on.
     /// - Throws: ``ControlError`` when the endpoint closed without a reply, or the reply is longer
-    ///   than ``maximumReplyBytes``.
-    static func appendReply(_ chunk: ArraySlice<UInt8>, to received: inout [UInt8], socketPath: String) throws(ControlError) -> String? {
+    ///   than `limit` (``maximumReplyBytes`` by default).
+    static func appendReply(
+        _ chunk: ArraySlice<UInt8>, to received: inout [UInt8], socketPath: String, limit: Int = maximumReplyBytes
+    ) throws(ControlError) -> String? {
         if chunk.isEmpty {
             guard received.isEmpty else { return String(decoding: received, as: UTF8.self) }
             throw ControlError(.connectionClosed, "the endpoint on \(socketPath) closed the connection without a reply")
@@ -208,10 +210,10 @@ package enum ControlClient {
             received += chunk[..<newline]
             return String(decoding: received, as: UTF8.self)
         }
-        received += chunk
-        guard received.count <= maximumReplyBytes else {
-            throw ControlError(.malformedReply, "the reply from \(socketPath) is longer than \(maximumReplyBytes) bytes")
+        guard received.count + chunk.count <= limit else {
+            throw ControlError(.malformedReply, "the reply from \(socketPath) is longer than \(limit) bytes")
         }
+        received += chunk
         return nil
     }
 }

@@ -151,7 +151,8 @@ final class ControlEndpoint: @unchecked Sendable {
     private func reply(to line: [UInt8], from peerPid: Int32) -> ControlReply {
         guard let subject = subjects.withLock({ $0.joined.first?.subject }) else { return .failure("the monitor is stopping") }
         do {
-            return subject.reply(to: try ControlRequest(line: line), from: peerPid)
+            let (request, summary) = try ControlRequest.parse(line: line)
+            return subject.reply(to: request, from: peerPid, summary: summary)
         } catch {
             return .failure(error.message)
         }

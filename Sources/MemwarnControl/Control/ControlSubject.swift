@@ -17,19 +17,22 @@ struct ControlSubject: Sendable {
     var monitor: @Sendable () -> PressureMonitor?
 
     /// Answers a request from the peer `peerPid`; a release runs here, on the caller's thread.
-    func reply(to request: ControlRequest, from peerPid: Int32) -> ControlReply {
+    /// The summary form (`summary`) folds a status's consumers and a report's entries into one a
+    /// tier (``ControlStatus/foldedByTier()``, ``/MemwarnRelease/ReleaseReport/foldedByTier()``):
+    /// a reply of a few hundred bytes whatever the service registers.
+    func reply(to request: ControlRequest, from peerPid: Int32, summary: Bool = false) -> ControlReply {
         switch request {
         case .status:
-            .status(status())
+            return .status(summary ? status().foldedByTier() : status())
         case .warn(let level, let targetBytes):
             // A warning on request is a warning: the coordinator's responders hear it first.
-            .released(request: request.name, pid: getpid(), report: warn(level: level, targetBytes: targetBytes, from: peerPid))
+            let report = warn(level: level, targetBytes: targetBytes, from: peerPid)
+            return .released(request: request.name, pid: getpid(), report: summary ? report.foldedByTier() : report)
         case .terminateSuspended(let targetBytes):
-            .released(
-                request: request.name, pid: getpid(),
-                report: coordinator.release(level: .critical, targetBytes: targetBytes, tiers: [.suspendedUnits]))
+            let report = coordinator.release(level: .critical, targetBytes: targetBytes, tiers: [.suspendedUnits])
+            return .released(request: request.name, pid: getpid(), report: summary ? report.foldedByTier() : report)
         case .coordinate(let cgroupPath, let lease):
-            coordinate(cgroupPath, lease: lease, agentPid: peerPid)
+            return coordinate(cgroupPath, lease: lease, agentPid: peerPid)
         }
     }
 

@@ -14,8 +14,15 @@ import Foundation
 
 extension ControlRequest {
     /// The request as one JSON object, without the newline (`targetBytes` only when not `Int.max`).
-    public var line: String {
+    public var line: String { line(summary: false) }
+
+    /// The request as one JSON object, asking for the reply's summary form when `summary` is set
+    /// (`"summary":true`): a status's consumers and a release report's entries folded into one a
+    /// tier (``ControlSubject``), so that a reply stays a few hundred bytes whatever the service
+    /// registers. A node agent asks for it: it reads every service's replies, in bounded memory.
+    package func line(summary: Bool) -> String {
         var members = [#""request":"\#(name)""#]
+        if summary { members.append(#""summary":true"#) }
         switch self {
         case .status:
             break
@@ -37,20 +44,31 @@ extension ControlRequest {
     /// - Throws: ``ControlError`` for malformed JSON, a missing or mistyped member, an unknown
     ///   request, a bad level or a negative target.
     public init(line: some Collection<UInt8>) throws(ControlError) {
+        self = try Self.parse(line: line).request
+    }
+
+    /// Reads a request line (without its newline), and whether it asks for the summary form.
+    ///
+    /// - Throws: ``ControlError`` as ``init(line:)``.
+    package static func parse(line: some Collection<UInt8>) throws(ControlError) -> (request: ControlRequest, summary: Bool) {
         let fields = try Self.fields(Data(line))
+        return (try request(fields), fields.summary ?? false)
+    }
+
+    private static func request(_ fields: Fields) throws(ControlError) -> ControlRequest {
         let targetBytes = fields.targetBytes ?? .max
         guard targetBytes >= 0 else { throw ControlError(.malformedRequest, "bad targetBytes \(targetBytes): it must be 0 or more") }
         switch fields.request {
         case "status":
-            self = .status
+            return .status
         case "warn":
             let name = fields.level ?? MemoryPressureLevel.warning.rawValue
             guard let level = MemoryPressureLevel(rawValue: name), level != .normal else {
                 throw ControlError(.malformedRequest, #"bad level "\#(name)" (expected warning or critical)"#)
             }
-            self = .warn(level: level, targetBytes: targetBytes)
+            return .warn(level: level, targetBytes: targetBytes)
         case "terminate-suspended":
-            self = .terminateSuspended(targetBytes: targetBytes)
+            return .terminateSuspended(targetBytes: targetBytes)
         case "coordinate":
             guard let cgroup = fields.cgroup, cgroup.hasPrefix("/") else {
                 throw ControlError(.malformedRequest, #"coordinate needs "cgroup", a path inside the memory mount starting with /"#)
@@ -58,7 +76,7 @@ extension ControlRequest {
             guard let milliseconds = fields.leaseMilliseconds, (0...60_000).contains(milliseconds) else {
                 throw ControlError(.malformedRequest, #"coordinate needs "leaseMilliseconds" within 0...60000"#)
             }
-            self = .coordinate(cgroupPath: cgroup, lease: .milliseconds(milliseconds))
+            return .coordinate(cgroupPath: cgroup, lease: .milliseconds(milliseconds))
         default:
             throw ControlError(.malformedRequest, #"unknown request "\#(fields.request)" (expected status, warn, terminate-suspended or coordinate)"#)
         }
@@ -75,6 +93,7 @@ extension ControlRequest {
         var targetBytes: Int?
         var cgroup: String?
         var leaseMilliseconds: Int?
+        var summary: Bool?
     }
 
     private static func fields(_ data: Data) throws(ControlError) -> Fields {

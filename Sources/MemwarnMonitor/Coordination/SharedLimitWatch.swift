@@ -51,11 +51,13 @@ package struct SharedLimitWatch {
     /// - Parameters:
     ///   - configuration: what is watched.
     ///   - logger: told of fallbacks and transient errors.
-    ///   - consumer: takes every decided reading (the agent's rounds).
     ///   - output: told of level changes, readings and what is watched.
+    ///   - consumer: makes what takes every decided reading (the agent's rounds), given the
+    ///     sampler the readings are taken with and the ledger of what asks gave back.
     /// - Throws: ``MonitorError`` when the loop cannot be made.
     package init(
-        _ configuration: Configuration, logger: Logger, consumer: any MonitorReadingConsumer, output: any MonitorEngineOutput
+        _ configuration: Configuration, logger: Logger, output: any MonitorEngineOutput,
+        consumer: (SnapshotSampler, ReleaseLedger) -> any MonitorReadingConsumer
     ) throws(MonitorError) {
         let loop: EventLoop
         do {
@@ -74,7 +76,7 @@ package struct SharedLimitWatch {
         let metrics = MonitorMetrics(factory: NOOPMetricsHandler.instance)  // the agent writes its own
         engine = MonitorEngine(
             loop: loop, sampler: sampler, configuration: monitorConfiguration, logger: logger, ledger: ledger,
-            samples: UsageSampleCount(metrics: metrics), output: output, consumer: consumer)
+            samples: UsageSampleCount(metrics: metrics), output: output, consumer: consumer(sampler, ledger))
     }
 
     /// Starts the engine on a thread of its own and returns once it has registered its sources

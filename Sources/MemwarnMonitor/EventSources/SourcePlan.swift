@@ -104,15 +104,22 @@ struct SourcePlan {
                         signal: .pressureLevel, quietTime: policy.pressureLevelQuietTime,
                         description: "pressure-level \(argument)"))
             }
-        } catch let error as CgroupError where error.code == .permissionDenied || error.errno == EACCES || error.errno == EPERM {
+        } catch let error as CgroupError where error.code == .permissionDenied || [EACCES, EPERM, EROFS].contains(error.errno ?? 0) {
+            // Root's file, or a mount made read-only (a container's, a node agent's view of the
+            // host's tree): the same as a user who may not write it.
             for source in sources[before...] { source.tearDown() }
             sources.removeSubrange(before...)
             lines.removeSubrange(before...)
+            let readOnly = error.errno == EROFS
             try addSampling(
                 cgroup, noLimit: snapshot.limit == nil, policy: policy, files: files,
-                because: "v1 notifications need write access to cgroup.event_control, which is root's")
+                because: readOnly
+                    ? "v1 notifications need write access to cgroup.event_control, and the cgroup mount is read-only"
+                    : "v1 notifications need write access to cgroup.event_control, which is root's")
             logger.notice(
-                "cgroup v1 notifications are not permitted for this user; sampling usage instead",
+                readOnly
+                    ? "the cgroup mount is read-only: no cgroup v1 notifications; sampling usage instead"
+                    : "cgroup v1 notifications are not permitted for this user; sampling usage instead",
                 metadata: [
                     "cgroup": "\(cgroup.directory)", "worstCaseGrowth": "\(policy.worstCaseGrowthBytesPerSecond)",
                     "pollInterval": "\(policy.pollInterval)", "error": "\(error)",

@@ -1,4 +1,4 @@
-import MemwarnSystem
+package import MemwarnSystem
 
 /// Why a ``PressureMonitor`` cannot run: misuse, a bad setting, or a system call it needs that
 /// failed.
@@ -60,7 +60,7 @@ public struct MonitorError: Error, Sendable, Hashable, CustomStringConvertible, 
     }
 
     /// A system call the monitor needs failed.
-    init(_ error: SystemError, file: String = #fileID, line: Int = #line) {
+    package init(_ error: SystemError, file: String = #fileID, line: Int = #line) {
         backing = ErrorBacking(.systemCallFailed, "the memory monitor cannot run: \(error)", errno: error.errno, file: file, line: line)
     }
 
