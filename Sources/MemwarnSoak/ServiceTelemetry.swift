@@ -25,13 +25,16 @@ package struct ServiceTelemetry: Sendable, Hashable, Codable {
     /// Whether `/metrics` answered.
     package var metricsScraped = false
     /// The service's load-shedding counters from `/metrics` (names ending in `_shed_total`, or
-    /// those given with `--shed-counter`), summed over their labels, at the last scrape.
+    /// those given with `--shed-counter`), summed over their labels, at the last scrape: as the
+    /// page gave them (+Inf when a counter's samples sum past what a `Double` holds), checked
+    /// when they make a figure (``shed``).
     package var shedCounters: [String: Double] = [:]
 
     /// The service's release counters at each answer of its endpoint, for what survival cost.
     package var releaseSamples: [ReleaseSample] = []
     /// The request counters (`--request-counter`, or names ending in `_requests_total`) summed,
-    /// at each scrape of `/metrics` that had one.
+    /// at each scrape of `/metrics` that had one: as the page gave them, as ``shedCounters``;
+    /// ``SurvivalCost/of(_:from:until:)`` checks those it reads.
     package var requestSamples: [CounterSample] = []
     /// The request counters' names, at the last scrape that had one.
     package var requestCounterNames: [String] = []
@@ -103,6 +106,7 @@ package struct ServiceTelemetry: Sendable, Hashable, Codable {
 
     package init() {}
 
-    /// Load shed: the shedding counters summed, or `nil` when none was read.
-    package var shed: Double? { shedCounters.isEmpty ? nil : shedCounters.values.reduce(0, +) }
+    /// Load shed: the shedding counters summed and checked (a sum past 2^53, or of counters below
+    /// 0, is no count: ``CounterSum``), or `nil` when none was read.
+    package var shed: CounterSum? { shedCounters.isEmpty ? nil : CounterSum(shedCounters.values) }
 }

@@ -186,7 +186,9 @@ final class ServiceWatch: Sendable {
         counters(in: page) { names.isEmpty ? $0.hasSuffix("_requests_total") : names.contains($0) }
     }
 
-    /// The samples of a Prometheus text page whose name `matches`, summed over their labels.
+    /// The samples of a Prometheus text page whose name `matches`, summed over their labels. A
+    /// sample that is not finite is passed over; a sum past what a `Double` holds is +Inf, and
+    /// ``CounterSum`` reads it as no count where the sums make a figure.
     static func counters(in page: String, where matches: (String) -> Bool) -> [String: Double] {
         var sums: [String: Double] = [:]
         for line in page.split(separator: "\n") where !line.hasPrefix("#") {

@@ -91,7 +91,7 @@ enum SoakPlot {
         let marks =
             demoReleases.isEmpty
             ? run.run.levelChanges.filter { $0.level != "normal" }.map { (seconds: $0.seconds, level: $0.level, what: "\($0.level)") }
-            : demoReleases.map { (seconds: $0.seconds, level: $0.level, what: "release at \($0.level): \(ByteSize.describe(UInt64($0.freedBytes))) freed") }
+            : demoReleases.map { (seconds: $0.seconds, level: $0.level, what: "release at \($0.level): \(ByteSize.describe(reported: $0.freedBytes)) freed") }
         for mark in marks {
             let color = mark.level == "critical" ? "#d62728" : "#e6a700"
             parts.append(
@@ -100,7 +100,7 @@ enum SoakPlot {
         }
         for termination in run.demo?.terminations ?? [] {
             parts.append(
-                ##"<circle cx="\##(x(termination.seconds))" cy="\##(top + 8)" r="3.5" fill="#2ca02c"><title>\##(escape(termination.unit)) terminated, \##(escape(ByteSize.describe(UInt64(termination.freedBytes)))) freed</title></circle>"##
+                ##"<circle cx="\##(x(termination.seconds))" cy="\##(top + 8)" r="3.5" fill="#2ca02c"><title>\##(escape(termination.unit)) terminated, \##(escape(ByteSize.describe(reported: termination.freedBytes))) freed</title></circle>"##
             )
         }
         // Usage.

@@ -66,7 +66,11 @@ extension SoakReport {
             var releasedBytesByTier: [String: Int]
             var releasedBytesByConsumer: [String: Int]
             var exhaustedSeconds: Double
+            /// The shedding counters summed, when that is a count (``CounterSum``).
             var shed: Double?
+            /// Why the shedding counters summed are no count (`the service's counters sum to
+            /// more than 2^53`): `shed` is then absent.
+            var shedUnreadable: String?
             var loadExitCode: Int32?
             var checkExitCode: Int32?
             var killedAtStop: Bool
@@ -117,7 +121,8 @@ extension SoakReport {
                     exitCode: run.run.exitCode, oomKills: run.run.oomKills, warnings: run.run.warnings, peakUsageBytes: run.run.peakUsageBytes,
                     linksMemwarn: run.service.linksMemwarn, releases: demo.map { $0.releases.count } ?? run.service.releases,
                     releasedBytesByTier: run.releasedByTier, releasedBytesByConsumer: run.service.releasedBytesByConsumer,
-                    exhaustedSeconds: run.service.exhaustedSeconds, shed: run.service.shed, loadExitCode: run.loadExitCode,
+                    exhaustedSeconds: run.service.exhaustedSeconds, shed: run.service.shed?.count, shedUnreadable: run.service.shed?.reason(),
+                    loadExitCode: run.loadExitCode,
                     checkExitCode: run.checkExitCode, killedAtStop: run.killedAtStop, stall: run.stall, unitsTerminated: demo?.terminations.count ?? 0,
                     exhaustions: demo?.exhaustions.count ?? 0, exhaustedFloorBytes: demo?.exhaustions.first?.floorBytes, peakInUse: run.service.peakInUse,
                     turnedAway: demo?.turnedAway ?? 0,

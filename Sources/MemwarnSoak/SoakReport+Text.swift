@@ -22,7 +22,7 @@ extension SoakReport {
     private func row(_ name: String, _ value: (SoakRun) -> String) -> [String] { [name] + runs.map(value) }
 
     /// `12.0 MiB`, for a count of bytes the service gave (never negative).
-    private static func mib(_ bytes: Int) -> String { ByteSize.describe(UInt64(max(0, bytes))) }
+    private static func mib(_ bytes: Int) -> String { ByteSize.describe(reported: bytes) }
 
     /// The header, how each run ended, its levels and peak, and whether memwarn was in it.
     private var outcomeRows: [[String]] {
@@ -88,7 +88,9 @@ extension SoakReport {
             row("load shed") { run in
                 if let demo = run.demo { return run.memwarnEnabled ? "\(demo.turnedAway) new users turned away" : "-" }
                 guard let shed = run.service.shed else { return run.service.metricsScraped ? "no *_shed_total counter" : "-" }
-                return "\(Int(shed)) (\(run.service.shedCounters.keys.sorted().joined(separator: ", ")))"
+                let names = run.service.shedCounters.keys.sorted().joined(separator: ", ")
+                // A count is at most 2^53: a whole number of requests.
+                return shed.count.map { "\(Int($0)) (\(names))" } ?? "unreadable: \(shed.reason() ?? "") (\(names))"
             },
             row("forecast warnings") { run in
                 guard run.memwarnEnabled else { return "-" }
@@ -123,28 +125,32 @@ extension SoakReport {
     }
 
     /// What survival cost, each figure the service reports (its endpoint's counters, its
-    /// `/metrics`), and whether it thrashed.
+    /// `/metrics`), and whether it thrashed. A figure whose counters were no count is
+    /// `unreadable` (the notes say why).
     private var costRows: [[String]] {
         var rows: [[String]] = []
         let costs: [(String, (SurvivalCost) -> String?)] = [
-            ("releases/s", { $0.releasesPerSecond.map { String(format: "%.2f", $0) } }),
-            ("released/min", { $0.releasedBytesPerMinute.map(mebibytes) }),
-            ("time releasing", { $0.releasingShare.map { String(format: "%.1f %%", $0 * 100) } }),
-            ("throughput", { $0.requestsPerSecond.map { String(format: "%.0f requests/s", $0) } }),
-            ("cache miss rate", { $0.cacheMissRate.map { String(format: "%.1f %%", $0 * 100) } }),
+            ("releases/s", { $0.releasesPerSecond.map { String(format: "%.2f", $0) } ?? Self.unreadable($0.releasesUnreadable) }),
+            ("released/min", { $0.releasedBytesPerMinute.map(mebibytes) ?? Self.unreadable($0.releasesUnreadable) }),
+            ("time releasing", { $0.releasingShare.map { String(format: "%.1f %%", $0 * 100) } ?? Self.unreadable($0.releasesUnreadable) }),
+            ("throughput", { $0.requestsPerSecond.map { String(format: "%.0f requests/s", $0) } ?? Self.unreadable($0.requestsUnreadable != nil) }),
+            ("cache miss rate", { $0.cacheMissRate.map { String(format: "%.1f %%", $0 * 100) } ?? Self.unreadable($0.cacheLookupsUnreadable != nil) }),
+            (
+                "thrashing",
+                { cost in
+                    if let thrashing = cost.thrashing { return String(format: "YES: %.0f s of releases every second", thrashing.seconds) }
+                    return cost.releasesPerSecond != nil ? "no" : Self.unreadable(cost.releasesUnreadable)
+                }
+            ),
         ]
         for (name, figure) in costs where runs.contains(where: { figure($0.cost) != nil }) {
             rows.append(row(name) { figure($0.cost) ?? "-" })
         }
-        if runs.contains(where: { $0.cost.releasesPerSecond != nil }) {
-            rows.append(
-                row("thrashing") { run in
-                    guard let thrashing = run.cost.thrashing else { return run.cost.releasesPerSecond == nil ? "-" : "no" }
-                    return String(format: "YES: %.0f s of releases every second", thrashing.seconds)
-                })
-        }
         return rows
     }
+
+    /// `unreadable` when `isUnreadable`, else `nil` (the figure is not reported).
+    private static func unreadable(_ isUnreadable: Bool) -> String? { isUnreadable ? "unreadable" : nil }
 
     /// The memory stall, the floor and the trend.
     private var floorRows: [[String]] {

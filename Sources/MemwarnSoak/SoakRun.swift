@@ -92,7 +92,8 @@ package struct SoakRun: Sendable, Codable {
         }
         let floor = ByteSize.describe(UInt64(max(0, exhaustion.floorBytes)))
         let growth = ByteSize.describe(UInt64(max(0, exhaustion.growthBytesPerSecond)))
-        if UInt64(max(0, exhaustion.floorBytes + exhaustion.growthBytesPerSecond)) >= run.memoryMaxBytes {
+        // The demo's lines are another process's word: added without trapping.
+        if UInt64(max(0, exhaustion.floorBytes.addingSaturating(exhaustion.growthBytesPerSecond))) >= run.memoryMaxBytes {
             return "killed: the floor, \(floor), plus one second of growth, \(growth), did not fit in \(limit)"
         }
         return "killed: memory was exhausted (floor \(floor) of \(limit), growing \(growth)/s) and the service kept growing past it"

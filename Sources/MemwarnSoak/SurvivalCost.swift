@@ -7,9 +7,13 @@ import Foundation
 ///
 /// The figures come from the service itself (its control endpoint's counters, its `/metrics`),
 /// over the loaded span: from ready until the soak began to stop it. A figure the service does
-/// not report is `nil`, never 0.
+/// not report is `nil`, never 0. Nor is one made of counters that are no count: request or cache
+/// counters past 2^53 or below 0 (``CounterSum``) give the reason instead, and an interval in
+/// which the release counters went backwards (the service's count restarted, or wrapped past
+/// `Int.max`) is left out, never subtracted.
 package struct SurvivalCost: Sendable, Hashable, Codable {
-    /// Seconds the figures cover (between the first and the last reading of the loaded span).
+    /// Seconds the figures cover (between the first and the last reading of the loaded span,
+    /// less the intervals left out, ``releaseIntervalsLeftOut``).
     package var seconds = 0.0
     /// Releases a second (the service's coordinator, at warning or critical).
     package var releasesPerSecond: Double?
@@ -24,6 +28,14 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
     /// The longest stretch in which the service released at least once every second, when it
     /// lasted ``thrashingAfter`` or more.
     package var thrashing: Thrashing?
+    /// Why there is no ``requestsPerSecond`` though the service exported request counters: they
+    /// were no count (`the service's request counters sum to more than 2^53`).
+    package var requestsUnreadable: String?
+    /// Why there is no ``cacheMissRate`` though the service exported cache counters.
+    package var cacheLookupsUnreadable: String?
+    /// Intervals between two answers of the service's endpoint in which a release counter went
+    /// backwards: left out of the release figures and of the thrashing scan.
+    package var releaseIntervalsLeftOut = 0
 
     /// A stretch of releases every second.
     package struct Thrashing: Sendable, Hashable, Codable {
@@ -43,61 +55,106 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
     /// Whether survival was costly: thrashing.
     package var isThrashing: Bool { thrashing != nil }
 
+    /// Whether the service reported releases but no interval of them could be counted: its
+    /// counters went backwards between every two answers.
+    package var releasesUnreadable: Bool { releasesPerSecond == nil && releaseIntervalsLeftOut > 0 }
+
     /// The cost of the figures read between `ready` and `stop` (seconds after the run's start).
     ///
     /// - Parameters:
     ///   - figures: what the service reported while it ran.
     ///   - ready: when it was ready.
     ///   - stop: when the soak began to stop it.
-    /// - Returns: the cost; each figure `nil` when the service did not report what it needs.
+    /// - Returns: the cost; each figure `nil` when the service did not report what it needs, or
+    ///   what it reported was no count (with the reason).
     package static func of(_ figures: ServiceTelemetry, from ready: Double, until stop: Double) -> SurvivalCost {
         var cost = SurvivalCost()
         let releases = figures.releaseSamples.filter { $0.seconds >= ready && $0.seconds <= stop }
-        if let first = releases.first, let last = releases.last, last.seconds > first.seconds {
-            let span = last.seconds - first.seconds
+        let rises = zip(releases, releases.dropFirst()).map { ReleaseRise(from: $0, to: $1) }
+        let counted = rises.compactMap { $0 }
+        cost.releaseIntervalsLeftOut = rises.count - counted.count
+        let span = counted.reduce(0) { $0 + $1.seconds }
+        if span > 0 {
             cost.seconds = span
-            cost.releasesPerSecond = Double(max(0, last.releases - first.releases)) / span
-            cost.releasedBytesPerMinute = max(0, Double(last.freedBytes) - Double(first.freedBytes)) / span * 60
-            cost.releasingShare = min(1, max(0, last.releaseSeconds - first.releaseSeconds) / span)
+            cost.releasesPerSecond = counted.reduce(0) { $0 + $1.releases } / span
+            cost.releasedBytesPerMinute = counted.reduce(0) { $0 + $1.freedBytes } / span * 60
+            cost.releasingShare = min(1, counted.reduce(0) { $0 + $1.releaseSeconds } / span)
             cost.thrashing = thrashing(in: releases, ready: ready)
         }
         let requests = figures.requestSamples.filter { $0.seconds >= ready && $0.seconds <= stop }
-        if let first = requests.first, let last = requests.last, last.seconds > first.seconds, last.value >= first.value {
-            cost.requestsPerSecond = (last.value - first.value) / (last.seconds - first.seconds)
+        if let first = requests.first, let last = requests.last, last.seconds > first.seconds {
+            let (from, to) = (CounterSum([first.value]), CounterSum([last.value]))
+            if let from = from.count, let to = to.count {
+                // A counter that went back (the service restarted its count) gives no throughput.
+                if to >= from { cost.requestsPerSecond = (to - from) / (last.seconds - first.seconds) }
+            } else {
+                cost.requestsUnreadable = from.reason("request counters") ?? to.reason("request counters")
+            }
         }
         let lookups = figures.cacheSamples.filter { $0.seconds >= ready && $0.seconds <= stop }
         if let first = lookups.first, let last = lookups.last {
-            let (hits, misses) = (last.hits - first.hits, last.misses - first.misses)
-            if hits >= 0, misses >= 0, hits + misses > 0 { cost.cacheMissRate = misses / (hits + misses) }
+            let sums = [first.hits, first.misses, last.hits, last.misses].map { CounterSum([$0]) }
+            if let reason = sums.lazy.compactMap({ $0.reason("cache counters") }).first {
+                cost.cacheLookupsUnreadable = reason
+            } else {
+                // Counts of at most 2^53 each: their differences and sum are finite.
+                let (hits, misses) = (last.hits - first.hits, last.misses - first.misses)
+                if hits >= 0, misses >= 0, hits + misses > 0 { cost.cacheMissRate = misses / (hits + misses) }
+            }
         }
         return cost
     }
 
+    /// What the service's release counters rose by from one answer of its endpoint to the next,
+    /// or `nil` when one went backwards (its count restarted, or wrapped past `Int.max` to
+    /// `Int.min`): the interval is then left out, never subtracted.
+    struct ReleaseRise {
+        /// Seconds between the two answers.
+        var seconds: Double
+        var releases: Double
+        var freedBytes: Double
+        /// Seconds spent releasing in between.
+        var releaseSeconds: Double
+
+        init?(from before: ServiceTelemetry.ReleaseSample, to after: ServiceTelemetry.ReleaseSample) {
+            let releaseSeconds = after.releaseSeconds - before.releaseSeconds
+            guard after.releases >= before.releases, after.freedBytes >= before.freedBytes, releaseSeconds.isFinite, releaseSeconds >= 0 else {
+                return nil
+            }
+            seconds = after.seconds - before.seconds
+            releases = Self.rise(from: before.releases, to: after.releases)
+            freedBytes = Self.rise(from: before.freedBytes, to: after.freedBytes)
+            self.releaseSeconds = releaseSeconds
+        }
+
+        /// `after - before` (`after` the larger), exact while it fits in an `Int` (near
+        /// `Int.max` a `Double` holds no count exactly), never an overflow.
+        private static func rise(from before: Int, to after: Int) -> Double {
+            let (difference, overflow) = after.subtractingReportingOverflow(before)
+            return overflow ? Double(after) - Double(before) : Double(difference)
+        }
+    }
+
     /// The longest run of readings in which each interval saw at least one release a whole
-    /// second elapsed, when it lasted ``thrashingAfter`` or more.
+    /// second elapsed, when it lasted ``thrashingAfter`` or more. An interval whose counters
+    /// went backwards (``ReleaseRise``) ends a run.
     static func thrashing(in samples: [ServiceTelemetry.ReleaseSample], ready: Double) -> Thrashing? {
         var best: Thrashing?
-        var start: ServiceTelemetry.ReleaseSample?
-        var previous: ServiceTelemetry.ReleaseSample?
-        func close(at end: ServiceTelemetry.ReleaseSample?) {
-            guard let begun = start, let end, end.seconds - begun.seconds >= thrashingAfter else { return }
-            let span = end.seconds - begun.seconds
-            if span > best?.seconds ?? 0 {
-                best = Thrashing(fromSeconds: begun.seconds - ready, seconds: span, releasesPerSecond: Double(end.releases - begun.releases) / span)
-            }
+        var stretch: (from: Double, to: Double, releases: Double)?
+        func close() {
+            guard let stretch, stretch.to - stretch.from >= thrashingAfter, stretch.to - stretch.from > best?.seconds ?? 0 else { return }
+            let span = stretch.to - stretch.from
+            best = Thrashing(fromSeconds: stretch.from - ready, seconds: span, releasesPerSecond: stretch.releases / span)
         }
-        for sample in samples {
-            defer { previous = sample }
-            guard let before = previous else { continue }
-            let everySecond = sample.releases - before.releases >= max(1, Int((sample.seconds - before.seconds).rounded(.down)))
-            if everySecond {
-                if start == nil { start = before }
+        for (before, after) in zip(samples, samples.dropFirst()) {
+            if let rise = ReleaseRise(from: before, to: after), rise.releases >= max(1, rise.seconds.rounded(.down)) {
+                stretch = (stretch?.from ?? before.seconds, after.seconds, (stretch?.releases ?? 0) + rise.releases)
             } else {
-                close(at: before)
-                start = nil
+                close()
+                stretch = nil
             }
         }
-        close(at: previous)
+        close()
         return best
     }
 
@@ -110,6 +167,12 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
         if let requests = requestsPerSecond { phrases.append(String(format: "%.0f requests/s", requests)) }
         if let miss = cacheMissRate { phrases.append(String(format: "cache miss rate %.1f %%", miss * 100)) }
         if let thrashing { phrases.append(thrashing.description) }
+        if releaseIntervalsLeftOut > 0 {
+            let intervals = "\(releaseIntervalsLeftOut) interval\(releaseIntervalsLeftOut == 1 ? "" : "s")"
+            phrases.append("releases went backwards between polls (\(intervals): the service's count restarted or wrapped): not counted")
+        }
+        if let reason = requestsUnreadable { phrases.append("throughput unreadable: \(reason)") }
+        if let reason = cacheLookupsUnreadable { phrases.append("cache miss rate unreadable: \(reason)") }
         return phrases
     }
 }
