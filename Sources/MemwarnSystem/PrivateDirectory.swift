@@ -14,7 +14,22 @@ package enum PrivateDirectory {
         /// The `errno` of the system call that failed, when one did (else the directory is not
         /// trusted).
         package var errno: Int32?
+        /// What another user put in the way, when that is why: the path itself (a directory of
+        /// theirs, a symbolic link, a file) or a folder above it of theirs. With it the caller
+        /// can say whose it is and what to do.
+        package var foreign: Foreign? = nil
         package var description: String { message }
+    }
+
+    /// A file or folder another user owns where ``prepare(_:purpose:)`` wanted its own: made
+    /// before this process made it, or put there instead.
+    package struct Foreign: Sendable, Hashable {
+        /// Its path: the directory asked for, or a folder above it.
+        package var path: String
+        /// The uid that owns it.
+        package var owner: UInt32
+        /// What it is (a symbolic link is not followed).
+        package var type: FileType
     }
 
     /// Creates `path` with mode 0700, or checks the one that exists: it must be a directory,
@@ -70,7 +85,9 @@ package enum PrivateDirectory {
                 throw system("stat", folder, errno: error.errno)
             }
             if status.owner != 0 && status.owner != geteuid() {
-                throw Refusal(message: "\(purpose) \(path) lies in \(folder), owned by uid \(status.owner) (neither root nor this user); refusing to use it")
+                throw Refusal(
+                    message: "\(purpose) \(path) lies in \(folder), owned by uid \(status.owner) (neither root nor this user); refusing to use it",
+                    foreign: Foreign(path: folder, owner: status.owner, type: status.type))
             }
             if status.permissions & 0o022 != 0 && !status.isSticky {
                 throw Refusal(
@@ -90,13 +107,15 @@ package enum PrivateDirectory {
         } catch {
             throw system("lstat", path, errno: error.errno)
         }
+        let foreign = status.owner == geteuid() ? nil : Foreign(path: path, owner: status.owner, type: status.type)
         switch status.type {
         case .directory: break
-        case .symbolicLink: throw Refusal(message: "\(purpose) \(path) is a symbolic link; refusing to use it")
-        default: throw Refusal(message: "\(purpose) \(path) exists and is not a directory")
+        case .symbolicLink: throw Refusal(message: "\(purpose) \(path) is a symbolic link; refusing to use it", foreign: foreign)
+        default: throw Refusal(message: "\(purpose) \(path) exists and is not a directory", foreign: foreign)
         }
         guard status.owner == geteuid() || (trustingRoot && status.owner == 0) else {
-            throw Refusal(message: "\(purpose) \(path) is owned by uid \(status.owner), not by this process's uid \(geteuid()); refusing to use it")
+            throw Refusal(
+                message: "\(purpose) \(path) is owned by uid \(status.owner), not by this process's uid \(geteuid()); refusing to use it", foreign: foreign)
         }
         // Another user who may write there could replace what we put in it.
         guard status.permissions & 0o022 == 0 else {

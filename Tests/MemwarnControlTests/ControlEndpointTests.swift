@@ -1,5 +1,6 @@
 import CgroupKit
 import Foundation
+import Logging
 import MemwarnSystem
 import MemwarnTestFixtures
 import MemwarnTestKit
@@ -212,11 +213,63 @@ struct ControlEndpointTests {
             #expect(mkdir(foreign, 0o700) == 0 && chown(foreign, 65534, 65534) == 0)
             #expect(
                 Self.endpointError(foreign)
-                    == "the control directory \(foreign) is owned by uid 65534, not by this process's uid \(geteuid()); refusing to use it")
+                    == "the control directory \(foreign) is owned by uid 65534, not by this process's uid \(geteuid()): uid 65534 made it before this process did; refusing to use it. \(Self.whatToDo())"
+            )
 
             let open = parent + "/open"
             #expect(mkdir(open, 0o700) == 0 && chmod(open, 0o777) == 0)
             #expect(Self.endpointError(open) == "the control directory \(open) is writable by other users (mode 777); refusing to use it")
+        }
+    }
+
+    /// A pod's directory as `Examples/kubernetes` made it before: the node's `/run/memwarn/pods`
+    /// 1777, so the kubelet made each pod's directory 1777 too (it gives a `subPathExpr`
+    /// directory its volume's mode), and any user of the node could make `<pod uid>/memwarn`
+    /// before the pod's service did (pod uids are in the cgroup names anyone may read). The
+    /// service names the directory, its owner, the folder and what to do, in one line, and runs
+    /// on without the endpoint; one that made its own there serves and is warned it could have
+    /// been taken. (The manifests now keep the folder root's: nobody else can make names there.)
+    @Test func aDirectoryAnotherUserMadeFirstInAStickyFolderIsNamedWithItsOwnerAndWhatToDo() async throws {
+        try await Self.withControlDirectory { directory in
+            let pod = String(directory.dropLast("/memwarn".count)) + "/pod"
+            #expect(mkdir(pod, 0o755) == 0 && chmod(pod, 0o1777) == 0)
+            let taken = pod + "/memwarn"
+            #expect(mkdir(taken, 0o700) == 0 && chown(taken, 65534, 65534) == 0, "uid 65534 makes it first")
+            let monitor = PressureMonitor(configuration: Self.configuration(), logger: testLogger)
+            let refused = LogRecorder()
+            let control = ControlService(monitor: monitor, directory: taken, environment: [:], logger: refused.logger)
+            try await Self.serving(control) { socket in
+                #expect(socket == nil, "it runs on without a socket")
+                #expect(control.socketPath == nil)
+            }
+            let uid = geteuid()
+            #expect(
+                refused.lines == [
+                    "error control endpoint not started; the process runs without it directory=\(taken) reason=the control directory \(taken) is owned by uid 65534, "
+                        + "not by this process's uid \(uid): uid 65534 made it before this process did, in \(pod), where other users may make names (mode 1777); "
+                        + "refusing to use it. \(Self.whatToDo())"
+                ])
+            #expect(ControlClient.socketPaths(in: taken).isEmpty)
+
+            #expect(rmdir(taken) == 0, "nobody first")
+            let warned = LogRecorder()
+            let serving = ControlService(monitor: monitor, directory: taken, environment: [:], logger: warned.logger)
+            try await Self.serving(serving) { socket in
+                #expect(socket == ControlDirectory.socketPath(for: getpid(), in: taken))
+            }
+            #expect(
+                warned.lines == [
+                    "warning control endpoint: its directory could have been taken by another user first reason=the control directory \(taken) lies in \(pod), "
+                        + "where other users may make names (mode 1777): another user could have made it before this process, and the endpoint would not have started. "
+                        + "Make \(pod) writable by root alone, and the control directory for uid \(uid) before the service starts "
+                        + "(on Kubernetes: /run/memwarn/pods root's, mode 0755, and pod.yaml's init container; see Examples/kubernetes/README.md)"
+                ])
+
+            #expect(chown(pod, 65534, 65534) == 0, "the pod's directory itself made by uid 65534 (before the kubelet did, in a 1777 /run/memwarn/pods)")
+            #expect(
+                Self.endpointError(taken)
+                    == "the control directory \(taken) lies in \(pod), owned by uid 65534, neither root nor this process's uid \(uid): "
+                    + "that user made it, or took it, before this process; refusing to use it. \(Self.whatToDo(removing: pod))")
         }
     }
 
@@ -488,6 +541,37 @@ struct ControlEndpointTests {
         var status = stat()
         try #require(lstat(path, &status) == 0, "lstat \(path)")
         return status
+    }
+
+    /// What an endpoint that refused a directory or folder another user made says to do (this
+    /// process's uid).
+    static func whatToDo(removing taken: String = "it") -> String {
+        "Remove \(taken) as root, and have the control directory made for uid \(geteuid()) before the service starts, in a folder only root may write "
+            + "(on Kubernetes: /run/memwarn/pods root's, mode 0755, and pod.yaml's init container; see Examples/kubernetes/README.md)"
+    }
+
+    /// A logger that keeps what is logged at `info` and above, a line each: the level, the
+    /// message and the metadata (`key=value`, by key).
+    final class LogRecorder: Sendable {
+        private let recorded = Locked<[String]>([])
+        var lines: [String] { recorded.withLock { $0 } }
+        var logger: Logger { Logger(label: "memwarn.tests.recorded") { _ in Handler(recorded: self.recorded) } }
+
+        struct Handler: LogHandler {
+            let recorded: Locked<[String]>
+            var metadata: Logger.Metadata = [:]
+            var logLevel: Logger.Level = .info
+
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+
+            func log(event: LogEvent) {
+                let fields = metadata.merging(event.metadata ?? [:]) { $1 }.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }
+                recorded.withLock { $0.append("\(event.level) \(event.message)" + fields.joined()) }
+            }
+        }
     }
 
     static func endpointError(_ directory: String) -> String? {

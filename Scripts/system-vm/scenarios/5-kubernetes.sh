@@ -4,9 +4,12 @@
 # container with its own (230 MiB), made by crun's systemd cgroup manager from the cgroupsPath
 # "kubepods-burstable-pod<uid>.slice:cri-containerd:<id>" as containerd passes it. Each container
 # runs memwarn-growth-probe (the README's service) as pid 1 in its own namespaces (cgroupfs
-# read-only), as uid 65532, with XDG_RUNTIME_DIR on the host's /run/memwarn/pods/<uid> as pod.yaml
-# mounts it: 150 MiB at 60 MiB/s (large), 90 at 30 (medium), 45 at 12 (small), whose sum passes
-# the node's limit. The agent runs as Examples/kubernetes/agent-daemonset.yaml says, read from the
+# read-only), as pod.yaml's uid (65532), with XDG_RUNTIME_DIR on the host's /run/memwarn/pods/<uid>
+# as pod.yaml mounts it (root's, 0755, as the kubelet makes it; its memwarn directory made for the
+# service by pod.yaml's init container, run from the manifest's settings: pod.json): 150 MiB at
+# 60 MiB/s (large), 90 at 30 (medium), 45 at 12 (small), whose sum passes the node's limit. No
+# other user of the node can make a pod's directory or its memwarn before the pod does (asserted).
+# The agent runs as Examples/kubernetes/agent-daemonset.yaml says, read from the
 # manifest (agent-daemonset.json): its command and arguments, hostPID (no pid namespace), uid 0
 # with no capability but those it adds, a read-only root, the host's cgroup tree and endpoint
 # directories bind-mounted read-only where the manifest mounts them, in its own cgroup namespace.
@@ -18,6 +21,8 @@
 #      namespace hides the node's): the kernel kills below kubepods.slice.
 recipe="$examples/container/make-bundle"
 settings="$(cat "$examples/kubernetes/agent-daemonset.json")" || fail "the DaemonSet's settings are missing"
+pod="$(cat "$examples/kubernetes/pod.json")" || fail "the pod's settings are missing"
+pods="$(jq -r .hostPath <<<"$pod")"
 work=/var/lib/memwarn-system/pods
 rm -rf "$work"
 mkdir -p "$work"
@@ -27,12 +32,14 @@ cleanup() {
         crun --systemd-cgroup delete -f "$name" 2>/dev/null
     done
     rm -rf "$work"
+    rmdir "$(jq -r .init.mountPath <<<"$pod")" 2>/dev/null
 }
 trap cleanup EXIT
 # What this scenario models: a container that is not privileged and drops every capability but
 # those it adds. A manifest that asked for more would not be what runs here: say so, not pass.
 expect "the DaemonSet runs privileged: the scenario models an unprivileged agent" test "$(jq -r .privileged <<<"$settings")" = false
 expect "the DaemonSet does not drop ALL capabilities: the scenario gives the agent only those it adds" test "$(jq -r .dropsAll <<<"$settings")" = true
+expect "pod.yaml's init container does not drop ALL capabilities: the scenario gives it only those it adds" test "$(jq -r .init.dropsAll <<<"$pod")" = true
 node=/sys/fs/cgroup/kubepods.slice
 printf '[Unit]\nDescription=kubelet: pods (node allocatable)\n[Slice]\nMemoryMax=256M\n' >/etc/systemd/system/kubepods.slice
 printf '[Unit]\nDescription=kubelet: burstable pods\n' >/etc/systemd/system/kubepods-burstable.slice
@@ -43,23 +50,46 @@ for name in large medium small agent; do
         >"/etc/systemd/system/kubepods-burstable-pod${uid[$name]}.slice"
 done
 systemctl daemon-reload
-# The node's endpoint directories, made 1777 beforehand as the pod.yaml's README says (the pods'
-# services run as uid 65532); the kubelet makes each pod's with the parent's mode.
-install -d -m 1777 /run/memwarn/pods
+# The node's endpoint directories as pod.yaml's DirectoryOrCreate makes them: root's, 0755 (never
+# 1777: then any user of the node could make a pod's directory, or its memwarn, before the pod).
+install -d -m 0755 "$pods"
+# What another user of the node tries, as uid 65534: it must fail.
+as_another_user_fails() { ! setpriv --reuid 65534 --regid 65534 --clear-groups "$@" 2>/dev/null; }
+expect "uid 65534 could make a pod's directory in $pods ($(stat -c '%U %a' "$pods"))" as_another_user_fails mkdir "$pods/taken-$$"
 
-# A pod's container: a bundle by the recipe, its endpoint directory mounted as pod.yaml mounts it.
+# pod.yaml's init container as the kubelet runs it: its command, as its uid, with no capability
+# but those it adds and no new privileges, the pod's directory bind-mounted where it mounts it.
+run_init() {  # the pod's directory
+    local command=() capabilities
+    mapfile -t command < <(jq -r '.init.command[]' <<<"$pod")
+    capabilities="-all$(jq -r '.init.capabilities | map(",+" + .) | join("")' <<<"$pod")"
+    unshare --mount --propagation private -- sh -c 'mkdir -p "$1" && mount --bind "$2" "$1" && shift 2 && exec "$@"' init \
+        "$(jq -r .init.mountPath <<<"$pod")" "$1" \
+        setpriv --reuid "$(jq -r .init.runAsUser <<<"$pod")" --regid 0 --clear-groups --inh-caps -all --bounding-set "$capabilities" \
+        --no-new-privs -- "${command[@]}" || fail "pod.yaml's init container failed on $1"
+}
+
+# A pod's container: its endpoint directory made as the kubelet and pod.yaml's init container make
+# it, then a bundle by the recipe, the directory mounted as pod.yaml mounts it.
 make_pod() {  # name
-    local name=$1 bundle="$work/$1"
-    install -d -m 1777 "/run/memwarn/pods/${uid[$name]}"
-    "$recipe" --memory 230M --runtime crun "$bundle" /usr/local/bin/memwarn-growth-probe -- \
+    local name=$1 bundle="$work/$1" directory="$pods/${uid[$1]}" user mount
+    user="$(jq -r .serviceUser <<<"$pod")"
+    mount="$(jq -r .mountPath <<<"$pod")"
+    # The kubelet makes a subPathExpr directory root's, with its volume's mode (its subpath SafeMakeDir).
+    install -d -m "$(stat -c %a "$pods")" "$directory"
+    expect "uid 65534 could make $directory/memwarn before the pod did" as_another_user_fails mkdir "$directory/memwarn"
+    run_init "$directory"
+    expect "the init container did not make $directory/memwarn the service's, 0700: $(stat -c '%u %a' "$directory/memwarn" 2>&1)" \
+        test "$(stat -c '%u %a' "$directory/memwarn" 2>/dev/null)" = "$user 700"
+    "$recipe" --user "$user:$(jq -r .serviceGroup <<<"$pod")" --memory 230M --runtime crun "$bundle" /usr/local/bin/memwarn-growth-probe -- \
         --rate "${rate[$name]}" --total "${total[$name]}" --control default --start-after 1 --hold 2 >/dev/null ||
         fail "make-bundle for pod $name failed"
-    mkdir -p "$bundle/rootfs/run/my-service"
+    mkdir -p "$bundle/rootfs$mount"
     jq --arg path "kubepods-burstable-pod${uid[$name]}.slice:cri-containerd:$name" \
-        --arg source "/run/memwarn/pods/${uid[$name]}" '
+        --arg source "$directory" --arg mount "$mount" --arg runtime "$(jq -r .xdgRuntimeDir <<<"$pod")" '
         .linux.cgroupsPath = $path
-        | .process.env += ["XDG_RUNTIME_DIR=/run/my-service"]
-        | .mounts += [{destination: "/run/my-service", type: "bind", source: $source, options: ["rbind", "rw"]}]' \
+        | .process.env += ["XDG_RUNTIME_DIR=" + $runtime]
+        | .mounts += [{destination: $mount, type: "bind", source: $source, options: ["rbind", "rw"]}]' \
         "$bundle/config.json" >"$bundle/config.new" && mv "$bundle/config.new" "$bundle/config.json"
 }
 
@@ -98,7 +128,7 @@ run_pods() {
     before="$(memory_event "$node" oom_kill)"
     # Every bundle first (make-bundle takes seconds under emulation), then the three at once.
     for name in large medium small; do
-        rm -rf "$work/$name" "/run/memwarn/pods/${uid[$name]}"
+        rm -rf "$work/$name" "${pods:?}/${uid[$name]}"
         make_pod "$name"
     done
     for name in large medium small; do

@@ -158,12 +158,69 @@ public enum ControlDirectory {
     /// Creates the directory with mode 0700, or checks the one that exists: it must be a
     /// directory, not a symbolic link, owned by the effective uid, and not writable by others.
     ///
-    /// - Throws: ``ControlError`` naming the directory and what is wrong with it.
+    /// - Throws: ``ControlError`` naming the directory and what is wrong with it; when another
+    ///   user's file or folder is in the way, ``takenMessage(_:_:uid:)``.
     static func prepare(_ directory: String) throws(ControlError) {
         do {
             try PrivateDirectory.prepare(directory, purpose: "the control directory")
         } catch {
+            if let foreign = error.foreign { throw ControlError(.untrusted, takenMessage(directory, foreign)) }
             throw ControlError(error.errno == nil ? .untrusted : .systemCallFailed, error.message, errno: error.errno)
         }
+    }
+
+    /// What an endpoint says when another user's file or folder is where its directory should
+    /// be: that user made it first, which anyone can do where the folder above lets other users
+    /// make names (a pod's directory on a node whose `/run/memwarn/pods` was made 1777). One
+    /// line: the path, its owner, such a folder with its mode, and what to do.
+    static func takenMessage(_ directory: String, _ foreign: PrivateDirectory.Foreign, uid: uid_t = geteuid()) -> String {
+        let refusal: String
+        let removal: String
+        if foreign.path == directory {
+            let kind =
+                switch foreign.type {
+                case .directory: ""
+                case .symbolicLink: " (a symbolic link)"
+                default: " (not a directory)"
+                }
+            var made = "uid \(foreign.owner) made it\(kind) before this process did"
+            if let folder = sharedFolder(of: directory) {
+                made += ", in \(folder.path), where other users may make names (mode \(String(folder.permissions, radix: 8)))"
+            }
+            refusal = "the control directory \(directory) is owned by uid \(foreign.owner), not by this process's uid \(uid): \(made); refusing to use it."
+            removal = "Remove it as root"
+        } else {
+            refusal =
+                "the control directory \(directory) lies in \(foreign.path), owned by uid \(foreign.owner), neither root nor this process's uid \(uid): "
+                + "that user made it, or took it, before this process; refusing to use it."
+            removal = "Remove \(foreign.path) as root"
+        }
+        return "\(refusal) \(removal), and have the control directory made for uid \(uid) before the service starts, in a folder only root may write "
+            + "(on Kubernetes: /run/memwarn/pods root's, mode 0755, and pod.yaml's init container; see Examples/kubernetes/README.md)"
+    }
+
+    /// What an endpoint that started says when its directory lies in a folder where other users
+    /// may make names (sticky, as `/tmp`: one they may write without the sticky bit is refused
+    /// outright): it is this user's now, but another could have made it first, and the endpoint
+    /// would not have started. `nil` for any other folder, and for `/tmp/memwarn-<uid>` and its
+    /// alternates, whose squatting ``endpointPath()`` answers.
+    static func exposureWarning(for directory: String, uid: uid_t = geteuid()) -> String? {
+        let temporary = temporaryPath(uid: uid)
+        guard directory != temporary, !directory.hasPrefix(temporary + "."), let folder = sharedFolder(of: directory) else { return nil }
+        return "the control directory \(directory) lies in \(folder.path), where other users may make names "
+            + "(mode \(String(folder.permissions, radix: 8))): another user could have made it before this process, and the endpoint would not have started. "
+            + "Make \(folder.path) writable by root alone, and the control directory for uid \(uid) before the service starts "
+            + "(on Kubernetes: /run/memwarn/pods root's, mode 0755, and pod.yaml's init container; see Examples/kubernetes/README.md)"
+    }
+
+    /// The folder that holds `directory`, with its permission bits, when users other than its
+    /// owner may make names in it (writable by group or others); `nil` otherwise, or when it
+    /// cannot be read.
+    static func sharedFolder(of directory: String) -> (path: String, permissions: UInt32)? {
+        let trimmed = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        guard let slash = trimmed.lastIndex(of: "/") else { return nil }
+        let folder = slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+        guard let status = try? FileStatus.at(folder), status.permissions & 0o022 != 0 else { return nil }
+        return (folder, status.permissions)
     }
 }

@@ -26,7 +26,11 @@ public import ServiceLifecycle
 /// `false`) in the environment keeps it from serving. If the endpoint cannot start (the
 /// directory is another user's, a symbolic link, not writable…) the service logs an error with
 /// the reason and waits for shutdown without it: the process runs on, ``socketPath`` stays `nil`.
-/// It ends on graceful shutdown or cancellation, closing every connection and removing the socket.
+/// A directory another user made first is named with its owner and what to do; one the endpoint
+/// made in a folder where other users may make names (a pod's directory on a node whose
+/// `/run/memwarn/pods` is 1777, say; `/tmp/memwarn-<uid>` aside, which has its own answer) is
+/// served, with a warning that it could have been taken. It ends on graceful shutdown or
+/// cancellation, closing every connection and removing the socket.
 public final class ControlService: Service, Sendable {
     /// The environment variable that withholds the endpoint (`off`, `0`, `no`, `false`).
     public static let environmentVariable = "MEMWARN_CONTROL"
@@ -128,6 +132,9 @@ public final class ControlService: Service, Sendable {
         }
         decide(membership.socketPath)
         logger.debug("control endpoint listening", metadata: ["socket": "\(membership.socketPath)"])
+        if let exposure = ControlDirectory.exposureWarning(for: directory) {
+            logger.warning("control endpoint: its directory could have been taken by another user first", metadata: ["reason": "\(exposure)"])
+        }
         try? await gracefulShutdown()  // returns on shutdown, throws on cancellation: both end the wait
         serving.withLock { $0.socketPath = nil }
         await ControlEndpoints.leave(membership)
