@@ -81,7 +81,7 @@ package struct AgentRecord: Encodable, Sendable {
             return "crossing: \(safe(measure)) at \(size(parentUsageBytes)) of \(size(parentLimitBytes)) (\(level ?? "?"))"
         case "ask":
             return "ask #\(rank ?? 0) \(level ?? "?"): process \(pid ?? 0) (\(size(serviceUsageBytes))) freed \(signed(measuredFreedBytes)) "
-                + "(reported \(reportedFreedBytes.map { ByteSize.describe(UInt64(max(0, $0))) } ?? "?")); parent \(size(parentUsageBytes)) -> \(size(parentAfterBytes)) in \(ms)"
+                + "(reported \(reportedFreedBytes.map { ByteSize.describe(reported: $0) } ?? "?")); parent \(size(parentUsageBytes)) -> \(size(parentAfterBytes)) in \(ms)"
         case "unanswered":
             return "no answer: process \(pid ?? 0) (\(level ?? "?")) after \(ms): \(reason)"
         case "unrelievable":

@@ -15,8 +15,9 @@ import Glibc
 ///   pattern such as `/run/*/memwarn` matches).
 ///
 /// A directory of one user's, mode 0700, is searched wherever it is (a service's own
-/// `RuntimeDirectory=`, `/tmp/memwarn-<uid>`, a pod's `memwarn` in a sticky 1777 pod directory):
-/// only that user can put sockets there, and its sockets are judged by their listeners' pids.
+/// `RuntimeDirectory=`, `/tmp/memwarn-<uid>`, a pod's `memwarn`, made 0700 for the pod's user by
+/// its init container in the root-owned 0755 pod directory): only that user can put sockets
+/// there, and its sockets are judged by their listeners' pids.
 enum DirectoryTrust {
     /// Why `directory` is not searched, or `nil` when it is.
     ///

@@ -52,4 +52,11 @@ package enum ByteSize {
         let fraction = String(scaled % scale)
         return "\(scaled / scale)" + (decimals > 0 ? "." + String(repeating: "0", count: decimals - fraction.count) + fraction : "")
     }
+
+    /// `12.0 MiB`, for a count of bytes another process gave (a service's status or report, the
+    /// demo's lines): one below 0 reads as 0, never a trap.
+    ///
+    /// - Parameter bytes: the count as it was given.
+    /// - Returns: the size in words.
+    package static func describe(reported bytes: Int) -> String { describe(UInt64(max(0, bytes))) }
 }
