@@ -85,6 +85,9 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
 
     private var policy: PressurePolicy { configuration.policy }
 
+    /// The asks under way.
+    var asksUnderWay: Int { asks.count }
+
     /// Takes a decided reading (the engine's thread): handed to the agent's loop.
     func offer(_ reading: MonitorReading) {
         loop.execute { [weak self] in self?.take(reading) }

@@ -122,8 +122,13 @@ final class ServiceRoster {
     /// Why the control directories are watched less well than they should be, if they are.
     var watchShortfall: String? { directories.shortfall }
 
-    /// The services, with what each last said it holds.
+    /// The services found.
     var services: [AgentService] { entries.values.map(\.service) }
+
+    /// The exchanges under way: finding, renewing, refreshing.
+    var exchangesUnderWay: Int {
+        discoveries.count + entries.values.reduce(0) { $0 + ($1.renewal == nil ? 0 : 1) + ($1.refresh == nil ? 0 : 1) }
+    }
 
     // MARK: Sockets
 

@@ -120,7 +120,7 @@ func serveEndpoint(directory: String, mode: String) throws(SystemError) {
                 continue
             }
             if mode == "endless" {
-                _ = try? connection.writeAll([UInt8](repeating: UInt8(ascii: "x"), count: 15 << 20))
+                deliver([UInt8](repeating: UInt8(ascii: "x"), count: 15 << 20), on: connection)
                 continue
             }
             let request = String(decoding: chunk[0..<count], as: UTF8.self)
@@ -150,10 +150,31 @@ func serveEndpoint(directory: String, mode: String) throws(SystemError) {
                 reply =
                     #"{"ok":true,"request":"warn","pid":\#(pid),"report":{"level":"warning","targetBytes":1,"headroomBytes":0,"growthBytesPerSecond":0,"freedBytes":1073741824,"metTarget":true,"trimmedHeap":false,"durationMicroseconds":1,"entries":[{"consumer":"claims","tier":"caches","bytesBefore":1073741824,"bytesAfter":0,"bytesFreed":1073741824,"durationMicroseconds":1}]}}"#
             }
-            _ = try? connection.writeAll(Array((reply + "\n").utf8))
+            deliver(Array((reply + "\n").utf8), on: connection)
         }
     }
     if case .failure(let error)? = ready.wait(timeout: nil, until: { $0 }) { throw error }
+}
+
+/// Writes all of `bytes` to a connection (accepted non-blocking), waiting while its buffer is
+/// full, until the peer has taken them or gone (or 10 s pass with nothing taken).
+func deliver(_ bytes: [UInt8], on connection: borrowing FileDescriptor) {
+    var offset = 0
+    while offset < bytes.count {
+        let written: Int?
+        do {
+            written = try bytes.withUnsafeBytes { buffer in
+                try Result { () throws(SystemError) in try connection.write(UnsafeRawBufferPointer(rebasing: buffer[offset...])) }.get()
+            }
+        } catch {
+            return  // the peer went
+        }
+        if let written {
+            offset += written
+        } else if (try? connection.waitUntilReady(for: .writable, timeout: .seconds(10))) != true {
+            return
+        }
+    }
 }
 
 /// Listens on `count` more sockets in `directory`, never accepting: each connect completes into

@@ -1,0 +1,98 @@
+import CgroupKit
+import MemwarnControl
+import MemwarnMonitor
+import MemwarnRelease
+import MemwarnSystem
+import MemwarnTestFixtures
+import MemwarnTestKit
+import Testing
+
+@testable import MemwarnAgent
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The node agent on a manual clock (``DrivenAgent``): a pod of plain files (a parent `/pod` of
+/// 256 MiB, this process's service in `/pod/app`), the service's real control endpoint, and the
+/// agent's engine, roster and rounds turned on the test's thread.
+struct DrivenAgentTests {
+    static let mebibyte: UInt64 = 1 << 20
+
+    /// The service under the pod, with one consumer, serving its endpoint while `body` runs.
+    static func withService(
+        _ consumer: CacheFixtures.FakeConsumer, _ body: @escaping (SharedParentHost, String) async throws -> Void
+    ) async throws {
+        let host = try SharedParentHost(parentLimit: 256 * mebibyte)
+        try host.setUsage(parent: 100 * mebibyte, app: 40 * mebibyte)
+        try host.placeProcess(getpid())
+        var configuration = MonitorConfiguration(environment: [:])
+        configuration.files = host.files
+        configuration.watchesPressureStall = false
+        let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
+        let coordinator = ReleaseCoordinator(trimsHeap: false)
+        coordinator.register(consumer)
+        let scratch = ScratchDirectory()
+        defer { scratch.remove() }
+        let directory = scratch.file("memwarn")
+        let control = ControlService(monitor: monitor, coordinator: coordinator, directory: directory, environment: [:], logger: testLogger)
+        try await withRunningMonitor(monitor) { _ in
+            let running = Task { await control.run() }
+            defer { running.cancel() }
+            _ = try #require(await control.started(), "the service's endpoint")
+            try await body(host, directory)
+        }
+    }
+
+    static let parent = CgroupLocation(version: .v2, mountPoint: "/sys/fs/cgroup", path: "/pod")
+
+    /// A parent that stays past its warning mark, and a service that says it holds 20 MiB but
+    /// frees nothing when asked: each ask is lean, and the wait before the next doubles — asked
+    /// at the crossing, then 0.5, 1, 2 and 4 s after each lean answer, by the clock. (The agent
+    /// asked again 20 ms after every round: 500 asks in these 10 s.)
+    @Test(.timeLimit(.minutes(1))) func leanAsksAreSpacedOutByTheClock() async throws {
+        let stuck = CacheFixtures.FakeConsumer("stuck", tier: .caches, footprint: Int(20 * Self.mebibyte), releasesAtMost: 0)
+        try await Self.withService(stuck) { host, directory in
+            let agent = try DrivenAgent(files: host.files, parent: Self.parent, controlDirectory: directory)
+            try agent.start()
+            try agent.turn(until: { agent.roster.entries[getpid()]?.holding != nil }, "the service found, its status read")
+            let crossedAt = agent.clock.now
+            try host.setUsage(parent: 218 * Self.mebibyte, app: 40 * Self.mebibyte)
+            var askedAt: [Duration] = []
+            var seen = 0
+            while agent.clock.now - crossedAt < .seconds(10) {
+                try agent.advance(by: .milliseconds(10))
+                let asks = agent.records("ask")
+                for _ in seen..<asks.count { askedAt.append(agent.clock.now - crossedAt) }
+                seen = asks.count
+            }
+            let gaps = zip(askedAt.dropFirst(), askedAt).map { ($0 - $1).wholeMilliseconds }
+            #expect(askedAt.count == 5, "asked at \(askedAt)")
+            #expect(gaps == [500, 1_000, 2_000, 4_000], "the waits between asks: \(gaps) ms")
+            #expect(stuck.requests.count == askedAt.count, "\(stuck.requests.count) releases for \(askedAt.count) asks")
+            #expect(agent.records("crossing").count == 1 && agent.records("relieved").isEmpty)
+        }
+    }
+
+    /// The parent past its warning mark by memory its service does not hold: the service says it
+    /// holds nothing, so it is not asked; the agent says so once, and asks nobody over 30 s of the
+    /// clock (the agent asked about 45 times a second).
+    @Test(.timeLimit(.minutes(1))) func aServiceWithNothingToGiveIsNotAskedAndTheAgentSaysWhy() async throws {
+        let empty = CacheFixtures.FakeConsumer("empty", tier: .caches, footprint: 0)
+        try await Self.withService(empty) { host, directory in
+            let agent = try DrivenAgent(files: host.files, parent: Self.parent, controlDirectory: directory)
+            try agent.start()
+            try agent.turn(until: { agent.roster.entries[getpid()]?.holding != nil }, "the service found, its status read")
+            try host.setUsage(parent: 218 * Self.mebibyte, app: 40 * Self.mebibyte)
+            for _ in 0..<300 { try agent.advance(by: .milliseconds(100)) }
+            #expect(agent.records("ask").isEmpty && empty.requests.isEmpty, "\(agent.records("ask"))")
+            let said = agent.records("unrelievable")
+            #expect(said.count == 1, "\(said)")
+            #expect(said.first?.heldElsewhereBytes == 178 * Self.mebibyte && said.first?.canGiveBytes == 0, "\(said)")
+            // The siblings let go: the press ends, under the recovery mark.
+            try host.setUsage(parent: 120 * Self.mebibyte, app: 40 * Self.mebibyte)
+            try agent.advance(by: .seconds(1))
+            #expect(agent.records("relieved").count == 1)
+        }
+    }
+}
