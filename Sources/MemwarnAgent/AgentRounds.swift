@@ -50,8 +50,9 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
         var began: ContinuousClock.Instant
         var asks = 0
         var freed: Int64 = 0
-        /// Whether this press's `round` line is out, and `unrelievable`.
-        var announced = false
+        /// The order the last `round` line said (by pid): a line again when the kernel's count
+        /// reorders the services, so that each ask's rank is its place in the last one.
+        var announced: [Int32] = []
         var saidNothingToGive = false
     }
 
@@ -181,8 +182,8 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
         guard !everyone.isEmpty else { return }  // nobody (yet): the roster's next find looks again
         let order = everyone.sorted { $0.usageBytes != $1.usageBytes ? $0.usageBytes > $1.usageBytes : $0.pid < $1.pid }
         let candidates = everyone.filter { asks[$0.pid] == nil }  // one ask a service at a time
-        if !current.announced {
-            current.announced = true
+        if current.announced != order.map(\.pid) {
+            current.announced = order.map(\.pid)
             var record = AgentRecord("round")
             record.order = order.compactMap { candidate in
                 roster.entries[candidate.pid].map { AgentRecord.Ranked(pid: candidate.pid, cgroup: $0.service.cgroup.path, usageBytes: candidate.usageBytes) }

@@ -20,13 +20,17 @@ struct AgentCommand: AsyncParsableCommand {
         discussion: """
             The agent finds the memwarn services under --cgroup (processes serving a control \
             endpoint whose /proc/PID/cgroup lies below it, known by the pid the kernel gives for \
-            the socket, never by what they say), leases them the parent's pressure (each service's \
-            own monitor then leaves that limit to the agent, and counts it again within --lease if \
-            the agent stops), and when the parent crosses its warning mark asks them to release, \
-            the largest first by kernel-measured usage, one at a time, reading the parent after \
-            each, until it is under its recovery mark; then at critical (terminating suspended \
-            units) in the same order if the parent is still at or above its critical mark. The \
-            marks are the policy's (--config). With --min-available the node's MemAvailable is \
+            the socket the moment it is made, never by what they say), leases them the parent's \
+            pressure (each service's own monitor then leaves that limit to the agent, and counts \
+            it again within --lease if the agent stops), watches the parent with the monitor's own \
+            engine (its marks, hysteresis and hold are the policy's: --config), and when the \
+            parent's level asks for a release asks the services, the largest first by \
+            kernel-measured usage, one at a time, reading the parent after each, until it is \
+            under its recovery mark; at critical, those that can still give at warning first, \
+            then at critical (terminating suspended units) in the same order. Only services that \
+            say they have something to give are asked, each at most every 250 ms at warning and \
+            every second at critical, less often while its asks free little; when no service can \
+            relieve the parent it says so (unrelievable) and asks nobody until that changes. With --min-available the node's MemAvailable is \
             guarded too, as the kubelet's eviction threshold reads it (all services on the node are asked). \
             Cgroups under the parent with no memwarn service are listed, never touched. \
             In a container with its own cgroup namespace (a DaemonSet with hostPID), name the parent \

@@ -59,7 +59,8 @@ extension RunCommandTests {
             // blocking connect 250 ms on the thread that watches the parent. 20 that accept and
             // never answer, this test process's (outside the parent: left alone once their peer
             // is read). And 5 services under the parent that accept and never answer (`mute`):
-            // before, 250 ms each too; now one batch, on the roster's thread.
+            // before, 250 ms each too; now each an exchange of its own on the agent's loop, which
+            // the parent's watch never waits for.
             let junk = try JunkSockets(in: directory, full: 20, silent: 20)
             try await withTestCgroup(limit: 128 * UInt64(Self.mebibyte)) { parent in
                 var children: [TestCgroup] = []

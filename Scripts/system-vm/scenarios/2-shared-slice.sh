@@ -56,6 +56,10 @@ expect "the agent did not start: $(systemctl status "$agent" --no-pager 2>&1 | t
 kills="$(run_three)"
 outcome="$(results)"
 records="$(unit_lines "$agent" "$mark")"
+agent_cgroup="/sys/fs/cgroup$(systemctl show -p ControlGroup --value "$agent")"
+agent_peak="$(cat "$agent_cgroup/memory.peak" 2>/dev/null || echo 0)"
+sandbox="$(systemctl show -p NoNewPrivileges,CapabilityBoundingSet,ProtectSystem,ProtectControlGroups,RestrictAddressFamilies,PrivateNetwork "$agent" | tr '\n' ' ')"
+exposure="$(systemd-analyze security "$agent" --no-pager 2>/dev/null | tail -1)"
 systemctl stop "$agent"
 expect "with the agent: OOM kills $kills, $outcome; agent: $(tail -5 <<<"$records")" test "$kills" = 0
 for unit in "${services[@]}"; do expect "with the agent $unit did not succeed: $outcome" test "$(unit_result "$unit")" = success; done
@@ -65,12 +69,16 @@ asked="$(jq -rs '[.[] | select(.event=="ask") | .cgroup | split("/") | last | su
 expect "the agent found $found services, not 3: $(head -5 <<<"$records")" test "$found" = 3
 expect "the first round is led by $first, not shared-large" test "$first" = /shared.slice/shared-large.service
 watching="$(jq -rs '[.[] | select(.event=="watching")][0].reason // "none"' <<<"$records")"
-expect "the agent is not woken by the parent's memory.events (cgroup v2): $watching" test "${watching#inotify }" != "$watching"
+expect "the agent is not woken by the parent's memory.events (cgroup v2): $watching" grep -q "inotify [^;]*shared.slice/memory.events" <<<"$watching"
+expect "the agent's unit is not sandboxed as shipped: $sandbox" grep -q "NoNewPrivileges=yes" <<<"$sandbox"
+expect "the agent's unit keeps more than CAP_DAC_OVERRIDE: $sandbox" grep -q "CapabilityBoundingSet=cap_dac_override " <<<"$sandbox"
+expect "the agent used $(mib "$agent_peak") MiB, more than half its MemoryMax=64M" test "$agent_peak" -lt $((32 << 20))
 breaches="$(agent_order_breaches <<<"$records")"
 expect "the agent asked out of the kernel's order: $breaches" test -z "$breaches"
 expect "the agent never relieved the parent: $(tail -5 <<<"$records")" grep -q '"event":"relieved"' <<<"$records"
 expect "the agent never asked" test -n "$asked"
 note "with memwarn-agent@shared: $outcome; slice OOM kills 0; the agent found 3, first round led by shared-large, asked: $asked"
+note "the agent's unit as shipped: $sandbox; peak $(mib "$agent_peak") MiB of its MemoryMax=64M; systemd-analyze security: ${exposure:-unavailable}"
 note "slice with the agent: $(pressure_line "$slice" some); peak $(mib "$(cat "$slice/memory.peak" 2>/dev/null || echo 0)") MiB of 256"
 metrics=/var/lib/prometheus/node-exporter/memwarn-agent-shared.prom
 expect "the agent wrote no metrics file at $metrics" test -s "$metrics"

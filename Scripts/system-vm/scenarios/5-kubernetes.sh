@@ -9,14 +9,18 @@
 # service by pod.yaml's init container, run from the manifest's settings: pod.json): 150 MiB at
 # 60 MiB/s (large), 90 at 30 (medium), 45 at 12 (small), whose sum passes the node's limit. No
 # other user of the node can make a pod's directory or its memwarn before the pod does (asserted).
+# Each pod is CPU-limited to 20 % of a CPU (CPUQuota=20%: cpu.max 20000 100000, as a Kubernetes CPU
+# limit of 200m sets it), and Scripts/system-vm-test runs a CPU hog on the host beside the VM while
+# this scenario runs: the pods start slowly and answer slowly, as on a busy node.
 # The agent runs as Examples/kubernetes/agent-daemonset.yaml says, read from the
 # manifest (agent-daemonset.json): its command and arguments, hostPID (no pid namespace), uid 0
 # with no capability but those it adds, a read-only root, the host's cgroup tree and endpoint
 # directories bind-mounted read-only where the manifest mounts them, in its own cgroup namespace.
 #   1. With the agent: no OOM kill below kubepods.slice, all three exit 0; the agent found the
-#      three (from its private cgroup namespace, through the read-only host mount), its first
-#      round is led by the largest, every round asks in the kernel's order, the parent is
-#      relieved (how far down a round goes is the machine's pace).
+#      three (from its private cgroup namespace, through the read-only host mount) before the
+#      node's crossing, its first round is led by the largest and its first ask goes to it, every
+#      round asks in the kernel's order, the parent is relieved (how far down a round goes is the
+#      machine's pace).
 #   2. Counterfactual: no agent. Each container's monitor sees its own limit only (its cgroup
 #      namespace hides the node's): the kernel kills below kubepods.slice.
 recipe="$examples/container/make-bundle"
@@ -46,7 +50,8 @@ printf '[Unit]\nDescription=kubelet: burstable pods\n' >/etc/systemd/system/kube
 declare -A rate=([large]=60 [medium]=30 [small]=12) total=([large]=150 [medium]=90 [small]=45) uid=()
 for name in large medium small agent; do
     uid[$name]="$(cat /proc/sys/kernel/random/uuid | tr - _)"
-    printf '[Unit]\nDescription=kubelet: pod %s\n[Slice]\nMemoryMax=%s\n' "$name" "$([ "$name" = agent ] && echo 64M || echo 240M)" \
+    printf '[Unit]\nDescription=kubelet: pod %s\n[Slice]\nMemoryMax=%s\n%s' "$name" "$([ "$name" = agent ] && echo 64M || echo 240M)" \
+        "$([ "$name" = agent ] || printf 'CPUQuota=20%%\n')" \
         >"/etc/systemd/system/kubepods-burstable-pod${uid[$name]}.slice"
 done
 systemctl daemon-reload
@@ -166,13 +171,19 @@ first="$(jq -rs '[.[] | select(.event=="round")][0].order[0].cgroup // "none"' <
 asked="$(jq -rs '[.[] | select(.event=="ask") | .cgroup | capture("cri-containerd-(?<id>[a-z]+)") | .id] | join(", ")' <<<"$records")"
 expect "the agent found $found pods' services, not 3: $(grep -m3 -E 'found|unreadable|unreachable|refused' <<<"$records")" test "$found" = 3
 expect "the first round is led by $first, not the large pod's container: $(grep -v '"event":"renewed"' <<<"$records" | head -12 | cut -c1-300)" test "$first" != "${first/cri-containerd-large/}"
+firstAsk="$(jq -rs '[.[] | select(.event=="ask" or .event=="unanswered")][0].cgroup // "none"' <<<"$records")"
+expect "the first ask went to $firstAsk, not the large pod's container" test "$firstAsk" != "${firstAsk/cri-containerd-large/}"
+late="$(jq -rs '(([.[] | select(.event=="crossing")][0].time) // "") as $crossing | [.[] | select(.event=="found" and $crossing != "" and .time > $crossing)] | length' <<<"$records")"
+expect "$late pods were found after the node's crossing: $(grep -E '"event":"(found|crossing)"' <<<"$records" | cut -c1-200)" test "$late" = 0
 watching="$(jq -rs '[.[] | select(.event=="watching")][0].reason // "none"' <<<"$records")"
-expect "the agent is not woken by the parent's memory.events (cgroup v2): $watching" test "${watching#inotify }" != "$watching"
+expect "the agent is not woken by the parent's memory.events (cgroup v2): $watching" grep -q "inotify [^;]*kubepods.slice/memory.events" <<<"$watching"
 breaches="$(agent_order_breaches <<<"$records")"
 expect "the agent asked out of the kernel's order: $breaches" test -z "$breaches"
 expect "the agent never relieved the parent: $(tail -5 <<<"$records")" grep -q '"event":"relieved"' <<<"$records"
 expect "the agent never asked" test -n "$asked"
-note "with the agent as the DaemonSet runs it: pods $statuses; OOM kills below kubepods.slice 0; found 3 through its read-only host mount, first round led by $(grep -o 'cri-containerd-[a-z]*' <<<"$first"), asked: $asked; leases: $(jq -rs '[.[] | select(.event | test("lease"))] | map(.event) | group_by(.) | map("\(.[0]) \(length)") | join(", ")' <<<"$records")"
+note "with the agent as the DaemonSet runs it (pods at 20 % of a CPU, a CPU hog beside the VM): pods $statuses; OOM kills below kubepods.slice 0; found 3 through its read-only host mount before the crossing, first round led by $(grep -o 'cri-containerd-[a-z]*' <<<"$first"), asked: $asked; leases: $(jq -rs '[.[] | select(.event | test("lease"))] | map(.event) | group_by(.) | map("\(.[0]) \(length)") | join(", ")' <<<"$records")"
+note "the agent's timeline: $(jq -rs '[.[] | select(.event | test("^(found|crossing|round|ask|unanswered|relieved|unrelievable)$")) | "\(.time[11:23]) \(.event)\(if .cgroup then " " + (.cgroup | capture("cri-containerd-(?<id>[a-z]+)").id // "") else "" end)\(if .milliseconds then " \(.milliseconds | floor) ms" else "" end)"] | join("; ")' <<<"$records" | cut -c1-1500)"
+note "the agent's peak memory in its pod: $(mib "$(cat "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid[agent]}.slice/memory.peak" 2>/dev/null || echo 0)") MiB of its 64 MiB"
 
 run_pods >"$work/pods.run"
 read -r kills statuses <"$work/pods.run"
