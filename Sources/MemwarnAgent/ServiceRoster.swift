@@ -96,8 +96,9 @@ final class ServiceRoster {
     private var discoveries: [String: (exchange: ControlExchange, pid: Int32)] = [:]
     /// Sockets and directories reported (unreachable, not searched): said once while they are there.
     private var reported: Set<String> = []
-    private var unlinkedSeen: [String] = []
-    private var unlinkedDeadline: (deadline: EventLoop.Deadline, at: ContinuousClock.Instant)?
+    /// The parent's children with no service, as last said (``noteUnlinked()``).
+    var unlinkedSeen: [String] = []
+    var unlinkedDeadline: (deadline: EventLoop.Deadline, at: ContinuousClock.Instant)?
     lazy var directories = ControlDirectoryWatch(
         patterns: configuration.controlDirectories, loop: loop,
         reports: .init(
@@ -370,38 +371,8 @@ final class ServiceRoster {
 
     // MARK: Counts
 
-    private func publishCounts() {
+    func publishCounts() {
         metrics?.set(AgentMetricFamilies.services.name, Double(entries.count))
         metrics?.publish()
-    }
-
-    /// Looks at the parent's children again after `wait` (or sooner, if already due sooner).
-    private func scheduleUnlinked(after wait: Duration = .milliseconds(100)) {
-        let at = loop.now + wait
-        if let pending = unlinkedDeadline {
-            guard pending.at > at else { return }
-            loop.cancel(pending.deadline)
-        }
-        let deadline = loop.schedule(at: at) { [weak self] in
-            self?.unlinkedDeadline = nil
-            self?.noteUnlinked()
-        }
-        unlinkedDeadline = (deadline, at)
-    }
-
-    /// The parent's children with no service: said as they appear, counted in the metrics, and
-    /// looked at again every ``ControlDirectoryWatch/searchInterval``.
-    private func noteUnlinked() {
-        let found = admission.unlinked(besides: services)
-        let unlinked = found.map(\.cgroup)
-        for child in found where !unlinkedSeen.contains(child.cgroup) {
-            var record = AgentRecord("unlinked")
-            (record.cgroup, record.serviceUsageBytes) = (child.cgroup, child.usageBytes)
-            say(record)
-        }
-        unlinkedSeen = unlinked
-        metrics?.set(AgentMetricFamilies.unlinkedCgroups.name, Double(unlinked.count))
-        metrics?.publish()
-        scheduleUnlinked(after: ControlDirectoryWatch.searchInterval)
     }
 }
