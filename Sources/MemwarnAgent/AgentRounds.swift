@@ -42,6 +42,9 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
     private var measured: (snapshot: PressureSnapshot, at: ContinuousClock.Instant)?
     private var press: Press?
     private var asks: [Int32: Ask] = [:]
+    /// The `round`, `ask` and `unanswered` lines, said in the order the rounds and asks began
+    /// (a slow ask's line holds back those of the asks begun after it).
+    private lazy var lines = SequencedLines(say: say)
     private var nextStep: EventLoop.Deadline?
     private var stopped = false
 
@@ -50,9 +53,12 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
         var began: ContinuousClock.Instant
         var asks = 0
         var freed: Int64 = 0
-        /// The order the last `round` line said (by pid): a line again when the kernel's count
-        /// reorders the services, so that each ask's rank is its place in the last one.
+        /// The order the last `round` line said (by pid), and the last ask of that round: a new
+        /// round (and its line) when the kernel's count reorders the services, or when the next
+        /// ask does not follow the last down the order (a service asked again), so that within
+        /// a round the ranks rise at each level, warning before critical.
         var announced: [Int32] = []
+        var lastAsk: (level: MemoryPressureLevel, rank: Int)?
         var saidNothingToGive = false
     }
 
@@ -67,6 +73,8 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
         var began: ContinuousClock.Instant
         var serviceBefore: UInt64?
         var parentBefore: PressureSnapshot
+        /// Its line's place among the round and ask lines.
+        var line: Int
         /// Past its patience: others may be asked beside it.
         var overdue = false
     }
@@ -182,20 +190,18 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
         guard !everyone.isEmpty else { return }  // nobody (yet): the roster's next find looks again
         let order = everyone.sorted { $0.usageBytes != $1.usageBytes ? $0.usageBytes > $1.usageBytes : $0.pid < $1.pid }
         let candidates = everyone.filter { asks[$0.pid] == nil }  // one ask a service at a time
-        if current.announced != order.map(\.pid) {
-            current.announced = order.map(\.pid)
-            var record = AgentRecord("round")
-            record.order = order.compactMap { candidate in
-                roster.entries[candidate.pid].map { AgentRecord.Ranked(pid: candidate.pid, cgroup: $0.service.cgroup.path, usageBytes: candidate.usageBytes) }
-            }
-            say(record)
-            metrics?.rank(order.compactMap { roster.entries[$0.pid]?.service.cgroup.path })
-        }
         switch pacing.next(among: candidates, level: level, needBytes: target, smallestRelease: smallest, now: loop.now) {
         case .ask(let pid, let askLevel):
-            guard let entry = roster.entries[pid], let rank = order.firstIndex(where: { $0.pid == pid }) else { return }
+            guard let entry = roster.entries[pid], let index = order.firstIndex(where: { $0.pid == pid }) else { return }
+            let follows = current.lastAsk.map { last in askLevel == last.level ? index + 1 > last.rank : askLevel > last.level } ?? true
+            if current.announced != order.map(\.pid) || !follows {
+                current.announced = order.map(\.pid)
+                current.lastAsk = nil
+                announce(order)
+            }
+            current.lastAsk = (askLevel, index + 1)
             press = current
-            ask(entry.service, level: askLevel, rank: rank + 1, target: Int(clamping: target), usage: order[rank].usageBytes, parent: snapshot)
+            ask(entry.service, level: askLevel, rank: index + 1, target: Int(clamping: target), usage: order[index].usageBytes, parent: snapshot)
         case .wait(let until):
             press = current
             nextStep = loop.schedule(at: until) { [weak self] in
@@ -212,6 +218,17 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
     }
 
     private var lastAskDuration = Duration.zero
+
+    /// A round's `round` line: the services in the kernel's order, said after the lines of the
+    /// asks begun before it.
+    private func announce(_ order: [AskPacing.Candidate]) {
+        var record = AgentRecord("round")
+        record.order = order.compactMap { candidate in
+            roster.entries[candidate.pid].map { AgentRecord.Ranked(pid: candidate.pid, cgroup: $0.service.cgroup.path, usageBytes: candidate.usageBytes) }
+        }
+        lines.deliver(record, at: lines.reserve())
+        metrics?.rank(order.compactMap { roster.entries[$0.pid]?.service.cgroup.path })
+    }
 
     /// What an ask would be for now: enough to bring the parent under its recovery mark with room
     /// for the growth expected until a service can be asked again (``/MemwarnRelease/ReleaseTarget``,
@@ -231,6 +248,7 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
         metrics?.add(AgentMetricFamilies.asks.name, [("cgroup", service.cgroup.path), ("level", level.rawValue)])
         ledger.begin()
         let pid = service.pid
+        let line = lines.reserve()
         do {
             let exchange = try ControlExchange(
                 ControlRequest.warn(level: level, targetBytes: target).line(summary: true), with: service.socketPath, on: loop,
@@ -240,7 +258,8 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
                 },
                 completion: { [unowned self] outcome in answered(pid, outcome) })
             asks[pid] = Ask(
-                exchange: exchange, service: service, level: level, rank: rank, target: target, began: began, serviceBefore: usage, parentBefore: parent)
+                exchange: exchange, service: service, level: level, rank: rank, target: target, began: began, serviceBefore: usage, parentBefore: parent,
+                line: line)
             loop.schedule(at: began + AgentConfiguration.askPatience) { [weak self] in
                 guard let self, asks[pid]?.began == began else { return }
                 asks[pid]?.overdue = true
@@ -251,7 +270,7 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
             finish(
                 Ask(
                     exchange: nil, service: service, level: level, rank: rank, target: target, began: began, serviceBefore: usage,
-                    parentBefore: parent), .failure(error))
+                    parentBefore: parent, line: line), .failure(error))
         }
     }
 
@@ -294,7 +313,7 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
             metrics?.add(AgentMetricFamilies.freedBytes.name, labels, Double(max(0, freed ?? 0)))
             metrics?.set(AgentMetricFamilies.lastAskFreed.name, labels, Double(freed ?? 0))
             metrics?.publish()  // the file shows each ask by the time its line is out
-            say(record)
+            lines.deliver(record, at: ask.line)
         case .failure(let error):
             pacing.unanswered(ask.service.pid, now: now)
             var record = AgentRecord("unanswered")
@@ -304,7 +323,7 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
             (record.serviceUsageBytes, record.reason) = (ask.serviceBefore, error.message)
             metrics?.add(AgentMetricFamilies.unanswered.name, labels)
             metrics?.publish()
-            say(record)
+            lines.deliver(record, at: ask.line)
             if error.code == .endpointReplaced { roster.lose(ask.service.pid, because: error.message) }
         }
         guard !stopped else { return }
