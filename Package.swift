@@ -21,8 +21,9 @@
 //                   swift-configuration does not build it)
 //   MemwarnLifeCycle  UIKit's life cycle for a service and its units: states, background tasks,
 //                   will-terminate, and terminate-suspended through the release order
-//   MemwarnAgent    the node agent: finds the memwarn services under a parent cgroup (or a node),
-//                   leases them the parent's pressure, and asks them to release, largest first
+//   MemwarnAgent    the node agent: watches a parent cgroup (or the node) with the monitor's engine,
+//                   finds the memwarn services under it, leases them the parent's pressure, and asks
+//                   them to release, largest first, paced by what they free
 //   MemwarnSoak     commands under constrained cgroups (memwarn run), the soak of the demo or of your own
 //                   service with its load, its report, plot, floor and leak verdict
 //   memwarn         the operator's command-line tool

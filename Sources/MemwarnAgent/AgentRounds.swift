@@ -184,8 +184,8 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
         guard let (target, smallest) = need(for: snapshot, reading: reading), target >= smallest else { return }  // less than a release is worth
         let services = roster.services
         let everyone = roster.entries.values.map { entry in
-            AskPacing.Candidate(
-                pid: entry.service.pid, usageBytes: roster.admission.usage(of: entry.service, among: services) ?? 0, canGive: entry.holding)
+            let usage = roster.admission.usage(of: entry.service, among: services)
+            return AskPacing.Candidate(pid: entry.service.pid, usageBytes: usage ?? 0, canGive: roster.canGive(entry, usage: usage))
         }
         guard !everyone.isEmpty else { return }  // nobody (yet): the roster's next find looks again
         let order = everyone.sorted { $0.usageBytes != $1.usageBytes ? $0.usageBytes > $1.usageBytes : $0.pid < $1.pid }
@@ -296,7 +296,7 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
         case .success(let reported):
             lastAskDuration = took
             if let before = press?.freed { press?.freed = before.addingSaturating(max(0, freed ?? 0)) }
-            roster.noteReleased(ask.service.pid, bytes: reported)
+            roster.noteReleased(ask.service.pid, bytes: reported, usage: serviceAfter)
             let smallest = parentAfter.capacityBytes.map { LevelMarks(policy: policy, capacityBytes: $0).smallestReleaseBytes } ?? 1 << 20
             pacing.answered(
                 ask.service.pid, at: ask.level, freedBytes: freed ?? Int64(reported), holding: roster.entries[ask.service.pid]?.holding,

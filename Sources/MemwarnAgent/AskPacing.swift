@@ -21,12 +21,14 @@ import MemwarnSystem
 ///   last asked.
 /// - **A service that does not answer** is left out for ``unansweredPause`` (30 s).
 ///
-/// When no service may be asked and none has anything to give, the parent is over its mark with
-/// memory no service holds: ``Step/nothingToGive`` says so, and from then on, until the press
-/// ends (``pressEnded()``), the agent asks nobody unless what the services could give together
-/// would bring the parent under its mark, the level rises (warning to critical), or a service is
-/// found: a cache that traffic refills is not emptied again and again for a parent it cannot
-/// relieve. (At the critical mark each leased service counts the parent again on its own.)
+/// - **Once a press, while nobody together can relieve the parent.** When what the services could
+///   give together is less than the parent needs (memory held elsewhere: page cache, processes
+///   without memwarn), each is asked at most once in the press at each level; then
+///   ``Step/nothingToGive`` says so, and until the press ends (``pressEnded()``) the agent asks
+///   nobody unless the services together could bring the parent under its mark, the level rises
+///   (warning to critical), or a service is found: a cache that traffic refills is not emptied
+///   again and again for a parent it cannot relieve. (At the critical mark each leased service
+///   counts the parent again on its own.)
 struct AskPacing {
     /// A service as the next step sees it.
     struct Candidate: Sendable, Hashable {
@@ -80,6 +82,8 @@ struct AskPacing {
     private var leftOut: [Int32: ContinuousClock.Instant] = [:]
     /// Set once nobody had anything to give in this press: the level then, and the services.
     private var heldElsewhere: (level: MemoryPressureLevel, services: Set<Int32>)?
+    /// The services asked in this press, at each level.
+    private var askedThisPress: Set<Key> = []
 
     private struct Key: Hashable {
         var pid: Int32
@@ -92,8 +96,9 @@ struct AskPacing {
         among services: [Candidate], level: MemoryPressureLevel, needBytes: UInt64, smallestRelease: UInt64, now: ContinuousClock.Instant
     ) -> Step {
         let pids = Set(services.map(\.pid))
+        // What they could give together: one that has not said counts as able to give it all.
+        let couldGive = services.lazy.map { $0.canGive?.at(level) ?? .max }.saturatingSum()
         if let held = heldElsewhere {
-            let couldGive = services.lazy.compactMap { $0.canGive?.at(level) }.saturatingSum()
             guard level > held.level || !pids.isSubset(of: held.services) || couldGive >= needBytes else {
                 heldElsewhere = (min(held.level, level), held.services)  // a later rise is a rise from here
                 return .nothingToGive
@@ -103,8 +108,9 @@ struct AskPacing {
         let levels: [MemoryPressureLevel] = level == .critical ? [.warning, .critical] : [.warning]
         let ordered = services.sorted { $0.usageBytes != $1.usageBytes ? $0.usageBytes > $1.usageBytes : $0.pid < $1.pid }
         var earliest: ContinuousClock.Instant?
+        let enough = couldGive >= needBytes
         for asked in levels {
-            for service in ordered {
+            for service in ordered where enough || !askedThisPress.contains(Key(pid: service.pid, level: asked)) {
                 if let until = leftOut[service.pid], until > now {
                     earliest = min(earliest ?? until, until)
                     continue
@@ -127,6 +133,7 @@ struct AskPacing {
     /// The parent is back under its recovery mark: the next press starts afresh.
     mutating func pressEnded() {
         heldElsewhere = nil
+        askedThisPress = []
     }
 
     /// An ask went out at `now`: the service waits at least the shortest interval at that level.
@@ -135,6 +142,7 @@ struct AskPacing {
         var pace = paces[key] ?? Pace(since: now, wait: Self.shortestInterval(at: level))
         pace.since = now
         paces[key] = pace
+        askedThisPress.insert(key)
     }
 
     /// The service answered an ask at `level` and the kernel measured `freedBytes` (negative: its

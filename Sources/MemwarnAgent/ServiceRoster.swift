@@ -34,6 +34,9 @@ final class ServiceRoster {
         var service: AgentService
         /// What it last said it could give, `nil` before its first status.
         var holding: AskPacing.Holding?
+        /// Its kernel-measured usage when ``holding`` was last set: what it grew by since may be
+        /// more to give (``canGive(_:usage:)``).
+        var holdingUsage: UInt64?
         var leaseRefused = false
         var leaseFailing = false
         var statusFailures = 0
@@ -299,6 +302,7 @@ final class ServiceRoster {
             case .status(let status)?:
                 let before = entry.holding
                 entry.holding = Self.holding(of: status)
+                entry.holdingUsage = admission.usage(of: entry.service, among: services)
                 entry.statusFailures = 0
                 reported.remove(socket)
                 entries[pid] = entry
@@ -361,12 +365,24 @@ final class ServiceRoster {
         }
     }
 
-    /// A service reported freeing `bytes`: it holds that much less until its next status says.
-    func noteReleased(_ pid: Int32, bytes: Int) {
+    /// A service reported freeing `bytes`, and measures `usage` after: it holds that much less
+    /// until its next status says.
+    func noteReleased(_ pid: Int32, bytes: Int, usage: UInt64?) {
         guard let holding = entries[pid]?.holding else { return }
         let freed = UInt64(max(0, bytes))
         entries[pid]?.holding = AskPacing.Holding(
             atWarning: holding.atWarning > freed ? holding.atWarning - freed : 0, atCritical: holding.atCritical > freed ? holding.atCritical - freed : 0)
+        entries[pid]?.holdingUsage = usage
+    }
+
+    /// What a service could give now, as far as the agent can tell: what its last status said it
+    /// holds, and what its kernel-measured usage grew by since (a cache that traffic fills grows
+    /// faster than its status is refreshed, every second); `nil` before its first status.
+    func canGive(_ entry: Entry, usage: UInt64?) -> AskPacing.Holding? {
+        guard let holding = entry.holding else { return nil }
+        guard let usage, let then = entry.holdingUsage, usage > then else { return holding }
+        let grown = usage - then
+        return AskPacing.Holding(atWarning: holding.atWarning.addingSaturating(grown), atCritical: holding.atCritical.addingSaturating(grown))
     }
 
     // MARK: Counts

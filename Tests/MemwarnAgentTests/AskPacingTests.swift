@@ -43,8 +43,9 @@ struct AskPacingTests {
     }
 
     /// However the parent reads, one service is asked at warning at most every 250 ms and at
-    /// critical at most every second: over ten seconds of a parent that never comes down, with
-    /// every ask freeing plenty (no back-off), 41 warning asks at most and 11 critical.
+    /// critical at most every second: over ten seconds of a parent that never comes down (and a
+    /// service that can always give what it needs), with every ask freeing plenty (no back-off),
+    /// 41 warning asks at most and 11 critical.
     @Test func aServiceIsAskedAFewTimesASecondAtMostWhateverHappens() {
         var pacing = AskPacing()
         let services = [Self.service(7, usage: 100, gives: 50)]
@@ -54,7 +55,7 @@ struct AskPacingTests {
                 let now = Self.at(millisecond)
                 guard
                     case .ask(let pid, let asked) = pacing.next(
-                        among: services, level: level, needBytes: 80 * Self.mebibyte, smallestRelease: Self.smallest, now: now)
+                        among: services, level: level, needBytes: 40 * Self.mebibyte, smallestRelease: Self.smallest, now: now)
                 else { continue }
                 pacing.asked(pid, at: asked, now: now)
                 pacing.answered(pid, at: asked, freedBytes: Int64(40 * Self.mebibyte), holding: services[0].canGive, smallestRelease: Self.smallest, now: now)
@@ -74,7 +75,7 @@ struct AskPacingTests {
         var millisecond = 0
         while millisecond < 120_000 {
             if case .ask(let pid, let level) = pacing.next(
-                among: services, level: .warning, needBytes: 80 * Self.mebibyte, smallestRelease: Self.smallest, now: Self.at(millisecond))
+                among: services, level: .warning, needBytes: 40 * Self.mebibyte, smallestRelease: Self.smallest, now: Self.at(millisecond))
             {
                 pacing.asked(pid, at: level, now: Self.at(millisecond))
                 pacing.answered(pid, at: level, freedBytes: 0, holding: services[0].canGive, smallestRelease: Self.smallest, now: Self.at(millisecond))
@@ -89,7 +90,7 @@ struct AskPacingTests {
         pacing.answered(
             4, at: .warning, freedBytes: Int64(10 * Self.mebibyte), holding: services[0].canGive, smallestRelease: Self.smallest, now: Self.at(millisecond))
         #expect(
-            pacing.next(among: services, level: .warning, needBytes: 80 * Self.mebibyte, smallestRelease: Self.smallest, now: Self.at(millisecond + 250))
+            pacing.next(among: services, level: .warning, needBytes: 40 * Self.mebibyte, smallestRelease: Self.smallest, now: Self.at(millisecond + 250))
                 == .ask(pid: 4, level: .warning))
     }
 
@@ -166,6 +167,31 @@ struct AskPacingTests {
         ended.pressEnded()
         #expect(
             ended.next(among: [Self.service(5, usage: 50, gives: 20)], level: .warning, needBytes: need, smallestRelease: Self.smallest, now: Self.at(500))
+                == .ask(pid: 5, level: .warning))
+    }
+
+    /// While the services together cannot give what the parent needs, each is asked once in the
+    /// press: a cache that traffic refills (each ask frees plenty, so no back-off) is not asked
+    /// again every 250 ms for a parent it cannot relieve; it is once they could, together.
+    @Test func whileTheServicesTogetherCannotRelieveTheParentEachIsAskedOnceAPress() {
+        var pacing = AskPacing()
+        let need = 100 * Self.mebibyte
+        var asks = 0
+        for millisecond in stride(from: 0, through: 10_000, by: 10) {
+            // Refilled at 10 MiB/s since the last ask: 2.5 MiB after 250 ms, never the 100 needed.
+            let refilled = [Self.service(5, usage: 40, gives: UInt64(10 + millisecond % 1_000 / 100))]
+            guard
+                case .ask(let pid, let level) = pacing.next(
+                    among: refilled, level: .warning, needBytes: need, smallestRelease: Self.smallest, now: Self.at(millisecond))
+            else { continue }
+            asks += 1
+            pacing.asked(pid, at: level, now: Self.at(millisecond))
+            pacing.answered(pid, at: level, freedBytes: Int64(10 * Self.mebibyte), holding: nil, smallestRelease: Self.smallest, now: Self.at(millisecond))
+        }
+        #expect(asks == 1, "\(asks) asks in 10 s")
+        // Together they could (a second service, or enough refilled): asked again.
+        #expect(
+            pacing.next(among: [Self.service(5, usage: 90, gives: 101)], level: .warning, needBytes: need, smallestRelease: Self.smallest, now: Self.at(10_500))
                 == .ask(pid: 5, level: .warning))
     }
 

@@ -46,12 +46,12 @@ struct DrivenAgentTests {
 
     static let parent = CgroupLocation(version: .v2, mountPoint: "/sys/fs/cgroup", path: "/pod")
 
-    /// A parent that stays past its warning mark, and a service that says it holds 20 MiB but
-    /// frees nothing when asked: each ask is lean, and the wait before the next doubles — asked
-    /// at the crossing, then 0.5, 1, 2 and 4 s after each lean answer, by the clock. (The agent
-    /// asked again 20 ms after every round: 500 asks in these 10 s.)
+    /// A parent that stays past its warning mark, and a service that says it holds 64 MiB (more
+    /// than the parent needs) but frees nothing when asked: each ask is lean, and the wait before
+    /// the next doubles — asked at the crossing, then 0.5, 1, 2 and 4 s after each lean answer, by
+    /// the clock. (The agent asked again 20 ms after every round: 500 asks in these 10 s.)
     @Test(.timeLimit(.minutes(1))) func leanAsksAreSpacedOutByTheClock() async throws {
-        let stuck = CacheFixtures.FakeConsumer("stuck", tier: .caches, footprint: Int(20 * Self.mebibyte), releasesAtMost: 0)
+        let stuck = CacheFixtures.FakeConsumer("stuck", tier: .caches, footprint: Int(64 * Self.mebibyte), releasesAtMost: 0)
         try await Self.withService(stuck) { host, directory in
             let agent = try DrivenAgent(files: host.files, parent: Self.parent, controlDirectory: directory)
             try agent.start()
@@ -77,6 +77,23 @@ struct DrivenAgentTests {
     /// The parent past its warning mark by memory its service does not hold: the service says it
     /// holds nothing, so it is not asked; the agent says so once, and asks nobody over 30 s of the
     /// clock (the agent asked about 45 times a second).
+    /// The parent past its warning mark by memory its service does not hold, the service holding
+    /// a 20 MiB cache of the 39 MiB the parent needs: asked once, then the agent says nobody can
+    /// relieve the parent and asks no more over 30 s of the clock, though the cache says it holds
+    /// 20 MiB at every refresh.
+    @Test(.timeLimit(.minutes(1))) func aServiceThatCannotRelieveTheParentIsAskedOnce() async throws {
+        let cache = CacheFixtures.FakeConsumer("cache", tier: .caches, footprint: Int(20 * Self.mebibyte), releasesAtMost: 0)
+        try await Self.withService(cache) { host, directory in
+            let agent = try DrivenAgent(files: host.files, parent: Self.parent, controlDirectory: directory)
+            try agent.start()
+            try agent.turn(until: { agent.roster.entries[getpid()]?.holding != nil }, "the service found, its status read")
+            try host.setUsage(parent: 218 * Self.mebibyte, app: 40 * Self.mebibyte)
+            for _ in 0..<300 { try agent.advance(by: .milliseconds(100)) }
+            #expect(agent.records("ask").count == 1 && cache.requests.count == 1, "\(agent.records("ask"))")
+            #expect(agent.records("unrelievable").count == 1, "\(agent.records("unrelievable"))")
+        }
+    }
+
     @Test(.timeLimit(.minutes(1))) func aServiceWithNothingToGiveIsNotAskedAndTheAgentSaysWhy() async throws {
         let empty = CacheFixtures.FakeConsumer("empty", tier: .caches, footprint: 0)
         try await Self.withService(empty) { host, directory in
