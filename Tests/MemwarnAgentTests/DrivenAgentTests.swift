@@ -19,32 +19,11 @@ import Glibc
 struct DrivenAgentTests {
     static let mebibyte: UInt64 = 1 << 20
 
-    /// The service under the pod, with one consumer, serving its endpoint while `body` runs.
-    static func withService(
-        _ consumer: CacheFixtures.FakeConsumer, _ body: @escaping (SharedParentHost, String) async throws -> Void
-    ) async throws {
-        let host = try SharedParentHost(parentLimit: 256 * mebibyte)
-        try host.setUsage(parent: 100 * mebibyte, app: 40 * mebibyte)
-        try host.placeProcess(getpid())
-        var configuration = MonitorConfiguration(environment: [:])
-        configuration.files = host.files
-        configuration.watchesPressureStall = false
-        let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
-        let coordinator = ReleaseCoordinator(trimsHeap: false)
-        coordinator.register(consumer)
-        let scratch = ScratchDirectory()
-        defer { scratch.remove() }
-        let directory = scratch.file("memwarn")
-        let control = ControlService(monitor: monitor, coordinator: coordinator, directory: directory, environment: [:], logger: testLogger)
-        try await withRunningMonitor(monitor) { _ in
-            let running = Task { await control.run() }
-            defer { running.cancel() }
-            _ = try #require(await control.started(), "the service's endpoint")
-            try await body(host, directory)
-        }
+    static func withService(_ consumer: CacheFixtures.FakeConsumer, _ body: @escaping (SharedParentHost, String) async throws -> Void) async throws {
+        try await PodService.run(consumer) { host, directory, _ in try await body(host, directory) }
     }
 
-    static let parent = CgroupLocation(version: .v2, mountPoint: "/sys/fs/cgroup", path: "/pod")
+    static let parent = PodService.parent
 
     /// A parent that stays past its warning mark, and a service that says it holds 64 MiB (more
     /// than the parent needs) but frees nothing when asked: each ask is lean, and the wait before

@@ -22,29 +22,11 @@ struct InProcessAgentTests {
     static let mebibyte: UInt64 = 1 << 20
 
     @Test(.timeLimit(.minutes(1))) func theAgentFindsLeasesAndAsksTheServiceUnderItsParentAndEndsTheLeaseWhenItStops() async throws {
-        let host = try SharedParentHost(parentLimit: 256 * Self.mebibyte)
-        try host.setUsage(parent: 100 * Self.mebibyte, app: 40 * Self.mebibyte)
-        try host.placeProcess(getpid())
-        var configuration = MonitorConfiguration(environment: [:])
-        configuration.files = host.files
-        configuration.watchesPressureStall = false
-        let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
-        let coordinator = ReleaseCoordinator(trimsHeap: false)
         let consumer = CacheFixtures.FakeConsumer("cache", tier: .caches, footprint: Int(64 * Self.mebibyte))
-        coordinator.register(consumer)
-        let scratch = ScratchDirectory()
-        defer { scratch.remove() }
-        let directory = scratch.file("memwarn")
-        let control = ControlService(monitor: monitor, coordinator: coordinator, directory: directory, environment: [:], logger: testLogger)
-        try await withRunningMonitor(monitor) { iterator in
-            _ = try await next(&iterator)
-            let running = Task { await control.run() }
-            defer { running.cancel() }
-            _ = try #require(await control.started(), "the service's endpoint")
+        try await PodService.run(consumer) { host, directory, monitor in
             let records = Locked<[AgentRecord]>([])
-            let parent = CgroupLocation(version: .v2, mountPoint: "/sys/fs/cgroup", path: "/pod")
             let agent = NodeAgent(
-                configuration: AgentConfiguration(parent: parent, minAvailableBytes: nil, controlDirectories: [directory], policy: PressurePolicy()),
+                configuration: AgentConfiguration(parent: PodService.parent, minAvailableBytes: nil, controlDirectories: [directory], policy: PressurePolicy()),
                 files: host.files
             ) { record in records.withLock { $0.append(record) } }
             let agentRun = Task { try await agent.run() }
