@@ -189,8 +189,7 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
         }
         guard !everyone.isEmpty else { return }  // nobody (yet): the roster's next find looks again
         let order = everyone.sorted { $0.usageBytes != $1.usageBytes ? $0.usageBytes > $1.usageBytes : $0.pid < $1.pid }
-        let candidates = everyone.filter { asks[$0.pid] == nil }  // one ask a service at a time
-        switch pacing.next(among: candidates, level: level, needBytes: target, smallestRelease: smallest, now: loop.now) {
+        switch pacing.next(among: everyone, busy: Set(asks.keys), level: level, needBytes: target, smallestRelease: smallest, now: loop.now) {
         case .ask(let pid, let askLevel):
             guard let entry = roster.entries[pid], let index = order.firstIndex(where: { $0.pid == pid }) else { return }
             let follows = current.lastAsk.map { last in askLevel == last.level ? index + 1 > last.rank : askLevel > last.level } ?? true
@@ -211,9 +210,11 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
         case .nothingToGive:
             if !current.saidNothingToGive {
                 current.saidNothingToGive = true
-                sayNothingToGive(snapshot, level: level, candidates: candidates)
+                sayNothingToGive(snapshot, level: level, candidates: everyone)
             }
             press = current
+        case .waitForAnswers:
+            press = current  // an answer steps again
         }
     }
 

@@ -55,6 +55,8 @@ struct AskPacing {
         case wait(until: ContinuousClock.Instant)
         /// Nobody has anything to give: the memory over the mark is held elsewhere.
         case nothingToGive
+        /// Nobody else may be asked; asks are under way, whose answers decide.
+        case waitForAnswers
     }
 
     /// The shortest wait between two asks of one service at `level`.
@@ -91,9 +93,12 @@ struct AskPacing {
     }
 
     /// The next step: whom to ask among `services` for a parent at `level` that needs `needBytes`
-    /// freed, given the smallest release worth asking for.
+    /// freed, given the smallest release worth asking for. The `busy` services (being asked now)
+    /// are not asked again, and while there are any the agent waits for their answers rather
+    /// than decide that nobody can give.
     mutating func next(
-        among services: [Candidate], level: MemoryPressureLevel, needBytes: UInt64, smallestRelease: UInt64, now: ContinuousClock.Instant
+        among services: [Candidate], busy: Set<Int32> = [], level: MemoryPressureLevel, needBytes: UInt64, smallestRelease: UInt64,
+        now: ContinuousClock.Instant
     ) -> Step {
         let pids = Set(services.map(\.pid))
         // What they could give together: one that has not said counts as able to give it all.
@@ -110,7 +115,7 @@ struct AskPacing {
         var earliest: ContinuousClock.Instant?
         let enough = couldGive >= needBytes
         for asked in levels {
-            for service in ordered where enough || !askedThisPress.contains(Key(pid: service.pid, level: asked)) {
+            for service in ordered where !busy.contains(service.pid) && (enough || !askedThisPress.contains(Key(pid: service.pid, level: asked))) {
                 if let until = leftOut[service.pid], until > now {
                     earliest = min(earliest ?? until, until)
                     continue
@@ -126,6 +131,7 @@ struct AskPacing {
             }
         }
         if let earliest { return .wait(until: earliest) }
+        if !busy.isEmpty { return .waitForAnswers }
         heldElsewhere = (level, pids)
         return .nothingToGive
     }

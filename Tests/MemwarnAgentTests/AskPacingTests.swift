@@ -195,6 +195,19 @@ struct AskPacingTests {
                 == .ask(pid: 5, level: .warning))
     }
 
+    /// Two services being asked (a slow one, and the one asked beside it), the third with nothing
+    /// to give: the agent waits for their answers; it does not say that nobody can give.
+    @Test func whileAsksAreUnderWayNobodyElseToAskIsAWaitNotNothingToGive() {
+        var pacing = AskPacing()
+        let services = [Self.service(1, usage: 150, gives: 100), Self.service(2, usage: 90, gives: 60), Self.service(3, usage: 45, gives: 0)]
+        #expect(
+            pacing.next(among: services, busy: [1, 2], level: .warning, needBytes: 30 * Self.mebibyte, smallestRelease: Self.smallest, now: Self.at(0))
+                == .waitForAnswers)
+        #expect(
+            pacing.next(among: services, level: .warning, needBytes: 30 * Self.mebibyte, smallestRelease: Self.smallest, now: Self.at(1))
+                == .ask(pid: 1, level: .warning))
+    }
+
     @Test func aFailedSocketIsAskedAgainSoonThenLessOftenUpToFiveSeconds() {
         let delays = (1...7).map { ServiceRoster.retryDelay(afterFailures: $0) }
         #expect(delays == [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(5), .seconds(5)])

@@ -7,7 +7,10 @@
 # read-only), as pod.yaml's uid (65532), with XDG_RUNTIME_DIR on the host's /run/memwarn/pods/<uid>
 # as pod.yaml mounts it (root's, 0755, as the kubelet makes it; its memwarn directory made for the
 # service by pod.yaml's init container, run from the manifest's settings: pod.json): 150 MiB at
-# 60 MiB/s (large), 90 at 30 (medium), 45 at 12 (small), whose sum passes the node's limit. No
+# 60 MiB/s (large), 90 at 30 (medium), 45 at 12 (small), whose sum passes the node's limit, each
+# then holding its cache 30 s (at 20 % of a CPU, beside a hog, the inserts take far longer than the
+# rates say, and a pod that ended early would leave the others room: the counterfactual needs all
+# three at once). No
 # other user of the node can make a pod's directory or its memwarn before the pod does (asserted).
 # Each pod is CPU-limited to 20 % of a CPU (CPUQuota=20%: cpu.max 20000 100000, as a Kubernetes CPU
 # limit of 200m sets it), and Scripts/system-vm-test runs a CPU hog on the host beside the VM while
@@ -87,7 +90,7 @@ make_pod() {  # name
     expect "the init container did not make $directory/memwarn the service's, 0700: $(stat -c '%u %a' "$directory/memwarn" 2>&1)" \
         test "$(stat -c '%u %a' "$directory/memwarn" 2>/dev/null)" = "$user 700"
     "$recipe" --user "$user:$(jq -r .serviceGroup <<<"$pod")" --memory 230M --runtime crun "$bundle" /usr/local/bin/memwarn-growth-probe -- \
-        --rate "${rate[$name]}" --total "${total[$name]}" --control default --start-after 1 --hold 2 >/dev/null ||
+        --rate "${rate[$name]}" --total "${total[$name]}" --control default --start-after 1 --hold 30 >/dev/null ||
         fail "make-bundle for pod $name failed"
     mkdir -p "$bundle/rootfs$mount"
     jq --arg path "kubepods-burstable-pod${uid[$name]}.slice:cri-containerd:$name" \
