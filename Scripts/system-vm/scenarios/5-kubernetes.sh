@@ -21,9 +21,9 @@
 # directories bind-mounted read-only where the manifest mounts them, in its own cgroup namespace.
 #   1. With the agent: no OOM kill below kubepods.slice, all three exit 0; the agent found the
 #      three (from its private cgroup namespace, through the read-only host mount) before the
-#      node's crossing, its first round is led by the largest and its first ask goes to it, every
-#      round asks in the kernel's order, the parent is relieved (how far down a round goes is the
-#      machine's pace).
+#      node's crossing, its first ask goes to the largest by the kernel's count, every round asks
+#      in the kernel's order, the parent is relieved (how far down a round goes, and which pod is
+#      the largest at the crossing, are the machine's pace).
 #   2. Counterfactual: no agent. Each container's monitor sees its own limit only (its cgroup
 #      namespace hides the node's): the kernel kills below kubepods.slice.
 recipe="$examples/container/make-bundle"
@@ -173,9 +173,10 @@ found="$(jq -s '[.[] | select(.event=="found")] | length' <<<"$records")"
 first="$(jq -rs '[.[] | select(.event=="round")][0].order[0].cgroup // "none"' <<<"$records")"
 asked="$(jq -rs '[.[] | select(.event=="ask") | .cgroup | capture("cri-containerd-(?<id>[a-z]+)") | .id] | join(", ")' <<<"$records")"
 expect "the agent found $found pods' services, not 3: $(grep -m3 -E 'found|unreadable|unreachable|refused' <<<"$records")" test "$found" = 3
-expect "the first round is led by $first, not the large pod's container: $(grep -v '"event":"renewed"' <<<"$records" | head -12 | cut -c1-300)" test "$first" != "${first/cri-containerd-large/}"
 firstAsk="$(jq -rs '[.[] | select(.event=="ask" or .event=="unanswered")][0].cgroup // "none"' <<<"$records")"
-expect "the first ask went to $firstAsk, not the large pod's container" test "$firstAsk" != "${firstAsk/cri-containerd-large/}"
+# The largest by the kernel's count leads (every round in that order: agent_order_breaches below);
+# at 20 % of a CPU each, which pod that is at the crossing is the machine's pace, not its rate.
+expect "the first ask went to $firstAsk, not the first round's largest, $first" test "$firstAsk" = "$first"
 late="$(jq -rs '(([.[] | select(.event=="crossing")][0].time) // "") as $crossing | [.[] | select(.event=="found" and $crossing != "" and .time > $crossing)] | length' <<<"$records")"
 expect "$late pods were found after the node's crossing: $(grep -E '"event":"(found|crossing)"' <<<"$records" | cut -c1-200)" test "$late" = 0
 watching="$(jq -rs '[.[] | select(.event=="watching")][0].reason // "none"' <<<"$records")"
@@ -184,7 +185,7 @@ breaches="$(agent_order_breaches <<<"$records")"
 expect "the agent asked out of the kernel's order: $breaches" test -z "$breaches"
 expect "the agent never relieved the parent: $(tail -5 <<<"$records")" grep -q '"event":"relieved"' <<<"$records"
 expect "the agent never asked" test -n "$asked"
-note "with the agent as the DaemonSet runs it (pods at 20 % of a CPU, a CPU hog beside the VM): pods $statuses; OOM kills below kubepods.slice 0; found 3 through its read-only host mount before the crossing, first round led by $(grep -o 'cri-containerd-[a-z]*' <<<"$first"), asked: $asked; leases: $(jq -rs '[.[] | select(.event | test("lease"))] | map(.event) | group_by(.) | map("\(.[0]) \(length)") | join(", ")' <<<"$records")"
+note "with the agent as the DaemonSet runs it (pods at 20 % of a CPU, a CPU hog beside the VM): pods $statuses; OOM kills below kubepods.slice 0; found 3 through its read-only host mount before the crossing, first round led by the largest then, $(grep -o 'cri-containerd-[a-z]*' <<<"$first"), asked: $asked; leases: $(jq -rs '[.[] | select(.event | test("lease"))] | map(.event) | group_by(.) | map("\(.[0]) \(length)") | join(", ")' <<<"$records")"
 note "the agent's timeline: $(jq -rs '[.[] | select(.event | test("^(found|crossing|round|ask|unanswered|relieved|unrelievable)$")) | "\(.time[11:23]) \(.event)\(if .cgroup then " " + (.cgroup | capture("cri-containerd-(?<id>[a-z]+)").id // "") else "" end)\(if .milliseconds then " \(.milliseconds | floor) ms" else "" end)"] | join("; ")' <<<"$records" | cut -c1-1500)"
 note "the agent's peak memory in its pod: $(mib "$(cat "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid[agent]}.slice/memory.peak" 2>/dev/null || echo 0)") MiB of its 64 MiB"
 

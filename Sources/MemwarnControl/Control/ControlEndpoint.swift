@@ -255,6 +255,10 @@ final class ControlEndpoint: @unchecked Sendable {
         guard connections[ObjectIdentifier(connection)] === connection else { return }
         connection.deadline = nil
         if connection.phase == .reading {
+            // A loop starved of CPU (a CPU-limited pod) can reach the deadline in the same turn as
+            // the request's readable event: read what is there before calling it late.
+            serve(connection)
+            guard connections[ObjectIdentifier(connection)] === connection, connection.phase == .reading, connection.deadline == nil else { return }
             _ = connection.startReply(ControlReply.failure("timeout: no complete request line within \(Self.requestTimeout)").line)
         }
         finish(connection)
