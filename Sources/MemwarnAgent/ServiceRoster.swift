@@ -65,6 +65,9 @@ final class ServiceRoster {
     static let statusTimeout = Duration.seconds(2)
     /// How often each service's status (what it holds) is asked again.
     static let refreshInterval = Duration.seconds(1)
+    /// How soon a socket that nothing listened on yet is asked again, the first time (it was bound
+    /// a moment before its service listened).
+    static let listenGrace = Duration.milliseconds(20)
     /// The longest a socket that failed is left alone.
     static let longestRetryDelay = Duration.seconds(5)
     /// Descriptors kept for the watch of the parent, inotify, the metrics file and asks.
@@ -210,7 +213,7 @@ final class ServiceRoster {
             case .outside(let pid, _)?: sockets[socket] = .outside(pid)
             case .unreadable(let reason)?: failed(socket, reason: reason)
             case .tooMany?: failed(socket, reason: "the agent keeps \(maximumServices) services at most (its descriptor limit): asked again later")
-            case .admitted?, nil: failed(socket, reason: "\(error)")
+            case .admitted?, nil: failed(socket, reason: "\(error)", refused: error.code == .noEndpoint)
             }
         }
     }
@@ -228,16 +231,19 @@ final class ServiceRoster {
     }
 
     /// A socket whose exchange failed: said once while it is there, asked again after its back-off.
-    private func failed(_ socket: String, reason: String) {
+    /// A socket refused (nothing listens) the first time is asked again at once and not said: a
+    /// socket appears when it is bound, a moment before its service listens.
+    private func failed(_ socket: String, reason: String, refused: Bool = false) {
         var failures = 1
         if case .failed(let before, _)? = sockets[socket] { failures = before + 1 }
-        let retryAt = loop.now + Self.retryDelay(afterFailures: failures)
+        let justBound = refused && failures == 1
+        let retryAt = loop.now + (justBound ? Self.listenGrace : Self.retryDelay(afterFailures: failures))
         sockets[socket] = .failed(failures: failures, retryAt: retryAt)
         loop.schedule(at: retryAt) { [weak self] in
             guard let self, case .failed(_, let at)? = sockets[socket], at <= loop.now, directories.knownSockets.contains(socket) else { return }
             enqueue(socket)
         }
-        sayUnreachable(socket, reason: reason)
+        if !justBound { sayUnreachable(socket, reason: reason) }
     }
 
     private func sayUnreachable(_ socket: String, reason: String) {
