@@ -135,10 +135,11 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
         step()
     }
 
-    /// The services changed, or one says it holds more: a press that waits for something to
-    /// give looks again.
+    /// The services changed, or one says it holds more: a press that waits — for something to
+    /// give, or for a service's turn — looks again (a service just found need not wait out
+    /// another's back-off).
     func servicesChanged() {
-        guard !stopped, press != nil, nextStep == nil else { return }
+        guard !stopped, press != nil else { return }
         step()
     }
 
