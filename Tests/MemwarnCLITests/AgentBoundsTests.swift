@@ -109,6 +109,8 @@ extension RunCommandTests {
                     try await Task.sleep(for: .milliseconds(100))
                 }
                 #expect(descriptors < 128, "the agent held \(descriptors) descriptors")
+                let resident = try Self.peakResident(of: agent.pid)
+                #expect(resident < 48 * Self.mebibyte, "the agent's resident peak (VmHWM) is \(ByteSize.describe(resident)) of the 64 MiB its unit gives it")
                 #expect(!agent.standardOutputText.contains("Too many open files"), "\(agent.standardOutputText.suffix(2_000))")
             }
         }
