@@ -36,6 +36,8 @@ extension SoakReport {
         var lowestSurvivingLimit: [String: UInt64?]
         /// With several limits: the lowest survived with memwarn without thrashing, plus the margin.
         var recommendedLimit: RecommendedLimit?
+        /// With several limits and none recommended, why (``SoakReport/noRecommendation``).
+        var noRecommendedLimit: String?
         var durationSeconds: Double
         var interruptedBy: Int32?
         var problem: String?
@@ -109,6 +111,7 @@ extension SoakReport {
                     RecommendedLimit(bytes: bytes, lowestWithoutThrashingBytes: $0, marginPercent: Int(SoakReport.recommendedMargin * 100))
                 }
             }
+            noRecommendedLimit = report.noRecommendation
             durationSeconds = report.durationSeconds
             interruptedBy = report.interruptedBy
             problem = report.problem?.description

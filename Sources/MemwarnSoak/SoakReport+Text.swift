@@ -138,8 +138,11 @@ extension SoakReport {
             (
                 "thrashing",
                 { cost in
-                    if let thrashing = cost.thrashing { return String(format: "YES: %.0f s of releases every second", thrashing.seconds) }
-                    return cost.releasesPerSecond != nil ? "no" : Self.unreadable(cost.releasesUnreadable)
+                    if let thrashing = cost.thrashing {
+                        return String(format: "YES: %.0f s of releases every second (%.0f s window)", thrashing.seconds, thrashing.windowSeconds)
+                    }
+                    guard cost.releasesPerSecond != nil else { return Self.unreadable(cost.releasesUnreadable) }
+                    return cost.thrashingWindowSeconds.map { String(format: "no (%.0f s window)", $0) } ?? "too short to judge"
                 }
             ),
         ]
@@ -197,8 +200,8 @@ extension SoakReport {
                     "recommended limit, with a \(Int(Self.recommendedMargin * 100)) % margin: \(ByteSize.describe(recommended)) "
                         + "(the lowest survived without thrashing, \(ByteSize.describe(lowest)), plus \(Int(Self.recommendedMargin * 100)) % for a load heavier than this soak's)"
                 )
-            } else if lowestSurvivingLimit(memwarnEnabled: true) != nil {
-                notes.append("no recommended limit: every limit survived with memwarn was survived only by thrashing (releases every second); try larger ones")
+            } else if let reason = noRecommendation {
+                notes.append(reason)
             }
         }
         return notes
