@@ -26,7 +26,9 @@ struct SoakCommand: AsyncParsableCommand {
             time and forecasts; its /metrics (the ready URL's, or --metrics-url) give load shed \
             (counters named *_shed_total, or --shed-counter). Every run reports its floor and a \
             trend: steady, warming up, leaking (MiB/min, confidence), retained by the \
-            allocator, or unknown (no control endpoint, and its memory fell under pressure: \
+            allocator, cannot tell yet (a rise that slows without flattening, or too small in \
+            half the soak: a cache filling to its cap or a leak; soak longer), or unknown (no \
+            control endpoint, and its memory fell under pressure: \
             the caches cannot be told from the floor). Every run reports what survival cost: \
             releases a second, bytes released a minute, time spent releasing, throughput \
             (*_requests_total, or --request-counter) and cache miss rate \
