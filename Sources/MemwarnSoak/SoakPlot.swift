@@ -32,7 +32,9 @@ enum SoakPlot {
         }
         for (index, run) in report.runs.enumerated() {
             let top = margin.top + titleExtra + Double(index) * (panelHeight + margin.bottom)
-            parts += panel(run, top: top, maximumSeconds: maximumSeconds, limit: run.memoryMaxBytes)
+            parts += panel(
+                run, title: run.memwarnEnabled ? report.ranName(run) : "without memwarn (baseline)", top: top, maximumSeconds: maximumSeconds,
+                limit: run.memoryMaxBytes)
         }
         let legendY = height - 12
         parts.append(##"<g font-size="11">"##)
@@ -52,13 +54,12 @@ enum SoakPlot {
         return parts.joined(separator: "\n") + "\n"
     }
 
-    private static func panel(_ run: SoakRun, top: Double, maximumSeconds: Double, limit: UInt64) -> [String] {
+    private static func panel(_ run: SoakRun, title: String, top: Double, maximumSeconds: Double, limit: UInt64) -> [String] {
         let plotWidth = width - margin.left - margin.right
         let ceiling = Double(limit) * 1.1
         func x(_ seconds: Double) -> Double { margin.left + plotWidth * min(max(seconds / maximumSeconds, 0), 1) }
         func y(_ bytes: Double) -> Double { top + panelHeight * (1 - min(max(bytes / ceiling, 0), 1)) }
         let color = colors[run.label] ?? "#333"
-        let title = run.memwarnEnabled ? "with memwarn" : "without memwarn (baseline)"
         let outcome = run.survived ? "survived" : "killed after \(String(format: "%.1f", run.run.durationSeconds)) s"
         var parts = [
             ##"<g>"##,

@@ -39,7 +39,24 @@ package struct SoakReport: Sendable, Codable {
         runs.contains { $0.demo != nil || $0.service.linksMemwarn }
     }
 
+    /// What the runs the soak made with memwarn on had in them, for the report's columns and
+    /// lines: `with memwarn`, or `without memwarn` when memwarn was not in the service
+    /// (``memwarnInService``): they ran the service as it is, and are named so.
+    package var memwarnRunsName: String { memwarnInService ? "with memwarn" : "without memwarn" }
+
+    /// What ran in `run`, as its column is headed: `with memwarn`, `without memwarn (not in the
+    /// service)`, or `without (baseline)`.
+    ///
+    /// - Parameter run: one of the report's runs.
+    /// - Returns: the name.
+    package func ranName(_ run: SoakRun) -> String {
+        guard run.memwarnEnabled else { return "without (baseline)" }
+        return memwarnInService ? "with memwarn" : "without memwarn (not in the service)"
+    }
+
     /// The lowest limit at which the run with memwarn (or the baseline) survived, if any did.
+    /// `memwarnEnabled` selects the runs made with memwarn on, whether or not memwarn was in
+    /// the service (``memwarnRunsName``).
     package func lowestSurvivingLimit(memwarnEnabled: Bool) -> UInt64? {
         runs.filter { $0.memwarnEnabled == memwarnEnabled && $0.survived }.map(\.memoryMaxBytes).min()
     }
