@@ -85,6 +85,9 @@ package struct MemoryTrend: Sendable, Hashable, Codable {
     package var rateBytesPerMinute: Double
     /// The Mann–Kendall test's one-sided confidence that the troughs rise (0…1).
     package var confidence: Double
+    /// Sen's slope over the first half of the troughs alone, in bytes a minute (0 when the trend
+    /// was not judged): what the second half's rate is compared with.
+    package var firstHalfRateBytesPerMinute = 0.0
     /// Sen's slope and the Mann–Kendall confidence over the second half of the troughs alone
     /// (0 when the trend was not judged).
     package var secondHalfRateBytesPerMinute = 0.0
@@ -114,16 +117,17 @@ package struct MemoryTrend: Sendable, Hashable, Codable {
                 "steady (\(floor); a rise under \(String(format: "%.2f", smallestVisibleRateBytesPerMinute / 1_048_576)) MiB/min would not show in this soak)"
         case .warmingUp:
             let late = String(format: "%.2f", secondHalfRateBytesPerMinute / 1_048_576)
-            return secondHalfRateBytesPerMinute < rateBytesPerMinute / 3
+            return secondHalfRateBytesPerMinute < firstHalfRateBytesPerMinute / 3
                 ? "warming up (troughs rose \(rate), the second half \(late) MiB/min: flattening; \(floor))"
                 : "warming up (troughs rose \(rate); the second half, \(late) MiB/min, does not clearly rise on its own: soak longer to tell a warm-up from a leak; \(floor))"
         case .leaking: return "leaking \(rate) (confidence \(percent(confidence)); \(floor))"
         case .cannotTellYet:
-            let late = String(format: "%.2f", secondHalfRateBytesPerMinute / 1_048_576)
+            let halves = String(
+                format: "the first half %.2f, the second %.2f MiB/min", firstHalfRateBytesPerMinute / 1_048_576, secondHalfRateBytesPerMinute / 1_048_576)
             let why =
-                secondHalfRateBytesPerMinute < rateBytesPerMinute * Self.leakHoldsAt
-                ? "the second half \(late) MiB/min: slowing, not yet flat"
-                : "the second half \(late) MiB/min, under the rise this soak can see in half its time"
+                secondHalfRateBytesPerMinute < firstHalfRateBytesPerMinute * Self.leakHoldsAt
+                ? "\(halves): slowing, not yet flat"
+                : "\(halves), too little in half the soak to see"
             return
                 "cannot tell yet (troughs rose \(rate); \(why): a cache filling to its size flattens, a leak holds its rate; soak longer to tell; \(floor))"
         case .retainedByAllocator:
@@ -196,6 +200,7 @@ package struct MemoryTrend: Sendable, Hashable, Codable {
         let half = troughs.count / 2
         let early = senSlope(Array(troughs[..<half]))
         let late = senSlope(Array(troughs[half...]))
+        trend.firstHalfRateBytesPerMinute = early * 60
         trend.secondHalfRateBytesPerMinute = late * 60
         trend.secondHalfConfidence = risingConfidence(Array(troughs[half...]))
         let secondHalfSpan = (troughs.last?.seconds ?? 0) - troughs[half].seconds

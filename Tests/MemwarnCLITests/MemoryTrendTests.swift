@@ -72,7 +72,9 @@ import Testing
         }
         let trend = MemoryTrend.analyse(
             Self.samples(seconds: 60, seed: 1, noise: 0.5, floor: filling), spanSeconds: 60, limitBytes: 64 << 20, basis: "anonymous memory")
-        #expect(trend.summary.hasPrefix("cannot tell yet (") && trend.summary.contains("soak longer"), "\(trend.summary)")
+        #expect(trend.summary.hasPrefix("cannot tell yet (") && trend.summary.contains("slowing, not yet flat"), "\(trend.summary)")
+        #expect(trend.secondHalfRateBytesPerMinute < trend.firstHalfRateBytesPerMinute * MemoryTrend.leakHoldsAt, "\(trend.summary)")
+        #expect(trend.secondHalfRateBytesPerMinute >= trend.firstHalfRateBytesPerMinute / 3, "the old rule called this a leak: \(trend.summary)")
     }
 
     /// As the trial's capped NSCache read: a rise of 2.5 MiB/min in a 60 s soak under 40 MiB,
@@ -84,6 +86,7 @@ import Testing
                 Self.samples(seconds: 60, seed: seed, noise: 0.2) { 30 + 2.5 * $0 / 60 }, spanSeconds: 60, limitBytes: 40 << 20,
                 basis: "anonymous memory")
             #expect(trend.verdict != .leaking, "seed \(seed): \(trend.summary)")
+            if trend.verdict == .cannotTellYet { #expect(trend.summary.contains("too little in half the soak to see"), "\(trend.summary)") }
         }
     }
 
