@@ -40,7 +40,8 @@ enum SoakPlot {
         parts.append(##"<g font-size="11">"##)
         var x = margin.left
         for (label, color, dash) in [
-            ("usage", "#333", ""), ("limit", "#000", "6,3"), ("warning (with memwarn: a release)", "#e6a700", ""), ("critical (likewise)", "#d62728", ""),
+            ("usage", "#333", ""), ("limit", "#000", "6,3"), (report.memwarnInService ? "warning (with memwarn: a release)" : "warning", "#e6a700", ""),
+            ("critical (likewise)", "#d62728", ""),
             ("unit terminated", "#2ca02c", ""), ("trough (floor)", "#9467bd", ""), ("OOM kill", "#000", ""),
         ] {
             parts.append(
