@@ -26,15 +26,18 @@ struct SoakCommand: AsyncParsableCommand {
             time and forecasts; its /metrics (the ready URL's, or --metrics-url) give load shed \
             (counters named *_shed_total, or --shed-counter). Every run reports its floor and a \
             trend: steady, warming up, leaking (MiB/min, confidence), retained by the \
-            allocator, or unknown (no control endpoint, and its memory fell under pressure: \
+            allocator, cannot tell yet (a rise that slows without flattening, or too small in \
+            half the soak: a cache filling to its cap or a leak; soak longer), or unknown (no \
+            control endpoint, and its memory fell under pressure: \
             the caches cannot be told from the floor). Every run reports what survival cost: \
             releases a second, bytes released a minute, time spent releasing, throughput \
             (*_requests_total, or --request-counter) and cache miss rate \
             (*_cache_hits_total and *_cache_misses_total) from /metrics; releases every second \
-            for a minute or more are flagged THRASHING. --limits runs the pair at each limit \
-            from the smallest until one survives without thrashing, reports the lowest each \
-            survives and recommends a limit with a 25 % margin over the lowest survived \
-            without thrashing. A service that exits 0 by itself at most 10 s (or a tenth \
+            for half the loaded time (a minute at most) are flagged THRASHING; a run loaded \
+            under 40 s is too short to judge. --limits runs the pair at each limit from the \
+            smallest until one survives without thrashing (each run 2m unless --duration is \
+            given), reports the lowest each survives and recommends a limit with a 25 % margin \
+            over the lowest survived without thrashing, never from a run too short to judge. A service that exits 0 by itself at most 10 s (or a tenth \
             of --duration) before its end ran to the end. A service no memwarn control endpoint \
             answered for is reported as one memwarn was not in: its survival is not memwarn's. \
             A progress line on stderr; --plot is rewritten every 5 s.
@@ -75,8 +78,12 @@ struct SoakCommand: AsyncParsableCommand {
     @Option(
         name: .long, parsing: .unconditional,
         help: ArgumentHelp(
-            "How long each run lasts: 60s, 90, 2m, 1.5h (the demo's load; your service's from ready, unless its load ends first).", valueName: "time"))
-    var duration = "60s"
+            "How long each run lasts: 60s, 90, 2m, 1.5h (the demo's load; your service's from ready, unless its load ends first); "
+                + "default 60s, and \(SoakReport.defaultLimitsDuration) with --limits (long enough to judge thrashing on a minute).", valueName: "time"))
+    var duration: String?
+
+    /// `--duration`, or its default: 60 s, or ``SoakReport/defaultLimitsDuration`` with `--limits`.
+    private var durationText: String { duration ?? (limits != nil ? SoakReport.defaultLimitsDuration : "60s") }
 
     @Option(
         name: .long,
@@ -130,11 +137,11 @@ struct SoakCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try limitBytes()
-        guard let seconds = Self.parseSeconds(duration) else {
-            throw ValidationError("--duration: \(InvalidValueMessage.notADuration(duration)) (examples: 60s, 90, 2m, 1.5h)")
+        guard let seconds = Self.parseSeconds(durationText) else {
+            throw ValidationError("--duration: \(InvalidValueMessage.notADuration(durationText)) (examples: 60s, 90, 2m, 1.5h)")
         }
         guard Self.durationRange.contains(seconds) else {
-            throw ValidationError("--duration: \(duration) is out of range: a soak runs from 1s to 24h (86400s)")
+            throw ValidationError("--duration: \(durationText) is out of range: a soak runs from 1s to 24h (86400s)")
         }
         if command.isEmpty {
             let serviceOptions = [
@@ -203,7 +210,7 @@ struct SoakCommand: AsyncParsableCommand {
         var logger = Logger(label: "memwarn")
         logger.logLevel = .error
         let limitBytes = try limitBytes()
-        let seconds = Self.seconds(duration) ?? 60
+        let seconds = Self.seconds(durationText) ?? 60
         let subject: Soak.Subject
         var log: FileHandle?
         if command.isEmpty {

@@ -23,6 +23,13 @@
 //   --leak MIB_PER_MIN    besides the inserts, keep this much a minute that no release can reach (a leak;
 //                         the soak's leak verdict is measured with it)
 //   --floor MIB           hold this much, outside any cache, from the start (a service's fixed floor)
+//   --bounded-cache MIB   instead of the inserts: a plain dictionary capped at MIB (no memwarn release
+//                         reaches it), looked up --lookups times a second for a random key of a working
+//                         set of --working-set MIB (default: the cap), in --entry-kib entries; a miss
+//                         inserts, evicting the oldest entry at the cap. It fills as its misses fall and
+//                         holds at its size until SIGTERM (the soak's leak verdict must not call it a leak)
+//   --working-set MIB     the bounded cache's working set (default: its cap)
+//   --lookups PER_S       the bounded cache's lookups a second (default 5)
 //   --control DIR         serve a control endpoint in DIR (memwarn trigger, memwarn agent, memwarn soak
 //                         find it; `default` for the default directory, where memwarn soak looks);
 //                         one {"event":"control","socket":..} line once it listens
@@ -65,6 +72,9 @@ struct Options {
     var startAfterSeconds = 0.0
     var leakMiBPerMinute = 0.0
     var floorMiB = 0.0
+    var boundedCacheMiB = 0.0
+    var workingSetMiB: Double?
+    var lookupsPerSecond = 5.0
     var logLevel = Logger.Level.critical
 
     init(_ arguments: [String]) throws {
@@ -90,6 +100,9 @@ struct Options {
             case "--start-after": startAfterSeconds = try number(argument)
             case "--leak": leakMiBPerMinute = try number(argument)
             case "--floor": floorMiB = try number(argument)
+            case "--bounded-cache": boundedCacheMiB = try number(argument)
+            case "--working-set": workingSetMiB = try number(argument)
+            case "--lookups": lookupsPerSecond = try number(argument)
             case "--log-level":
                 let name = try value(argument)
                 guard let level = Logger.Level(rawValue: name) else { throw Failure("unknown log level \(name)") }
@@ -101,6 +114,7 @@ struct Options {
             }
         }
         guard rate > 0, entryBytes >= 4096 else { throw Failure("--rate must be positive and --entry-kib at least 4") }
+        guard boundedCacheMiB == 0 || lookupsPerSecond > 0 else { throw Failure("--lookups must be positive") }
     }
 }
 
@@ -214,6 +228,36 @@ struct Leak: Service {
     }
 }
 
+/// A cache of a fixed size that memwarn never sees (`--bounded-cache`): a plain dictionary, looked
+/// up for random keys of a working set at a steady rate; a miss inserts, evicting the oldest entry
+/// once the cache is at its cap. It fills as 1 − e^(−t/τ), τ = keys / lookups a second, and holds at
+/// its size until SIGTERM: a warm-up, never a leak.
+struct BoundedCache: Service {
+    let options: Options
+
+    func run() async throws {
+        let entryBytes = options.entryBytes
+        let capacity = max(1, Int(options.boundedCacheMiB * 1_048_576) / entryBytes)
+        let keys = max(1, Int((options.workingSetMiB ?? options.boundedCacheMiB) * 1_048_576) / entryBytes)
+        let interval = Duration.seconds(1 / options.lookupsPerSecond)
+        let began = ContinuousClock.now
+        try? await cancelWhenGracefulShutdown {
+            var cache: [Int: [UInt8]] = [:]
+            var order: [Int] = []  // insertion order: the oldest is evicted at the cap
+            var lookups = 0
+            while true {
+                lookups += 1
+                try await Task.sleep(until: began + interval * lookups)
+                let key = Int.random(in: 0..<keys)
+                guard cache[key] == nil else { continue }
+                if cache.count >= capacity, !order.isEmpty { cache[order.removeFirst()] = nil }
+                cache[key] = [UInt8](repeating: UInt8(truncatingIfNeeded: key | 1), count: entryBytes)
+                order.append(key)
+            }
+        }
+    }
+}
+
 /// The 100 ms poller peer: at or above the warning mark, release to the recovery mark.
 func startPoller(policy: PressurePolicy, coordinator: ReleaseCoordinator) throws {
     let sampler = SnapshotSampler(layout: try CgroupDiscovery().layout())
@@ -302,8 +346,12 @@ do {
         try startPoller(policy: policy, coordinator: coordinator)
     }
     if options.leakMiBPerMinute > 0 || options.floorMiB > 0 { services.append(.init(service: Leak(options: options))) }
-    services.append(
-        .init(service: Load(options: options, cache: cache, pinned: pinned, monitor: monitor), successTerminationBehavior: .gracefullyShutdownGroup))
+    if options.boundedCacheMiB > 0 {
+        services.append(.init(service: BoundedCache(options: options), successTerminationBehavior: .gracefullyShutdownGroup))
+    } else {
+        services.append(
+            .init(service: Load(options: options, cache: cache, pinned: pinned, monitor: monitor), successTerminationBehavior: .gracefullyShutdownGroup))
+    }
     let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm], logger: logger))
     try await group.run()
 } catch {

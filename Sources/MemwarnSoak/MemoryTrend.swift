@@ -1,7 +1,8 @@
 import Foundation
 
 /// What a soak says about the memory a service cannot give back: its floor, and whether the floor
-/// rises — steady, warming up, leaking (at what rate, how sure), or retained by the allocator.
+/// rises — steady, warming up, leaking (at what rate, how sure), retained by the allocator, or
+/// rising in a way this soak cannot yet tell from either.
 ///
 /// The method (also in the README):
 /// 1. **Floor samples.** Once a second the soak reads the cgroup's anonymous memory (v1
@@ -26,7 +27,12 @@ import Foundation
 ///    more, and the summary says so). A rise
 ///    in the floor whose heap in use (the service's own figure, less its consumers) does not rise
 ///    with it — under a third of the rate: *retained by the allocator* (freed memory malloc
-///    keeps; not a leak). Otherwise: *leaking*, with the rate.
+///    keeps; not a leak). A rise whose second half climbs at under half the first half's rate
+///    (it slows, as a cache filling to its size does, but has not flattened), or whose second
+///    half on its own rises less than the smallest rise that counts (a rise barely seen over the
+///    whole soak): *cannot tell yet* — a cache filling to its cap and a leak look alike until the
+///    curve flattens or the line holds; soak longer. Otherwise — the rate holds through the second
+///    half, which on its own rises surely and visibly: *leaking*, with the rate.
 /// 5. **What cannot be seen.** Without the consumers' footprint (no control endpoint answered),
 ///    a floor sample is the whole anonymous memory. When that memory falls while the cgroup is at
 ///    warning or critical (``fallsUnderPressure(_:levelChanges:limitBytes:)``: something releases
@@ -40,12 +46,21 @@ package struct MemoryTrend: Sendable, Hashable, Codable {
         case warmingUp = "warming up"
         case leaking
         case retainedByAllocator = "retained by the allocator"
+        /// A rise that slowed without flattening, or whose second half alone is too small to see:
+        /// a cache filling to its cap and a leak cannot be told apart yet (see the method's step 4).
+        case cannotTellYet = "cannot tell yet"
         /// Fewer than six troughs, or a soak under 20 s: nothing can be said.
         case tooShort = "too short to tell"
         /// No control endpoint answered and the anonymous memory fell under pressure: the caches
         /// cannot be told from the floor (see the method's step 5).
         case unknownNoEndpoint = "unknown: no control endpoint"
     }
+
+    /// The share of the first half's rate the second half must keep for a rise to be a leak: a
+    /// leak's rate holds (its halves differ by the troughs' noise alone), a cache filling to its
+    /// size slows as it fills. Under it, but over a third (a warm-up seen flattening), the soak
+    /// cannot tell the two apart yet.
+    package static let leakHoldsAt = 0.5
 
     /// How many falls under pressure make the floor unknowable from outside.
     package static let fallsThatHideTheFloor = 2
@@ -70,6 +85,9 @@ package struct MemoryTrend: Sendable, Hashable, Codable {
     package var rateBytesPerMinute: Double
     /// The Mann–Kendall test's one-sided confidence that the troughs rise (0…1).
     package var confidence: Double
+    /// Sen's slope over the first half of the troughs alone, in bytes a minute (0 when the trend
+    /// was not judged): what the second half's rate is compared with.
+    package var firstHalfRateBytesPerMinute = 0.0
     /// Sen's slope and the Mann–Kendall confidence over the second half of the troughs alone
     /// (0 when the trend was not judged).
     package var secondHalfRateBytesPerMinute = 0.0
@@ -99,10 +117,19 @@ package struct MemoryTrend: Sendable, Hashable, Codable {
                 "steady (\(floor); a rise under \(String(format: "%.2f", smallestVisibleRateBytesPerMinute / 1_048_576)) MiB/min would not show in this soak)"
         case .warmingUp:
             let late = String(format: "%.2f", secondHalfRateBytesPerMinute / 1_048_576)
-            return secondHalfRateBytesPerMinute < rateBytesPerMinute / 3
+            return secondHalfRateBytesPerMinute < firstHalfRateBytesPerMinute / 3
                 ? "warming up (troughs rose \(rate), the second half \(late) MiB/min: flattening; \(floor))"
                 : "warming up (troughs rose \(rate); the second half, \(late) MiB/min, does not clearly rise on its own: soak longer to tell a warm-up from a leak; \(floor))"
         case .leaking: return "leaking \(rate) (confidence \(percent(confidence)); \(floor))"
+        case .cannotTellYet:
+            let halves = String(
+                format: "the first half %.2f, the second %.2f MiB/min", firstHalfRateBytesPerMinute / 1_048_576, secondHalfRateBytesPerMinute / 1_048_576)
+            let why =
+                secondHalfRateBytesPerMinute < firstHalfRateBytesPerMinute * Self.leakHoldsAt
+                ? "\(halves): slowing, not yet flat"
+                : "\(halves), too little in half the soak to see"
+            return
+                "cannot tell yet (troughs rose \(rate); \(why): a cache filling to its size flattens, a leak holds its rate; soak longer to tell; \(floor))"
         case .retainedByAllocator:
             return
                 "retained by the allocator (the floor rose \(rate), heap in use did not; \(floor)\(heapFloorBytes.map { ", heap \(mebibytes(Double($0)))" } ?? ""))"
@@ -173,13 +200,18 @@ package struct MemoryTrend: Sendable, Hashable, Codable {
         let half = troughs.count / 2
         let early = senSlope(Array(troughs[..<half]))
         let late = senSlope(Array(troughs[half...]))
+        trend.firstHalfRateBytesPerMinute = early * 60
         trend.secondHalfRateBytesPerMinute = late * 60
         trend.secondHalfConfidence = risingConfidence(Array(troughs[half...]))
-        // A leak keeps rising: its second half, on its own, rises as surely as the whole.
+        let secondHalfSpan = (troughs.last?.seconds ?? 0) - troughs[half].seconds
+        // A leak keeps rising: its second half, on its own, rises as surely as the whole, at
+        // about its rate, and by as much as a rise must to count.
         if late < early / 3 || trend.secondHalfConfidence < 0.99 {
             trend.verdict = .warmingUp
         } else if heapTroughs.count >= 6, senSlope(heapTroughs) < slope / 3 {
             trend.verdict = .retainedByAllocator
+        } else if late < early * leakHoldsAt || late * secondHalfSpan < smallestRise {
+            trend.verdict = .cannotTellYet
         } else {
             trend.verdict = .leaking
         }

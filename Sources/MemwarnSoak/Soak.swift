@@ -181,7 +181,9 @@ package struct Soak: Sendable {
     /// interruption says stop, or a leg finds that the soak cannot be carried out. At a limit
     /// past the first, only the runs that have not yet survived without thrashing
     /// (``SoakRun/survivedComfortably``) are run again: a limit survived only by releasing every
-    /// second is not where the search stops.
+    /// second is not where the search stops. A run too short to judge thrashing
+    /// (``SurvivalCost/judgesThrashing``) that survived ends it too: a larger limit's run would be
+    /// as short, and the report recommends no limit from either.
     ///
     /// - Returns: the report of what ran, whatever ended it: an interrupted soak's
     ///   (``SoakReport/interruptedBy``), and one that could not be carried out to its end, with

@@ -32,13 +32,16 @@ enum SoakPlot {
         }
         for (index, run) in report.runs.enumerated() {
             let top = margin.top + titleExtra + Double(index) * (panelHeight + margin.bottom)
-            parts += panel(run, top: top, maximumSeconds: maximumSeconds, limit: run.memoryMaxBytes)
+            parts += panel(
+                run, title: run.memwarnEnabled ? report.ranName(run) : "without memwarn (baseline)", top: top, maximumSeconds: maximumSeconds,
+                limit: run.memoryMaxBytes)
         }
         let legendY = height - 12
         parts.append(##"<g font-size="11">"##)
         var x = margin.left
         for (label, color, dash) in [
-            ("usage", "#333", ""), ("limit", "#000", "6,3"), ("warning (with memwarn: a release)", "#e6a700", ""), ("critical (likewise)", "#d62728", ""),
+            ("usage", "#333", ""), ("limit", "#000", "6,3"), (report.memwarnInService ? "warning (with memwarn: a release)" : "warning", "#e6a700", ""),
+            ("critical (likewise)", "#d62728", ""),
             ("unit terminated", "#2ca02c", ""), ("trough (floor)", "#9467bd", ""), ("OOM kill", "#000", ""),
         ] {
             parts.append(
@@ -52,13 +55,12 @@ enum SoakPlot {
         return parts.joined(separator: "\n") + "\n"
     }
 
-    private static func panel(_ run: SoakRun, top: Double, maximumSeconds: Double, limit: UInt64) -> [String] {
+    private static func panel(_ run: SoakRun, title: String, top: Double, maximumSeconds: Double, limit: UInt64) -> [String] {
         let plotWidth = width - margin.left - margin.right
         let ceiling = Double(limit) * 1.1
         func x(_ seconds: Double) -> Double { margin.left + plotWidth * min(max(seconds / maximumSeconds, 0), 1) }
         func y(_ bytes: Double) -> Double { top + panelHeight * (1 - min(max(bytes / ceiling, 0), 1)) }
         let color = colors[run.label] ?? "#333"
-        let title = run.memwarnEnabled ? "with memwarn" : "without memwarn (baseline)"
         let outcome = run.survived ? "survived" : "killed after \(String(format: "%.1f", run.run.durationSeconds)) s"
         var parts = [
             ##"<g>"##,

@@ -32,10 +32,14 @@ extension SoakReport {
         /// Only for one limit: with several, each run's is its own.
         var memoryMaxBytes: UInt64?
         var limits: [UInt64]
-        /// `memwarn` and `baseline`, each `null` when no such run survived (or none ran).
+        /// `memwarn` and `baseline`, each `null` when no such run survived (or none ran); when
+        /// memwarn was not in the service, `memwarn` is `null` (no run had it) and
+        /// `withoutMemwarn` is the lowest the runs made with memwarn on survived.
         var lowestSurvivingLimit: [String: UInt64?]
         /// With several limits: the lowest survived with memwarn without thrashing, plus the margin.
         var recommendedLimit: RecommendedLimit?
+        /// With several limits and none recommended, why (``SoakReport/noRecommendation``).
+        var noRecommendedLimit: String?
         var durationSeconds: Double
         var interruptedBy: Int32?
         var problem: String?
@@ -46,10 +50,14 @@ extension SoakReport {
             var bytes: UInt64
             var lowestWithoutThrashingBytes: UInt64
             var marginPercent: Int
+            /// What ran at it: `with memwarn`, or `without memwarn` (memwarn was not in the service).
+            var ran: String
         }
 
         struct Run: Encodable {
             var label: String
+            /// What ran, as its column is headed (``SoakReport/ranName(_:)``).
+            var ran: String
             var memwarnEnabled: Bool
             var memoryMaxBytes: UInt64
             var survived: Bool
@@ -101,14 +109,18 @@ extension SoakReport {
             subject = report.subject
             memoryMaxBytes = report.limits.count == 1 ? report.memoryMaxBytes : nil
             limits = report.limits
+            let lowestWithMemwarnOn = report.lowestSurvivingLimit(memwarnEnabled: true)
             lowestSurvivingLimit = [
-                "memwarn": report.lowestSurvivingLimit(memwarnEnabled: true), "baseline": report.lowestSurvivingLimit(memwarnEnabled: false),
+                "memwarn": report.memwarnInService ? lowestWithMemwarnOn : nil, "baseline": report.lowestSurvivingLimit(memwarnEnabled: false),
             ]
+            if !report.memwarnInService { lowestSurvivingLimit["withoutMemwarn"] = .some(lowestWithMemwarnOn) }
             recommendedLimit = report.recommendedLimit.flatMap { bytes in
                 report.lowestComfortableLimit.map {
-                    RecommendedLimit(bytes: bytes, lowestWithoutThrashingBytes: $0, marginPercent: Int(SoakReport.recommendedMargin * 100))
+                    RecommendedLimit(
+                        bytes: bytes, lowestWithoutThrashingBytes: $0, marginPercent: Int(SoakReport.recommendedMargin * 100), ran: report.memwarnRunsName)
                 }
             }
+            noRecommendedLimit = report.noRecommendation
             durationSeconds = report.durationSeconds
             interruptedBy = report.interruptedBy
             problem = report.problem?.description
@@ -116,7 +128,7 @@ extension SoakReport {
             runs = report.runs.map { run in
                 let demo = run.demo
                 return Run(
-                    label: run.label, memwarnEnabled: run.memwarnEnabled, memoryMaxBytes: run.memoryMaxBytes, survived: run.survived,
+                    label: run.label, ran: report.ranName(run), memwarnEnabled: run.memwarnEnabled, memoryMaxBytes: run.memoryMaxBytes, survived: run.survived,
                     end: run.end.rawValue, problem: run.problem, killedAfterSeconds: run.killedAfterSeconds, readyAfterSeconds: run.readyAfterSeconds,
                     exitCode: run.run.exitCode, oomKills: run.run.oomKills, warnings: run.run.warnings, peakUsageBytes: run.run.peakUsageBytes,
                     linksMemwarn: run.service.linksMemwarn, releases: demo.map { $0.releases.count } ?? run.service.releases,

@@ -28,7 +28,7 @@ extension SoakReport {
     private var outcomeRows: [[String]] {
         let several = Set(runs.map(\.memoryMaxBytes)).count > 1
         return [
-            [""] + runs.map { ($0.memwarnEnabled ? "with memwarn" : "without (baseline)") + (several ? " @ \(ByteSize.describe($0.memoryMaxBytes))" : "") },
+            [""] + runs.map { ranName($0) + (several ? " @ \(ByteSize.describe($0.memoryMaxBytes))" : "") },
             row("outcome") { run in
                 if run.survived {
                     return "survived \(String(format: "%.0f", run.run.durationSeconds)) s" + (run.end == .finished ? " (ended itself, status 0)" : "")
@@ -138,8 +138,11 @@ extension SoakReport {
             (
                 "thrashing",
                 { cost in
-                    if let thrashing = cost.thrashing { return String(format: "YES: %.0f s of releases every second", thrashing.seconds) }
-                    return cost.releasesPerSecond != nil ? "no" : Self.unreadable(cost.releasesUnreadable)
+                    if let thrashing = cost.thrashing {
+                        return String(format: "YES: %.0f s of releases every second (%.0f s window)", thrashing.seconds, thrashing.windowSeconds)
+                    }
+                    guard cost.releasesPerSecond != nil else { return Self.unreadable(cost.releasesUnreadable) }
+                    return cost.thrashingWindowSeconds.map { String(format: "no (%.0f s window)", $0) } ?? "too short to judge"
                 }
             ),
         ]
@@ -175,30 +178,34 @@ extension SoakReport {
         ]
     }
 
-    /// The notes under the table: the trend, stall and cost with memwarn, and with several
-    /// limits the lowest survived and the recommended one.
+    /// The notes under the table: the trend, stall and cost of the runs made with memwarn on
+    /// (named for what ran: ``memwarnRunsName``), and with several limits the lowest survived and
+    /// the recommended one.
     private var notes: [String] {
         var notes: [String] = []
+        let ran = memwarnRunsName
         if let memwarn = runs.last(where: \.memwarnEnabled) {
-            notes.append("trend with memwarn: " + memwarn.trend.summary)
-            if let stall = memwarn.stall { notes.append("memory stall with memwarn: " + stall.summary) }
+            notes.append("trend \(ran): " + memwarn.trend.summary)
+            if let stall = memwarn.stall { notes.append("memory stall \(ran): " + stall.summary) }
         }
         for run in runs where run.memwarnEnabled && !run.cost.phrases.isEmpty {
-            notes.append("cost with memwarn at \(ByteSize.describe(run.memoryMaxBytes)): " + run.cost.phrases.joined(separator: ", "))
+            notes.append("cost \(ran) at \(ByteSize.describe(run.memoryMaxBytes)): " + run.cost.phrases.joined(separator: ", "))
         }
         if limits.count > 1 {
             let lowest = { (memwarn: Bool) in
                 self.lowestSurvivingLimit(memwarnEnabled: memwarn).map(ByteSize.describe)
                     ?? "none of \(self.limits.map(ByteSize.describe).joined(separator: ", "))"
             }
-            notes.append("lowest limit survived: with memwarn \(lowest(true))" + (runs.contains { !$0.memwarnEnabled } ? ", without \(lowest(false))" : ""))
+            let baseline = memwarnInService ? "without" : "baseline"
+            notes.append("lowest limit survived: \(ran) \(lowest(true))" + (runs.contains { !$0.memwarnEnabled } ? ", \(baseline) \(lowest(false))" : ""))
             if let recommended = recommendedLimit, let lowest = lowestComfortableLimit {
                 notes.append(
-                    "recommended limit, with a \(Int(Self.recommendedMargin * 100)) % margin: \(ByteSize.describe(recommended)) "
+                    "recommended limit, with a \(Int(Self.recommendedMargin * 100)) % margin\(memwarnInService ? "" : ", for the service without memwarn"): "
+                        + "\(ByteSize.describe(recommended)) "
                         + "(the lowest survived without thrashing, \(ByteSize.describe(lowest)), plus \(Int(Self.recommendedMargin * 100)) % for a load heavier than this soak's)"
                 )
-            } else if lowestSurvivingLimit(memwarnEnabled: true) != nil {
-                notes.append("no recommended limit: every limit survived with memwarn was survived only by thrashing (releases every second); try larger ones")
+            } else if let reason = noRecommendation {
+                notes.append(reason)
             }
         }
         return notes

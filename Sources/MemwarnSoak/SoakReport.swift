@@ -39,7 +39,24 @@ package struct SoakReport: Sendable, Codable {
         runs.contains { $0.demo != nil || $0.service.linksMemwarn }
     }
 
+    /// What the runs the soak made with memwarn on had in them, for the report's columns and
+    /// lines: `with memwarn`, or `without memwarn` when memwarn was not in the service
+    /// (``memwarnInService``): they ran the service as it is, and are named so.
+    package var memwarnRunsName: String { memwarnInService ? "with memwarn" : "without memwarn" }
+
+    /// What ran in `run`, as its column is headed: `with memwarn`, `without memwarn (not in the
+    /// service)`, or `without (baseline)`.
+    ///
+    /// - Parameter run: one of the report's runs.
+    /// - Returns: the name.
+    package func ranName(_ run: SoakRun) -> String {
+        guard run.memwarnEnabled else { return "without (baseline)" }
+        return memwarnInService ? "with memwarn" : "without memwarn (not in the service)"
+    }
+
     /// The lowest limit at which the run with memwarn (or the baseline) survived, if any did.
+    /// `memwarnEnabled` selects the runs made with memwarn on, whether or not memwarn was in
+    /// the service (``memwarnRunsName``).
     package func lowestSurvivingLimit(memwarnEnabled: Bool) -> UInt64? {
         runs.filter { $0.memwarnEnabled == memwarnEnabled && $0.survived }.map(\.memoryMaxBytes).min()
     }
@@ -47,10 +64,31 @@ package struct SoakReport: Sendable, Codable {
     /// The margin the recommended limit adds to the lowest limit survived without thrashing.
     package static let recommendedMargin = 0.25
 
-    /// The lowest limit at which the run with memwarn survived without thrashing, if any did.
+    /// The lowest limit at which the run with memwarn survived without thrashing, if any did,
+    /// among the runs loaded long enough to judge thrashing (``SurvivalCost/judgesThrashing``):
+    /// a run too short to judge recommends nothing.
     package var lowestComfortableLimit: UInt64? {
-        runs.filter { $0.memwarnEnabled && $0.survivedComfortably }.map(\.memoryMaxBytes).min()
+        runs.filter { $0.memwarnEnabled && $0.survivedComfortably && $0.cost.judgesThrashing }.map(\.memoryMaxBytes).min()
     }
+
+    /// With several limits, why no limit is recommended, when none is: every limit survived was
+    /// survived only by thrashing, or its run was too short to judge thrashing. `nil` when a limit
+    /// is recommended, with one limit, or when no limit was survived.
+    package var noRecommendation: String? {
+        guard limits.count > 1, recommendedLimit == nil, lowestSurvivingLimit(memwarnEnabled: true) != nil else { return nil }
+        let unjudged = runs.filter { $0.memwarnEnabled && $0.survivedComfortably && !$0.cost.judgesThrashing }
+        if let run = unjudged.first {
+            return String(
+                format: "no recommended limit: the run at %@ was loaded %.0f s, too short to judge thrashing (%.0f s or more: "
+                    + "a limit survived so briefly may be survived only by releasing every second); soak longer (--limits runs %@ unless --duration is given)",
+                ByteSize.describe(run.memoryMaxBytes), run.cost.loadedSeconds, 2 * SurvivalCost.shortestThrashingWindow, Self.defaultLimitsDuration)
+        }
+        return "no recommended limit: every limit survived was survived only by thrashing (releases every second); try larger ones"
+    }
+
+    /// How long each run of `--limits` lasts unless `--duration` is given: long enough to judge
+    /// thrashing on a minute's window (``SurvivalCost/thrashingWindow(loadedSeconds:)``).
+    package static let defaultLimitsDuration = "2m"
 
     /// With several limits: the lowest one survived with memwarn without thrashing, plus
     /// ``recommendedMargin`` (rounded up to a whole MiB) — a limit with room for a heavier load

@@ -51,7 +51,10 @@ package struct SoakRun: Sendable, Codable {
     /// What surviving cost the service while it was loaded.
     package var cost = SurvivalCost()
 
-    /// It survived without thrashing: a limit it can live at, not merely one it outlasted.
+    /// It survived without thrashing: a limit it can live at, not merely one it outlasted. A run
+    /// too short to judge thrashing (``SurvivalCost/judgesThrashing``) is not seen thrashing: it
+    /// ends the search for a limit, but no limit is recommended from it
+    /// (``SoakReport/lowestComfortableLimit``).
     package var survivedComfortably: Bool { survived && !cost.isThrashing }
 
     /// It ran to the end under its limit: not OOM-killed, and (a command) still running when its

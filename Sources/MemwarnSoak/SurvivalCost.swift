@@ -2,8 +2,9 @@ import Foundation
 
 /// What surviving a limit cost a soaked service while it was loaded: how often it released and
 /// how much, how long its threads spent releasing, the load it served, its cache's misses, and
-/// whether it was thrashing — releasing every second for a minute or more, its caches rebuilt
-/// only to be dropped.
+/// whether it was thrashing — releasing every second for a sustained stretch (half the loaded
+/// span, a minute at most: ``thrashingWindow(loadedSeconds:)``), its caches rebuilt only to be
+/// dropped.
 ///
 /// The figures come from the service itself (its control endpoint's counters, its `/metrics`),
 /// over the loaded span: from ready until the soak began to stop it. A figure the service does
@@ -26,8 +27,15 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
     /// Misses over lookups (0…1), from its `*_cache_hits_total` and `*_cache_misses_total`.
     package var cacheMissRate: Double?
     /// The longest stretch in which the service released at least once every second, when it
-    /// lasted ``thrashingAfter`` or more.
+    /// lasted ``thrashingWindowSeconds`` or more.
     package var thrashing: Thrashing?
+    /// Seconds the service was loaded: from ready until the soak began to stop it.
+    package var loadedSeconds = 0.0
+    /// How long releases every second must last in this run to be thrashing
+    /// (``thrashingWindow(loadedSeconds:)``); `nil` when the run was loaded too briefly to judge
+    /// thrashing (under twice ``shortestThrashingWindow``): it says nothing either way, and no
+    /// limit is recommended from it.
+    package var thrashingWindowSeconds: Double?
     /// Why there is no ``requestsPerSecond`` though the service exported request counters: they
     /// were no count (`the service's request counters sum to more than 2^53`).
     package var requestsUnreadable: String?
@@ -45,10 +53,36 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
         package var seconds: Double
         /// Releases a second within it.
         package var releasesPerSecond: Double
+        /// The window it was judged on (``SurvivalCost/thrashingWindow(loadedSeconds:)``).
+        package var windowSeconds: Double
     }
 
-    /// How long releases every second must go on to be thrashing.
-    package static let thrashingAfter = 60.0
+    /// The longest a thrashing window is: releases every second for a minute are thrashing
+    /// however long the run.
+    package static let longestThrashingWindow = 60.0
+
+    /// The shortest a thrashing window is. Releases every second for less are a burst — the caches
+    /// filling for the first time, a spike of load — as likely as a limit too tight.
+    package static let shortestThrashingWindow = 20.0
+
+    /// The window thrashing is judged on in a run loaded `loadedSeconds`: half of it, at most
+    /// ``longestThrashingWindow``; `nil` when that is under ``shortestThrashingWindow`` (a run
+    /// loaded under 40 s is too short to judge).
+    ///
+    /// Half, because a service reaches its limit only once its caches have filled, which takes a
+    /// part of the run; what follows must be mostly releases every second to be called thrashing,
+    /// and a run of its default 60 s, loaded a minute, judges on 30 s. From two minutes on, the
+    /// window is a minute: a longer soak does not make a shorter stretch thrashing.
+    ///
+    /// - Parameter loadedSeconds: from ready until the soak began to stop the service.
+    /// - Returns: the window in seconds, or `nil`: too short to judge.
+    package static func thrashingWindow(loadedSeconds: Double) -> Double? {
+        let window = min(longestThrashingWindow, loadedSeconds / 2)
+        return window >= shortestThrashingWindow ? window : nil
+    }
+
+    /// Whether the run was loaded long enough to judge thrashing (``thrashingWindowSeconds``).
+    package var judgesThrashing: Bool { thrashingWindowSeconds != nil }
 
     package init() {}
 
@@ -69,6 +103,8 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
     ///   what it reported was no count (with the reason).
     package static func of(_ figures: ServiceTelemetry, from ready: Double, until stop: Double) -> SurvivalCost {
         var cost = SurvivalCost()
+        cost.loadedSeconds = max(0, stop - ready)
+        cost.thrashingWindowSeconds = thrashingWindow(loadedSeconds: cost.loadedSeconds)
         let releases = figures.releaseSamples.filter { $0.seconds >= ready && $0.seconds <= stop }
         let rises = zip(releases, releases.dropFirst()).map { ReleaseRise(from: $0, to: $1) }
         let counted = rises.compactMap { $0 }
@@ -79,7 +115,7 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
             cost.releasesPerSecond = counted.reduce(0) { $0 + $1.releases } / span
             cost.releasedBytesPerMinute = counted.reduce(0) { $0 + $1.freedBytes } / span * 60
             cost.releasingShare = min(1, counted.reduce(0) { $0 + $1.releaseSeconds } / span)
-            cost.thrashing = thrashing(in: releases, ready: ready)
+            cost.thrashing = cost.thrashingWindowSeconds.flatMap { thrashing(in: releases, ready: ready, window: $0) }
         }
         let requests = figures.requestSamples.filter { $0.seconds >= ready && $0.seconds <= stop }
         if let first = requests.first, let last = requests.last, last.seconds > first.seconds {
@@ -136,15 +172,15 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
     }
 
     /// The longest run of readings in which each interval saw at least one release a whole
-    /// second elapsed, when it lasted ``thrashingAfter`` or more. An interval whose counters
-    /// went backwards (``ReleaseRise``) ends a run.
-    static func thrashing(in samples: [ServiceTelemetry.ReleaseSample], ready: Double) -> Thrashing? {
+    /// second elapsed, when it lasted `window` seconds or more. An interval whose counters went
+    /// backwards (``ReleaseRise``) ends a run.
+    static func thrashing(in samples: [ServiceTelemetry.ReleaseSample], ready: Double, window: Double) -> Thrashing? {
         var best: Thrashing?
         var stretch: (from: Double, to: Double, releases: Double)?
         func close() {
-            guard let stretch, stretch.to - stretch.from >= thrashingAfter, stretch.to - stretch.from > best?.seconds ?? 0 else { return }
+            guard let stretch, stretch.to - stretch.from >= window, stretch.to - stretch.from > best?.seconds ?? 0 else { return }
             let span = stretch.to - stretch.from
-            best = Thrashing(fromSeconds: stretch.from - ready, seconds: span, releasesPerSecond: stretch.releases / span)
+            best = Thrashing(fromSeconds: stretch.from - ready, seconds: span, releasesPerSecond: stretch.releases / span, windowSeconds: window)
         }
         for (before, after) in zip(samples, samples.dropFirst()) {
             if let rise = ReleaseRise(from: before, to: after), rise.releases >= max(1, rise.seconds.rounded(.down)) {
@@ -167,6 +203,10 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
         if let requests = requestsPerSecond { phrases.append(String(format: "%.0f requests/s", requests)) }
         if let miss = cacheMissRate { phrases.append(String(format: "cache miss rate %.1f %%", miss * 100)) }
         if let thrashing { phrases.append(thrashing.description) }
+        if releasesPerSecond != nil, !judgesThrashing {
+            phrases.append(
+                String(format: "loaded %.0f s: too short to judge thrashing (%.0f s or more needed)", loadedSeconds, 2 * Self.shortestThrashingWindow))
+        }
         if releaseIntervalsLeftOut > 0 {
             let intervals = "\(releaseIntervalsLeftOut) interval\(releaseIntervalsLeftOut == 1 ? "" : "s")"
             phrases.append("releases went backwards between polls (\(intervals): the service's count restarted or wrapped): not counted")
@@ -178,8 +218,10 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
 }
 
 extension SurvivalCost.Thrashing: CustomStringConvertible {
-    /// `thrashing: releases every second for 95 s (from 12 s), 29.1/s`.
+    /// `THRASHING: releases every second for 95 s (from 12 s after ready; 60 s window), 29.1/s`.
     package var description: String {
-        String(format: "THRASHING: releases every second for %.0f s (from %.0f s after ready), %.1f/s", seconds, fromSeconds, releasesPerSecond)
+        String(
+            format: "THRASHING: releases every second for %.0f s (from %.0f s after ready; %.0f s window), %.1f/s", seconds, fromSeconds, windowSeconds,
+            releasesPerSecond)
     }
 }

@@ -55,6 +55,51 @@ import Testing
         }
     }
 
+    /// A cache capped at 32 MiB, in front of a working set that fits in it, fills as the load
+    /// misses it: 32 MiB × (1 − e^(−t/30 s)), no memwarn (the floor is anonymous memory). In a
+    /// 60 s soak its troughs still climb steadily (the old verdict: leaking); the second half at
+    /// under half the first's rate is a cache filling, or a leak beside a warm-up: cannot tell yet.
+    /// Five minutes see it flatten: warming up.
+    @Test func aBoundedCacheFillingToItsCapIsNeverLeaking() {
+        let filling = { (t: Double) in 20 + 32 * (1 - exp(-t / 30)) }
+        for seed in 1...20 as ClosedRange<UInt64> {
+            let short = MemoryTrend.analyse(
+                Self.samples(seconds: 60, seed: seed, noise: 0.5, floor: filling), spanSeconds: 60, limitBytes: 64 << 20, basis: "anonymous memory")
+            #expect(short.verdict == .cannotTellYet || short.verdict == .warmingUp, "seed \(seed): \(short.summary)")
+            let long = MemoryTrend.analyse(
+                Self.samples(seconds: 300, seed: seed, noise: 0.5, floor: filling), spanSeconds: 300, limitBytes: 64 << 20, basis: "anonymous memory")
+            #expect(long.verdict == .warmingUp, "seed \(seed): \(long.summary)")
+        }
+        let trend = MemoryTrend.analyse(
+            Self.samples(seconds: 60, seed: 1, noise: 0.5, floor: filling), spanSeconds: 60, limitBytes: 64 << 20, basis: "anonymous memory")
+        #expect(trend.summary.hasPrefix("cannot tell yet (") && trend.summary.contains("slowing, not yet flat"), "\(trend.summary)")
+        #expect(trend.secondHalfRateBytesPerMinute < trend.firstHalfRateBytesPerMinute * MemoryTrend.leakHoldsAt, "\(trend.summary)")
+        #expect(trend.secondHalfRateBytesPerMinute >= trend.firstHalfRateBytesPerMinute / 3, "the old rule called this a leak: \(trend.summary)")
+    }
+
+    /// As the trial's capped NSCache read: a rise of 2.5 MiB/min in a 60 s soak under 40 MiB,
+    /// just over the 2 MiB a rise must reach over the whole soak; its second half alone rises
+    /// about 1 MiB: not a leak seen.
+    @Test func aRiseBarelySeenOverTheSoakIsNotALeakWhenItsSecondHalfAloneIsTooSmall() {
+        for seed in 1...20 as ClosedRange<UInt64> {
+            let trend = MemoryTrend.analyse(
+                Self.samples(seconds: 60, seed: seed, noise: 0.2) { 30 + 2.5 * $0 / 60 }, spanSeconds: 60, limitBytes: 40 << 20,
+                basis: "anonymous memory")
+            #expect(trend.verdict != .leaking, "seed \(seed): \(trend.summary)")
+            if trend.verdict == .cannotTellYet { #expect(trend.summary.contains("too little in half the soak to see"), "\(trend.summary)") }
+        }
+    }
+
+    /// An obvious leak still reads leaking in a 60 s soak: its rate holds, and its second half
+    /// alone rises far more than a rise must.
+    @Test func aFastSteadyLeakIsLeakingInASixtySecondSoak() {
+        for seed in 1...20 as ClosedRange<UInt64> {
+            let trend = MemoryTrend.analyse(
+                Self.samples(seconds: 60, seed: seed) { 40 + 60 * $0 / 60 }, spanSeconds: 60, limitBytes: 128 << 20, basis: "test")
+            #expect(trend.verdict == .leaking, "seed \(seed): \(trend.summary)")
+        }
+    }
+
     @Test func aRisingFloorWithAFlatHeapIsRetainedByTheAllocator() {
         for seed in 1...20 as ClosedRange<UInt64> {
             let trend = MemoryTrend.analyse(

@@ -153,4 +153,42 @@ import FoundationXML
             subject: "./my-service", memoryMaxBytes: limit, limits: [limit], durationSeconds: 60, runs: [Self.run(memwarn: true, limit: limit, survived: true)])
         #expect(linked.text.contains("PASS: with memwarn the service survived"), "\(linked.text)")
     }
+
+    /// As the trial met it: `--limits` and `--no-baseline`, a service memwarn is not in. The
+    /// columns, the notes, the recommendation and the JSON name what ran: the service without
+    /// memwarn, never "with memwarn".
+    @Test func aReportOfAServiceWithoutMemwarnNamesItsColumnsAndLinesForWhatRan() throws {
+        let limits = [24 * Self.mebibyte, 40 * Self.mebibyte]
+        let runs = limits.map { limit in
+            var run = Self.run(memwarn: true, limit: limit, survived: limit == limits[1], linksMemwarn: false)
+            run.cost = SurvivalCost.of(ServiceTelemetry(), from: 0, until: 60)  // loaded 60 s: judged
+            return run
+        }
+        let report = SoakReport(subject: "./vapor-service", memoryMaxBytes: limits[0], limits: limits, durationSeconds: 60, runs: runs)
+        let text = report.text
+        #expect(!text.contains("with memwarn"), "\(text)")
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines[1].contains("without memwarn (not in the service) @ 24.0 MiB"), "the header (blank lines are split away): \(text)")
+        #expect(lines.contains { $0.hasPrefix("trend without memwarn: ") }, "\(text)")
+        #expect(lines.contains("lowest limit survived: without memwarn 40.0 MiB"), "\(text)")
+        #expect(
+            lines.contains { $0.hasPrefix("recommended limit, with a 25 % margin, for the service without memwarn: 50.0 MiB") },
+            "recommended as what it is: \(text)")
+        let json = try Self.json(report)
+        let lowest = try #require(json["lowestSurvivingLimit"] as? [String: Any])
+        #expect(lowest["memwarn"] is NSNull && lowest["withoutMemwarn"] as? Int == Int(limits[1]), "no run had memwarn in it: \(lowest)")
+        #expect((json["recommendedLimit"] as? [String: Any])?["ran"] as? String == "without memwarn", "\(json)")
+        #expect(
+            (json["runs"] as? [[String: Any]])?.map { $0["ran"] as? String } == [
+                "without memwarn (not in the service)", "without memwarn (not in the service)",
+            ])
+        let jsonText = try report.json()
+        #expect(!jsonText.contains("with memwarn"), "\(jsonText)")
+        // With memwarn in the service, the same report keeps its names.
+        let linked = SoakReport(
+            subject: "./my-service", memoryMaxBytes: limits[0], limits: limits, durationSeconds: 60,
+            runs: [Self.run(memwarn: true, limit: limits[1], survived: true), Self.run(memwarn: false, limit: limits[1], survived: false)])
+        #expect(linked.text.contains("lowest limit survived: with memwarn 40.0 MiB, without none of"), "\(linked.text)")
+        #expect((try Self.json(linked)["lowestSurvivingLimit"] as? [String: Any])?["withoutMemwarn"] == nil)
+    }
 }

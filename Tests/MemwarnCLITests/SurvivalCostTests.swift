@@ -50,7 +50,9 @@ import Testing
     }
 
     @Test func whatTheServiceDoesNotReportIsUnknownNotZero() {
-        #expect(SurvivalCost.of(ServiceTelemetry(), from: 0, until: 60) == SurvivalCost())
+        var unreported = SurvivalCost()
+        (unreported.loadedSeconds, unreported.thrashingWindowSeconds) = (60, 30)  // the soak's own clock: known
+        #expect(SurvivalCost.of(ServiceTelemetry(), from: 0, until: 60) == unreported)
         #expect(SurvivalCost().phrases.isEmpty && !SurvivalCost().isThrashing)
         var figures = Self.figures(seconds: 60) { _ in 1 }
         figures.requestSamples = []
@@ -109,6 +111,53 @@ import Testing
             runs: limits.map { Self.run(limit: $0, survived: true, thrashing: true) })
         #expect(thrashed.recommendedLimit == nil && thrashed.text.contains("no recommended limit"), "\(thrashed.text)")
         #expect(try SoakReportReadingTests.json(thrashed)["recommendedLimit"] == nil)
+    }
+
+    // MARK: Thrashing judged on a window the run can hold
+
+    @Test func theThrashingWindowIsHalfTheLoadedSpanAtMostAMinuteAndNoneUnder40Seconds() {
+        #expect(SurvivalCost.thrashingWindow(loadedSeconds: 60) == 30, "the default 60 s soak judges on 30 s")
+        #expect(SurvivalCost.thrashingWindow(loadedSeconds: 120) == 60 && SurvivalCost.thrashingWindow(loadedSeconds: 3_600) == 60)
+        #expect(SurvivalCost.thrashingWindow(loadedSeconds: 40) == 20)
+        #expect(SurvivalCost.thrashingWindow(loadedSeconds: 39.9) == nil && SurvivalCost.thrashingWindow(loadedSeconds: 0) == nil)
+    }
+
+    @Test func aSixtySecondSoakFlagsReleasesEverySecondForMostOfItAndNotABurst() throws {
+        // Ready at 0, stopped at 60: the caches fill for 10 s, then 4 releases a second to the end.
+        // The old rule (a whole minute of them) could never flag this in a 60 s soak.
+        let cost = SurvivalCost.of(Self.figures(seconds: 60) { $0 <= 10 ? 0 : 4 }, from: 0, until: 60)
+        #expect(cost.thrashingWindowSeconds == 30 && cost.judgesThrashing)
+        let thrashing = try #require(cost.thrashing, "50 s of releases every second in a 60 s soak: \(cost)")
+        #expect(thrashing.fromSeconds == 10 && thrashing.seconds == 50 && thrashing.windowSeconds == 30, "\(thrashing)")
+        #expect(thrashing.description.contains("30 s window"), "the report says which window: \(thrashing.description)")
+        // 25 s of them, then quiet: a burst, under the 30 s window.
+        #expect(SurvivalCost.of(Self.figures(seconds: 60) { $0 <= 25 ? 4 : 0 }, from: 0, until: 60).thrashing == nil)
+    }
+
+    @Test func aRunTooShortToJudgeThrashingSaysSoAndRecommendsNothing() throws {
+        let short = SurvivalCost.of(Self.figures(seconds: 30) { _ in 4 }, from: 0, until: 30)
+        #expect(short.thrashing == nil && !short.judgesThrashing && short.loadedSeconds == 30, "\(short)")
+        #expect(short.phrases.contains { $0.contains("too short to judge thrashing") }, "\(short.phrases)")
+        let mebibyte: UInt64 = 1 << 20
+        let limits = [13 * mebibyte, 25 * mebibyte]
+        var runs = limits.map { Self.run(limit: $0, survived: true, thrashing: false) }
+        for index in runs.indices { runs[index].cost = short }
+        let report = SoakReport(subject: "./my-service", memoryMaxBytes: limits[0], limits: limits, durationSeconds: 30, runs: runs)
+        #expect(report.lowestSurvivingLimit(memwarnEnabled: true) == limits[0], "it survived…")
+        #expect(report.recommendedLimit == nil, "…too briefly to recommend anything from it")
+        let text = report.text
+        #expect(text.contains("no recommended limit: the run at 13.0 MiB was loaded 30 s, too short to judge thrashing"), "\(text)")
+        #expect(text.contains("too short to judge") && !text.contains("recommended limit, with"), "\(text)")
+        let json = try SoakReportReadingTests.json(report)
+        #expect(json["recommendedLimit"] == nil)
+        #expect((json["noRecommendedLimit"] as? String ?? "").contains("too short to judge thrashing"), "\(json)")
+        let cost = try #require((json["runs"] as? [[String: Any]])?.first?["cost"] as? [String: Any])
+        #expect(cost["thrashingWindowSeconds"] == nil && cost["loadedSeconds"] as? Double == 30, "\(cost)")
+        // A 60 s run at the larger limit, judged and not thrashing, is recommended from.
+        runs[1].cost = SurvivalCost.of(Self.figures(seconds: 60) { $0 % 4 == 0 ? 1 : 0 }, from: 0, until: 60)
+        let judged = SoakReport(subject: "./my-service", memoryMaxBytes: limits[0], limits: limits, durationSeconds: 60, runs: runs)
+        #expect(judged.recommendedLimit == 32 * mebibyte, "25 MiB plus 25 %, rounded up to a MiB: \(judged.text)")
+        #expect(judged.text.contains("no (30 s window)"), "\(judged.text)")
     }
 
     @Test func aLimitSurvivedOnlyByThrashingIsNotComfortable() {
