@@ -23,7 +23,7 @@ import MemwarnSystem
 // on one line, whatever the request asks: a service with a consumer per session, or one that
 // predates the summary form); `endless` answers every request with 15 MiB and no newline. With
 // `<sockets>` (`mute` only), it listens on that many more sockets beside its own, named
-// `1.sock`, `2.sock`… in `<dir>`, and never accepts on them. Commands on stdin as above.
+// `1.sock`, `2.sock`… (its own pid skipped) in `<dir>`, and never accepts on them. Commands on stdin as above.
 //
 // A size is bytes or has a binary unit, as memwarn's own options take it (ByteSize):
 // `104857600`, `100M`, `64MiB`, `1.5G`; `0` holds nothing.
@@ -178,9 +178,11 @@ func deliver(_ bytes: [UInt8], on connection: borrowing FileDescriptor) {
 }
 
 /// Listens on `count` more sockets in `directory`, never accepting: each connect completes into
-/// the backlog, and nothing is ever answered.
+/// the backlog, and nothing is ever answered. They are numbered from 1, skipping the hog's own
+/// pid (its endpoint's name, when the machine's pids are that low).
 func listenMute(count: Int, in directory: String) throws(SystemError) {
-    for index in 1...max(1, count) {
+    let own = Int(getpid())
+    for index in (1...max(1, count + 1)).lazy.filter({ $0 != own }).prefix(max(1, count)) {
         let listener = try FileDescriptor.unixStreamSocket(nonBlocking: false)
         try listener.bind(to: UnixSocketAddress(path: directory + "/\(index).sock"))
         try listener.listen(backlog: 16)
