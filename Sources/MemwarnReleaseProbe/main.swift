@@ -93,8 +93,10 @@ let directory = try PrivateDirectory.makeTemporary(prefix: "memwarn-probe")  // 
         _ = try store.add(name, path: path)
     }
     media = store
+    // Its handles' 2 MiB are this process's own buffers, cheap to open again: a release may
+    // close any idle one at once (no retention), as the tests of the whole release order want.
     let connections = ResourcePool<Connection>(
-        name: "connections", bytesPerHandle: 2 * megabyte, maximumCount: 4,
+        name: "connections", bytesPerHandle: 2 * megabyte, maximumCount: 4, retention: .none,
         open: { try Connection() }, close: { try $0.close() })
     // Open four handles at once, then return them: four idle connections.
     try await withThrowingTaskGroup(of: Void.self) { group in

@@ -47,10 +47,15 @@ final class DescriptorPoolFixture: Sendable {
         closes.add(1, ordering: .relaxed)
     }
 
-    func pool(maximumCount: Int = 4, coordinator: ReleaseCoordinator? = nil, reportsErrors: Bool = true) -> ResourcePool<Int32> {
+    /// A pool of these descriptors. The release mechanics tested with it (order, errors, the
+    /// maximum) are the retention's business only in ResourcePoolRetentionTests, which give the
+    /// default retention a manual clock; here a release may close any idle handle at once.
+    func pool(
+        maximumCount: Int = 4, coordinator: ReleaseCoordinator? = nil, reportsErrors: Bool = true, retention: ResourceRetention = .none
+    ) -> ResourcePool<Int32> {
         let report: @Sendable (ResourceCloseError) -> Void = { error in self.reported.withLock { $0.append(error) } }
         return ResourcePool(
-            name: "devnull", bytesPerHandle: Self.bytesPerHandle, maximumCount: maximumCount, coordinator: coordinator,
+            name: "devnull", bytesPerHandle: Self.bytesPerHandle, maximumCount: maximumCount, retention: retention, coordinator: coordinator,
             onCloseError: reportsErrors ? report : nil,
             open: { try self.open() }, close: { try self.close($0) })
     }
@@ -167,7 +172,7 @@ struct ResourcePoolTests {
         struct DeviceBusy: Error {}
         let reported = Locked<[ResourceCloseError]>([])
         let pool = ResourcePool<Int>(
-            name: "camera", bytesPerHandle: 1 << 20, maximumCount: 2, coordinator: nil,
+            name: "camera", bytesPerHandle: 1 << 20, maximumCount: 2, retention: .none, coordinator: nil,
             onCloseError: { error in reported.withLock { $0.append(error) } },
             open: { 7 }, close: { _ in throw DeviceBusy() })
         try await pool.withResource { #expect($0 == 7) }

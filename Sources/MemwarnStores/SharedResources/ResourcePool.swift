@@ -7,13 +7,33 @@ import MemwarnSystem
 ///
 /// This is iOS's "close database connections and release shared hardware" for Linux
 /// services. ``withResource(isolation:_:)`` lends a handle, reusing an idle one or opening a
-/// new one; at most ``maximumCount`` handles are open at once and further borrowers wait,
-/// first come first served. A handle in use is never closed under its user: ``closeIdle()``
-/// and ``release(_:)`` close idle handles only, least recently used first.
+/// new one; at most ``maximumCount`` handles are open at once (closes under way included) and
+/// further borrowers wait, first come first served. A handle in use is never closed under its
+/// user.
+///
+/// **Asynchronous drivers.** A driver that connects asynchronously (postgres-nio, an HTTP
+/// client) gives `open` and `close` as `async` closures: the pool awaits them and never blocks
+/// a thread. A memory release, which cannot wait, takes the handles it closes out of the pool
+/// at once and starts their closes; ``closeIdleAndWait()`` closes and waits for them all (for a
+/// shutdown).
+///
+/// **No thrashing.** A release closes only handles that have been idle a while and leaves some
+/// open (``ResourceRetention``, ``ResourceRetention/default``): a connection closed at a
+/// critical release and reopened by the next request costs a reconnect and frees little,
+/// because most of its memory is in the server's process. When closed handles come back soon
+/// after a release, the pool waits longer before the next release may close them.
+/// ``closeIdle()`` (going to the background) closes every idle handle.
+///
+/// **What a release reports** is the handles it closed (or started closing) × ``bytesPerHandle``:
+/// the memory they hold in this process, never more. Size `bytesPerHandle` as what one open
+/// handle costs this process — the driver's buffers, its TLS state, its per-connection caches —
+/// not what it costs the server: measure the service's resident memory (`/proc/self/statm`, or
+/// `memory.current` of its cgroup) before and after opening, say, 16 handles, and divide.
 ///
 /// Close failures are never swallowed: every one goes to `onCloseError` when it is set;
-/// ``closeIdle()`` also returns its own; those from ``release(_:)`` (which returns only a
-/// byte count) are kept, when there is no `onCloseError`, until ``takeCloseErrors()``.
+/// ``closeIdle()`` and ``closeIdleAndWait()`` also return their own; those of ``release(_:)``
+/// and of closes started without waiting are kept, when there is no `onCloseError`, until
+/// ``takeCloseErrors()``.
 ///
 /// ```swift
 /// let pool = ResourcePool<Int32>(name: "devnull", bytesPerHandle: 4096, maximumCount: 8,
@@ -25,13 +45,13 @@ import MemwarnSystem
 /// `Resource` need not be `Sendable`: the pool hands each handle to one borrower at a time
 /// and moves it between threads only through its lock. In return a resource must not escape
 /// the `withResource` body, and must be usable from any thread (open, use and close may run
-/// on different threads, one at a time). `open` and `close` run on the calling thread: the
-/// borrower's for `open`, the releasing thread's for `close`.
+/// on different threads, one at a time). Synchronous `open` and `close` run on the calling
+/// thread: the borrower's for `open`, the releasing thread's for `close`.
 public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
     /// One open resource.
     final class Handle: @unchecked Sendable {
         // @unchecked: `resource` is used by one owner at a time — a borrower between check-out
-        // and check-in, or the closing thread after taking it out of `state.idle` — and it
+        // and check-in, or the closing code after taking it out of `state.idle` — and it
         // changes owner only under `state`'s lock, which orders the accesses.
         let resource: Resource
         init(_ resource: Resource) { self.resource = resource }
@@ -48,24 +68,55 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
         var continuation: CheckedContinuation<Grant, any Error>
     }
 
+    /// An idle handle and since when it has been idle.
+    struct Idle {
+        var handle: Handle
+        var since: ContinuousClock.Instant
+    }
+
     struct State {
         /// Idle handles, least recently used first.
-        var idle: [Handle] = []
+        var idle: [Idle] = []
         /// Handles open: idle and in use.
         var open = 0
         /// Opens in progress (they hold a place under the maximum).
         var opening = 0
+        /// Closes in progress (they hold a place under the maximum too).
+        var closing = 0
         /// Borrowers waiting for a handle, first come first.
         var waiters: [Waiter] = []
         var nextWaiterID: UInt64 = 0
         var unreportedCloseErrors: [ResourceCloseError] = []
+        var retention: RetentionTracker
+        /// Those waiting for the closes under way to end (``closeIdleAndWait()``).
+        var closesAwaited: [CheckedContinuation<Void, Never>] = []
 
         /// An idle handle, or the right to open one, if the maximum allows.
         mutating func take(maximum: Int) -> Grant? {
-            if let handle = idle.popLast() { return .handle(handle) }
-            guard open + opening < maximum else { return nil }
+            if let idle = idle.popLast() { return .handle(idle.handle) }
+            guard open + opening + closing < maximum else { return nil }
             opening += 1
             return .open
+        }
+
+        /// Takes the first `count` idle handles out (least recently used first) to be closed.
+        mutating func takeIdle(_ count: Int) -> [Handle] {
+            let taken = idle.prefix(count).map(\.handle)
+            idle.removeFirst(taken.count)
+            open -= taken.count
+            closing += taken.count
+            return taken
+        }
+
+        /// `count` closes ended: their places go to waiting borrowers, and those waiting for
+        /// the closes are told when none is left.
+        mutating func closed(_ count: Int, maximum: Int) -> (grants: [(Waiter, Grant)], awaited: [CheckedContinuation<Void, Never>]) {
+            closing -= count
+            var grants: [(Waiter, Grant)] = []
+            while !waiters.isEmpty, let grant = take(maximum: maximum) { grants.append((waiters.removeFirst(), grant)) }
+            guard closing == 0 else { return (grants, []) }
+            defer { closesAwaited = [] }
+            return (grants, closesAwaited)
         }
     }
 
@@ -73,49 +124,126 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
     public let name: String
     /// The release tier: ``/MemwarnRelease/ReleaseTier/sharedResources``.
     public let tier = ReleaseTier.sharedResources
-    /// The memory one open handle accounts for.
+    /// The memory one open handle holds in this process.
     public let bytesPerHandle: Int
     /// The most handles open at once.
     public let maximumCount: Int
-    private let openResource: @Sendable () throws -> Resource
-    private let closeResource: @Sendable (Resource) throws -> Void
-    private let onCloseError: (@Sendable (ResourceCloseError) -> Void)?
-    private let state = Locked(State())
+    /// Which idle handles a release may close.
+    public let retention: ResourceRetention
+    let driver: ResourceDriver<Resource>
+    let onCloseError: (@Sendable (ResourceCloseError) -> Void)?
+    let clock: LoopClock
+    let state: Locked<State>
 
-    /// Creates an empty pool (nothing is opened until first borrowed) and registers it with
-    /// `coordinator` (weakly: a deallocated pool leaves by itself).
+    /// Creates an empty pool of resources opened and closed synchronously (nothing is opened
+    /// until first borrowed), with the ``ResourceRetention/default`` retention, and registers it
+    /// with `coordinator` (weakly: a deallocated pool leaves by itself).
     ///
     /// - Parameters:
     ///   - name: a name for reports and errors.
-    ///   - bytesPerHandle: the memory one open handle accounts for (≥ 0).
+    ///   - bytesPerHandle: the memory one open handle holds in this process (≥ 0).
     ///   - maximumCount: the most handles open at once (≥ 1).
     ///   - coordinator: the coordinator to join, or `nil`.
     ///   - onCloseError: told of every failed close, on the closing thread, outside the lock.
     ///   - open: opens a resource; what it throws reaches the borrower.
     ///   - close: closes a resource; what it throws is reported, never swallowed.
-    public init(
+    public convenience init(
         name: String, bytesPerHandle: Int, maximumCount: Int,
         coordinator: ReleaseCoordinator? = .shared,
         onCloseError: (@Sendable (ResourceCloseError) -> Void)? = nil,
         open: @escaping @Sendable () throws -> Resource,
         close: @escaping @Sendable (Resource) throws -> Void
     ) {
+        self.init(
+            name: name, bytesPerHandle: bytesPerHandle, maximumCount: maximumCount, retention: .default, coordinator: coordinator,
+            onCloseError: onCloseError, driver: .synchronous(open: open, close: close), clock: .continuous)
+    }
+
+    /// Creates an empty pool of resources opened and closed synchronously, with the given
+    /// retention, and registers it with `coordinator` (weakly).
+    ///
+    /// - Parameters:
+    ///   - name: a name for reports and errors.
+    ///   - bytesPerHandle: the memory one open handle holds in this process (≥ 0).
+    ///   - maximumCount: the most handles open at once (≥ 1).
+    ///   - retention: which idle handles a release may close.
+    ///   - coordinator: the coordinator to join, or `nil`.
+    ///   - onCloseError: told of every failed close, on the closing thread, outside the lock.
+    ///   - open: opens a resource; what it throws reaches the borrower.
+    ///   - close: closes a resource; what it throws is reported, never swallowed.
+    public convenience init(
+        name: String, bytesPerHandle: Int, maximumCount: Int, retention: ResourceRetention,
+        coordinator: ReleaseCoordinator? = .shared,
+        onCloseError: (@Sendable (ResourceCloseError) -> Void)? = nil,
+        open: @escaping @Sendable () throws -> Resource,
+        close: @escaping @Sendable (Resource) throws -> Void
+    ) {
+        self.init(
+            name: name, bytesPerHandle: bytesPerHandle, maximumCount: maximumCount, retention: retention, coordinator: coordinator,
+            onCloseError: onCloseError, driver: .synchronous(open: open, close: close), clock: .continuous)
+    }
+
+    /// Creates an empty pool of resources opened and closed asynchronously — a driver that
+    /// connects without blocking a thread — and registers it with `coordinator` (weakly).
+    ///
+    /// - Parameters:
+    ///   - name: a name for reports and errors.
+    ///   - bytesPerHandle: the memory one open handle holds in this process (≥ 0).
+    ///   - maximumCount: the most handles open at once, closes under way included (≥ 1).
+    ///   - retention: which idle handles a release may close (``ResourceRetention/default``).
+    ///   - coordinator: the coordinator to join, or `nil`.
+    ///   - onCloseError: told of every failed close, outside the lock.
+    ///   - open: opens a resource, awaited by the borrower; what it throws reaches the borrower.
+    ///   - close: closes a resource; what it throws is reported, never swallowed.
+    public convenience init(
+        name: String, bytesPerHandle: Int, maximumCount: Int, retention: ResourceRetention = .default,
+        coordinator: ReleaseCoordinator? = .shared,
+        onCloseError: (@Sendable (ResourceCloseError) -> Void)? = nil,
+        open: @escaping @Sendable () async throws -> Resource,
+        close: @escaping @Sendable (Resource) async throws -> Void
+    ) {
+        self.init(
+            name: name, bytesPerHandle: bytesPerHandle, maximumCount: maximumCount, retention: retention, coordinator: coordinator,
+            onCloseError: onCloseError, driver: .asynchronous(open: open, close: close), clock: .continuous)
+    }
+
+    /// The designated initializer, with the clock the retention reads (tests give a manual one).
+    init(
+        name: String, bytesPerHandle: Int, maximumCount: Int, retention: ResourceRetention, coordinator: ReleaseCoordinator?,
+        onCloseError: (@Sendable (ResourceCloseError) -> Void)?, driver: ResourceDriver<Resource>, clock: LoopClock
+    ) {
         precondition(bytesPerHandle >= 0, "bytesPerHandle must not be negative")
         precondition(maximumCount >= 1, "a pool needs room for at least one handle")
         self.name = name
         self.bytesPerHandle = bytesPerHandle
         self.maximumCount = maximumCount
+        self.retention = retention
         self.onCloseError = onCloseError
-        self.openResource = open
-        self.closeResource = close
+        self.driver = driver
+        self.clock = clock
+        state = Locked(State(retention: RetentionTracker(retention)))
         coordinator?.register(self)
     }
 
     /// Closes the idle handles (all handles are idle by then: a borrower keeps the pool
-    /// alive). Failures go to `onCloseError`; without one they are lost with the pool, so
-    /// call ``closeIdle()`` first to see them.
+    /// alive): at once with a synchronous `close`, in a task of their own with an asynchronous
+    /// one. Failures go to `onCloseError`; without one they are lost with the pool, so call
+    /// ``closeIdle()`` or ``closeIdleAndWait()`` first to see them.
     deinit {
-        _ = closeIdle(limit: .max, keepUnreported: false)
+        let taken = state.withLock { $0.takeIdle($0.idle.count) }
+        guard !taken.isEmpty else { return }
+        let (driver, name, onCloseError) = (self.driver, self.name, self.onCloseError)
+        if let close = driver.closeNow {
+            for handle in taken {
+                do { try close(handle.resource) } catch { onCloseError?(ResourceCloseError(pool: name, error: error)) }
+            }
+            return
+        }
+        Task {
+            for handle in taken {
+                do { try await driver.close(handle.resource) } catch { onCloseError?(ResourceCloseError(pool: name, error: error)) }
+            }
+        }
     }
 
     /// Handles open now, idle and in use.
@@ -126,50 +254,14 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
     public var inUseCount: Int { state.withLock { $0.open - $0.idle.count } }
     /// Borrowers waiting for a handle.
     public var waitingCount: Int { state.withLock { $0.waiters.count } }
+    /// Closes started and not yet ended.
+    public var closingCount: Int { state.withLock { $0.closing } }
+    /// How many times handles that a release closed came back soon after (each one made the
+    /// pool wait longer before closing idle handles).
+    public var comebackCount: Int { state.withLock { $0.retention.comebacks } }
 
-    /// Lends a handle to `body`: an idle one (the most recently used), else a new one if
-    /// fewer than ``maximumCount`` are open, else the first one returned (waiting in line).
-    ///
-    /// The handle goes back to the pool when `body` returns or throws; it is not closed
-    /// while `body` runs.
-    ///
-    /// - Parameters:
-    ///   - isolation: the caller's actor, on which `body` runs.
-    ///   - body: uses the resource; it must not keep it.
-    /// - Returns: what `body` returns.
-    /// - Complexity: O(1) plus `open` when the pool opens a handle, plus O(w) in the waiters
-    ///   when it has to wait.
-    /// - Throws: what `open` or `body` throws; `CancellationError` when the task is
-    ///   cancelled while waiting for a handle.
-    public func withResource<T>(
-        isolation: isolated (any Actor)? = #isolation,
-        _ body: (Resource) async throws -> T
-    ) async throws -> T {
-        let handle = try await checkOut()
-        let result: T
-        do {
-            result = try await body(handle.resource)
-        } catch {
-            checkIn(handle)
-            throw error
-        }
-        checkIn(handle)
-        return result
-    }
-
-    /// Closes every idle handle, least recently used first: the hook for going to the
-    /// background, and what a memory release does when it wants them all. Handles in use
-    /// stay open (close them with a later call, once they are idle).
-    ///
-    /// - Returns: what was closed and what failed (failures also go to `onCloseError`).
-    /// - Complexity: O(n) in the idle handles, plus their `close`.
-    @discardableResult
-    public func closeIdle() -> ResourceCloseResult {
-        closeIdle(limit: .max, keepUnreported: false)
-    }
-
-    /// The close failures of ``release(_:)`` not yet reported (kept only when there is no
-    /// `onCloseError`); taking them empties the list.
+    /// The close failures of ``release(_:)`` and of closes started without waiting not yet
+    /// reported (kept only when there is no `onCloseError`); taking them empties the list.
     ///
     /// - Returns: the failures, oldest first.
     public func takeCloseErrors() -> [ResourceCloseError] {
@@ -184,111 +276,40 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
     /// Handles open × ``bytesPerHandle``.
     public var footprintBytes: Int { openCount * bytesPerHandle }
 
-    /// Handles lent to borrowers × ``bytesPerHandle``: no release closes them.
-    public var inUseBytes: Int? { inUseCount * bytesPerHandle }
+    /// What no release can close now, × ``bytesPerHandle``: the handles lent to borrowers and
+    /// the idle ones the ``retention`` keeps.
+    public var inUseBytes: Int? {
+        let now = clock.now
+        return state.withLock { state in
+            let closable = state.retention.closable(idleSince: state.idle.map(\.since), openCount: state.open, now: now)
+            return (state.open - closable) * bytesPerHandle
+        }
+    }
 
-    /// Closes idle handles, least recently used first, until `targetBytes` are freed (the
-    /// pool holds no discarded content: a ``/MemwarnRelease/ReleaseTier/discarded`` request frees nothing).
-    /// Handles in use stay open. Failed closes count as freed (the handle is dropped) and
-    /// are reported to `onCloseError`, or kept for ``takeCloseErrors()``.
+    /// Closes idle handles that the ``retention`` lets go, least recently used first, until
+    /// `targetBytes` are freed (the pool holds no discarded content: a
+    /// ``/MemwarnRelease/ReleaseTier/discarded`` request frees nothing). Handles in use stay open.
+    /// With an asynchronous `close` the handles leave the pool at once and their closes are
+    /// started, not awaited. Failed closes count as freed (the handle is dropped) and are
+    /// reported to `onCloseError`, or kept for ``takeCloseErrors()``.
     ///
     /// - Parameter request: the tier being walked and the bytes still wanted.
-    /// - Returns: the bytes freed.
-    /// - Complexity: O(n) in the idle handles, plus their `close`.
+    /// - Returns: the bytes the handles closed held: their count × ``bytesPerHandle``.
+    /// - Complexity: O(n) in the idle handles, plus their synchronous `close`.
     public func release(_ request: ReleaseRequest) -> Int {
         guard request.tier != .discarded, request.targetBytes > 0 else { return 0 }
         let wanted =
             bytesPerHandle == 0
             ? Int.max
             : request.targetBytes / bytesPerHandle + (request.targetBytes % bytesPerHandle == 0 ? 0 : 1)
-        return closeIdle(limit: wanted, keepUnreported: true).bytesFreed
-    }
-
-    // MARK: Lending
-
-    private func checkOut() async throws -> Handle {
-        let maximum = maximumCount
-        var grant = state.withLock { $0.take(maximum: maximum) }
-        if grant == nil {
-            let id = state.withLock { state in
-                state.nextWaiterID += 1
-                return state.nextWaiterID
-            }
-            grant = try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Grant, any Error>) in
-                    let now: Result<Grant, any Error>? = state.withLock { state in
-                        if Task.isCancelled { return .failure(CancellationError()) }
-                        if let grant = state.take(maximum: maximum) { return .success(grant) }
-                        state.waiters.append(Waiter(id: id, continuation: continuation))
-                        return nil
-                    }
-                    if let now { continuation.resume(with: now) }
-                }
-            } onCancel: {
-                let waiter = state.withLock { state in
-                    state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0) }
-                }
-                waiter?.continuation.resume(throwing: CancellationError())
-            }
+        let now = clock.now
+        let taken = state.withLock { state in
+            let closable = state.retention.closable(idleSince: state.idle.map(\.since), openCount: state.open, now: now)
+            let count = min(wanted, closable)
+            state.retention.released(count, at: now)
+            return state.takeIdle(count)
         }
-        switch grant! {
-        case .handle(let handle):
-            return handle
-        case .open:
-            let handle: Handle
-            do {
-                handle = try Handle(openResource())
-            } catch {
-                // Pass the place on: someone waiting may open instead.
-                let next = state.withLock { state -> Waiter? in
-                    state.opening -= 1
-                    guard !state.waiters.isEmpty else { return nil }
-                    state.opening += 1
-                    return state.waiters.removeFirst()
-                }
-                next?.continuation.resume(returning: .open)
-                throw error
-            }
-            state.withLock { state in
-                state.opening -= 1
-                state.open += 1
-            }
-            return handle
-        }
-    }
-
-    private func checkIn(_ handle: Handle) {
-        let next = state.withLock { state -> Waiter? in
-            guard state.waiters.isEmpty else { return state.waiters.removeFirst() }
-            state.idle.append(handle)
-            return nil
-        }
-        next?.continuation.resume(returning: .handle(handle))
-    }
-
-    // MARK: Closing
-
-    private func closeIdle(limit: Int, keepUnreported: Bool) -> ResourceCloseResult {
-        let (taken, inUse) = state.withLock { state in
-            let count = min(limit, state.idle.count)
-            let taken = Array(state.idle.prefix(count))
-            state.idle.removeFirst(count)
-            state.open -= count
-            return (taken, state.open - state.idle.count)
-        }
-        var failures: [ResourceCloseError] = []
-        for handle in taken {
-            do {
-                try closeResource(handle.resource)
-            } catch {
-                failures.append(ResourceCloseError(pool: name, error: error))
-            }
-        }
-        if let onCloseError {
-            for failure in failures { onCloseError(failure) }
-        } else if keepUnreported && !failures.isEmpty {
-            state.withLock { $0.unreportedCloseErrors.append(contentsOf: failures) }
-        }
-        return ResourceCloseResult(closed: taken.count, bytesFreed: taken.count * bytesPerHandle, inUse: inUse, failures: failures)
+        _ = close(taken, keepUnreported: true)
+        return taken.count * bytesPerHandle
     }
 }
