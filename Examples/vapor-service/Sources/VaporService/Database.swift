@@ -25,16 +25,12 @@ final class Database: Sendable {
         pool = ResourcePool(
             name: "postgres", bytesPerHandle: 128 << 10, maximumCount: Self.maximumConnections,
             onCloseError: { failure in logger.error("closing a database connection failed: \(failure)") },
-            // TEMPORARY, until ResourcePool's async open and close are in main: the synchronous
-            // init, blocking the borrowing thread on the connect (a thread of Swift's pool, never
-            // an event loop's) and the releasing thread on the close.
             open: {
                 let id = connectionIDs.add(1, ordering: .relaxed).newValue
-                return try PostgresConnection.connect(
-                    on: eventLoopGroup.any(), configuration: configuration, id: id, logger: logger
-                ).wait()
+                return try await PostgresConnection.connect(
+                    on: eventLoopGroup.any(), configuration: configuration, id: id, logger: logger)
             },
-            close: { connection in try connection.close().wait() })
+            close: { connection in try await connection.close() })
     }
 
     /// The report's row: its owner, title, amount and note.
@@ -78,7 +74,7 @@ final class Database: Sendable {
     /// Closes the idle connections and waits for every close in flight: the last step of
     /// shutdown, once no request can borrow one.
     func closeConnections() async {
-        let result = pool.closeIdle()  // TEMPORARY: closeIdleAndWait() once it is in main
+        let result = await pool.closeIdleAndWait()
         if result.succeeded {
             logger.info("closed \(result.closed) database connections")
         } else {
