@@ -8,10 +8,11 @@ import Synchronization
 ///
 /// The pool opens a connection when a query needs one and none is idle (at most
 /// ``maximumConnections``), and keeps it for the next query. It is a memory consumer of tier
-/// `sharedResources`: at `critical` memwarn closes idle connections, least recently used first,
-/// and the next query opens one again. `bytesPerHandle` is what one connection costs the service
-/// (its channel's buffers, the decoder's state: about 64 KiB measured here, counted at 128 KiB);
-/// a connection costs the database server more, a reason to close idle ones under pressure too.
+/// `sharedResources`: at `critical` memwarn closes idle connections, least recently used first
+/// (with the pool's default retention, only those idle 10 s or more, and never the last one),
+/// and the next query opens one again. `bytesPerHandle` is what one connection holds in this
+/// process (its channel's buffers, the decoder's state): 128 KiB is an estimate, not measured
+/// here; a connection costs the database server more.
 /// At shutdown ``closeConnections()`` closes the idle connections and waits for every close.
 final class Database: Sendable {
     static let maximumConnections = 8
