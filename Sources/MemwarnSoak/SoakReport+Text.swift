@@ -138,8 +138,8 @@ extension SoakReport {
             (
                 "thrashing",
                 { cost in
-                    if let thrashing = cost.thrashing {
-                        return String(format: "YES: %.0f s of releases every second (%.0f s window)", thrashing.seconds, thrashing.windowSeconds)
+                    if let thrashing = cost.thrashing, let window = cost.thrashingWindowSeconds {
+                        return String(format: "YES: %.0f s of releases every second (%.0f s window)", thrashing.seconds, window)
                     }
                     guard cost.releasesPerSecond != nil else { return Self.unreadable(cost.releasesUnreadable) }
                     return cost.thrashingWindowSeconds.map { String(format: "no (%.0f s window)", $0) } ?? "too short to judge"

@@ -53,8 +53,6 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
         package var seconds: Double
         /// Releases a second within it.
         package var releasesPerSecond: Double
-        /// The window it was judged on (``SurvivalCost/thrashingWindow(loadedSeconds:)``).
-        package var windowSeconds: Double
     }
 
     /// The longest a thrashing window is: releases every second for a minute are thrashing
@@ -180,7 +178,7 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
         func close() {
             guard let stretch, stretch.to - stretch.from >= window, stretch.to - stretch.from > best?.seconds ?? 0 else { return }
             let span = stretch.to - stretch.from
-            best = Thrashing(fromSeconds: stretch.from - ready, seconds: span, releasesPerSecond: stretch.releases / span, windowSeconds: window)
+            best = Thrashing(fromSeconds: stretch.from - ready, seconds: span, releasesPerSecond: stretch.releases / span)
         }
         for (before, after) in zip(samples, samples.dropFirst()) {
             if let rise = ReleaseRise(from: before, to: after), rise.releases >= max(1, rise.seconds.rounded(.down)) {
@@ -202,7 +200,7 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
         if let share = releasingShare { phrases.append(String(format: "%.1f %% of the time releasing", share * 100)) }
         if let requests = requestsPerSecond { phrases.append(String(format: "%.0f requests/s", requests)) }
         if let miss = cacheMissRate { phrases.append(String(format: "cache miss rate %.1f %%", miss * 100)) }
-        if let thrashing { phrases.append(thrashing.description) }
+        if let thrashing, let window = thrashingWindowSeconds { phrases.append(thrashing.described(window: window)) }
         if releasesPerSecond != nil, !judgesThrashing {
             phrases.append(
                 String(format: "loaded %.0f s: too short to judge thrashing (%.0f s or more needed)", loadedSeconds, 2 * Self.shortestThrashingWindow))
@@ -217,11 +215,12 @@ package struct SurvivalCost: Sendable, Hashable, Codable {
     }
 }
 
-extension SurvivalCost.Thrashing: CustomStringConvertible {
-    /// `THRASHING: releases every second for 95 s (from 12 s after ready; 60 s window), 29.1/s`.
-    package var description: String {
+extension SurvivalCost.Thrashing {
+    /// `THRASHING: releases every second for 95 s (from 12 s after ready; 60 s window), 29.1/s`,
+    /// judged on a window of `window` seconds (the run's ``SurvivalCost/thrashingWindowSeconds``).
+    package func described(window: Double) -> String {
         String(
-            format: "THRASHING: releases every second for %.0f s (from %.0f s after ready; %.0f s window), %.1f/s", seconds, fromSeconds, windowSeconds,
+            format: "THRASHING: releases every second for %.0f s (from %.0f s after ready; %.0f s window), %.1f/s", seconds, fromSeconds, window,
             releasesPerSecond)
     }
 }

@@ -22,11 +22,8 @@ extension ResourcePool {
     /// - Returns: what this call closed and what failed (failures also go to `onCloseError`).
     public func closeIdleAndWait() async -> ResourceCloseResult {
         let (taken, inUse) = takeAllIdle()
-        var failures: [ResourceCloseError] = []
-        for handle in taken {
-            do { try await driver.close(handle.resource) } catch { failures.append(ResourceCloseError(pool: name, error: error)) }
-        }
-        if let onCloseError { for failure in failures { onCloseError(failure) } }
+        let failures = await closeAwaiting(taken)
+        report(failures, keepUnreported: false)
         closesEnded(taken.count)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = state.withLock { state in
@@ -54,11 +51,7 @@ extension ResourcePool {
         guard !taken.isEmpty else { return [] }
         guard let closeNow = driver.closeNow else {
             Task {
-                var failures: [ResourceCloseError] = []
-                for handle in taken {
-                    do { try await driver.close(handle.resource) } catch { failures.append(ResourceCloseError(pool: name, error: error)) }
-                }
-                report(failures, keepUnreported: true)
+                report(await closeAwaiting(taken), keepUnreported: true)
                 closesEnded(taken.count)
             }
             return []
@@ -69,6 +62,15 @@ extension ResourcePool {
         }
         report(failures, keepUnreported: keepUnreported)
         closesEnded(taken.count)
+        return failures
+    }
+
+    /// Closes handles one after another, awaiting each close; returns the failures.
+    private func closeAwaiting(_ taken: [Handle]) async -> [ResourceCloseError] {
+        var failures: [ResourceCloseError] = []
+        for handle in taken {
+            do { try await driver.close(handle.resource) } catch { failures.append(ResourceCloseError(pool: name, error: error)) }
+        }
         return failures
     }
 
