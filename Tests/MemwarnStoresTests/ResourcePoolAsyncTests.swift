@@ -94,4 +94,29 @@ struct ResourcePoolAsyncTests {
         let kept = pool.takeCloseErrors()
         #expect(kept.count == 1 && kept.first?.pool == "pg" && kept.first?.error is Driver.Refused)
     }
+
+    /// A connect that never completes (a database that accepts and never answers): the pool sets
+    /// no timeout of its own, and a borrower that gives up cancels its connect, whose place under
+    /// the maximum goes to the next borrower.
+    @Test func aBorrowerCancelledWhileItsConnectHangsGivesItsPlaceBack() async throws {
+        let connects = AsyncCondition(0)
+        let pool = ResourcePool<Int>(
+            name: "pg", bytesPerHandle: 256 << 10, maximumCount: 1, retention: .none, coordinator: nil,
+            open: {
+                if connects.withLock({
+                    $0 += 1
+                    return $0
+                }) == 1 {
+                    try await waitForCancellation(within: .seconds(30))
+                }
+                return 7
+            },
+            close: { _ in })
+        let hung = Task { try await pool.withResource { $0 } }
+        #expect(await connects.wait(within: .seconds(30)) { $0 == 1 })
+        hung.cancel()
+        await #expect(throws: CancellationError.self) { try await hung.value }
+        #expect(try await pool.withResource { $0 } == 7, "the cancelled connect gave its place back")
+        #expect(pool.openCount == 1 && pool.waitingCount == 0)
+    }
 }
