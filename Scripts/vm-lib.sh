@@ -5,7 +5,8 @@
 #   busybox-static            fetched and unpacked the same way
 #   the products              static executables in $scratch (libcgroup.a links in statically)
 # The caller sets: vm_name (for messages), cache (a folder, made absolute here), scratch (the
-# static build's folder), products (the executables to build), refresh (1: fetch again).
+# static build's folder), products (the executables to build), refresh (1: fetch again), and
+# kernel_dir when it boots another kernel than fetch_kernel's ($cache/kernel).
 # shellcheck shell=bash
 started=$SECONDS
 say() { echo "== $vm_name [$((SECONDS - started))s] $*" >&2; }
@@ -53,40 +54,59 @@ download_deb() {
 # The kernel: the cloud metapackage names the real image package in its Depends.
 fetch_kernel() {
     local kernel_dir="$cache/kernel"
-    if [ "$refresh" -eq 0 ] && [ -f "$kernel_dir/vmlinuz" ] && [ -f "$kernel_dir/modules/brd.ko" ]; then
+    if [ "$refresh" -eq 0 ] && [ -f "$kernel_dir/vmlinuz" ] && [ -f "$kernel_dir/modules/brd.ko" ] && [ -f "$kernel_dir/modules/overlay.ko" ]; then
         say "kernel: cached $(cat "$kernel_dir/package")"
         return
     fi
     rm -rf "$cache/debs" "$kernel_dir"
     say "kernel: apt-get download linux-image-cloud-amd64"
-    local meta real_package real_deb unpacked
+    local meta real_package real_deb
     meta="$(download_deb linux-image-cloud-amd64 "$cache/debs")"
+    real_package="$(kernel_package_of "$meta")"
+    say "kernel: apt-get download $real_package"
+    real_deb="$(download_deb "$real_package" "$cache/debs")"
+    unpack_kernel "$real_deb" "$kernel_dir" "$real_package"
+    rm -rf "$cache/debs"
+}
+
+# The real image package the cloud metapackage (a .deb) depends on, as NAME=VERSION.
+kernel_package_of() {
+    local meta="$1" real_package
     # Depends: linux-image-6.1.0-56-cloud-amd64 (= 6.1.192-2)
     real_package="$(dpkg-deb -f "$meta" Depends | sed -E 's/^ *([^ ,]+) *\(= *([^)]+)\).*/\1=\2/')"
     [[ "$real_package" == linux-image-*-cloud-amd64=* ]] || die "unexpected Depends in $meta: $(dpkg-deb -f "$meta" Depends)"
-    say "kernel: apt-get download $real_package"
-    real_deb="$(download_deb "$real_package" "$cache/debs")"
+    echo "$real_package"
+}
+
+# Unpacks a kernel image package (not installed) into a folder: vmlinuz, its config, and of the
+# modules only brd (the system VM makes a RAM disk with it, for file-backed pages: its root is a
+# tmpfs) and overlay (Podman's and Docker's image storage), uncompressed (Debian 13 ships modules
+# xz-compressed; the VM loads them with insmod). The serial console, cgroup2, memcg and PSI are
+# built in: checked here.
+unpack_kernel() {  # deb folder label
+    local deb="$1" kernel_dir="$2" label="$3" unpacked module name
     unpacked="$(mktemp -d "$cache/unpack.XXXXXX")"
-    dpkg -x "$real_deb" "$unpacked"
-    mkdir -p "$kernel_dir"
-    # The serial console, cgroup2, memcg and PSI are built in. Of the modules only brd is kept:
-    # the system VM makes a RAM disk with it, for file-backed pages (its root is a tmpfs).
+    dpkg -x "$deb" "$unpacked"
+    rm -rf "$kernel_dir"
+    mkdir -p "$kernel_dir/modules"
     cp "$unpacked"/boot/vmlinuz-* "$kernel_dir/vmlinuz"
     cp "$unpacked"/boot/config-* "$kernel_dir/config"
-    mkdir -p "$kernel_dir/modules"
-    # Debian 12 ships modules uncompressed; a compressed one (later releases) is said, not guessed at.
-    local module
-    module="$(ls "$unpacked"/lib/modules/*/kernel/drivers/block/brd.ko* 2>/dev/null | head -1)"
-    case "$module" in
-        *.ko) cp "$module" "$kernel_dir/modules/brd.ko" ;;
-        "") die "the kernel package has no brd module" ;;
-        *) die "the brd module is compressed ($module): this script loads only uncompressed modules" ;;
-    esac
-    rm -rf "$unpacked" "$cache/debs"
+    for name in drivers/block/brd fs/overlayfs/overlay; do
+        # Under /lib/modules (Debian 12) or /usr/lib/modules (Debian 13).
+        module="$(find "$unpacked"/lib/modules "$unpacked"/usr/lib/modules -path "*/kernel/$name.ko*" 2>/dev/null | head -1 || true)"
+        case "$module" in
+            *.ko) cp "$module" "$kernel_dir/modules/${name##*/}.ko" ;;
+            *.ko.xz) xz -dc "$module" >"$kernel_dir/modules/${name##*/}.ko" ;;
+            *.ko.zst) zstd -qdc "$module" >"$kernel_dir/modules/${name##*/}.ko" ;;
+            "") die "the kernel package has no ${name##*/} module" ;;
+            *) die "the ${name##*/} module is compressed in a way this script does not know ($module)" ;;
+        esac
+    done
+    rm -rf "$unpacked"
     for option in CONFIG_SERIAL_8250_CONSOLE=y CONFIG_MEMCG=y CONFIG_PSI=y CONFIG_BLK_DEV_INITRD=y CONFIG_RD_GZIP=y; do
         grep -qx "$option" "$kernel_dir/config" || die "the kernel lacks $option"
     done
-    echo "$real_package" >"$kernel_dir/package"
+    echo "$label" >"$kernel_dir/package"
 }
 
 # busybox-static: the VM's shell, mount, timeout, poweroff.
@@ -140,7 +160,7 @@ boot_and_judge() {
     set +e
     timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 \
         -accel "$vm_accel" -m "$vm_memory" -smp 2 -nographic -no-reboot \
-        -kernel "$cache/kernel/vmlinuz" -initrd "$initramfs" \
+        -kernel "${kernel_dir:-$cache/kernel}/vmlinuz" -initrd "$initramfs" \
         -append "$append" </dev/null 2>&1 | stdbuf -o0 tr -d '\r' | tee "$console"
     local qemu_status=${PIPESTATUS[0]}
     set -e

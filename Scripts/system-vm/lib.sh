@@ -82,6 +82,18 @@ probe_arguments() { echo "${*:2}" >"/etc/memwarn-system/$1.args"; }
 # A unit's result after it ended: success, oom-kill, signal, exit-code…
 unit_result() { systemctl show -p Result --value "$1"; }
 
+# Runs a unit to its end (at most 120 s) and reads what it did: sets result (its Result=), lines
+# (its JSON lines) and kills (the OOM kills a slice's memory.events counted meanwhile).
+run_and_read_unit() {  # unit slice-directory
+    local before mark
+    before="$(memory_event "$2" oom_kill)"
+    mark="$(journal_mark)"
+    run_unit_to_end "$1" 120
+    result="$(unit_result "$1")"
+    lines="$(unit_lines "$1" "$mark")"
+    kills=$(($(memory_event "$2" oom_kill) - before))
+}
+
 # Starts a unit and waits until it has ended (systemctl's --wait follows it over D-Bus), at most
 # SECONDS. Prints nothing; the result is unit_result's.
 run_unit_to_end() {  # unit seconds
@@ -107,4 +119,53 @@ agent_order_breaches() {
             elif $r.event == "ask" and (.order == null or .order[$r.rank - 1].cgroup != $r.cgroup)
             then .bad += ["ask #\($r.rank) of \($r.cgroup) against its round \(.order | map(.cgroup))"]
             else . end) | .bad))[]'
+}
+
+# Loads a module the host script packed (the kernel's own modules are not in the VM), once.
+load_module() {  # name
+    [ -d "/sys/module/$1" ] || insmod "/usr/local/lib/memwarn-system/modules/$1.ko" || fail "insmod $1.ko failed"
+}
+
+# The image of Examples/container/Containerfile.prebuilt, its service memwarn-growth-probe, built
+# by podman (as the user whose command is given) from the VM's static executables.
+build_probe_image() {  # tag podman-command…
+    local tag=$1 context=/var/lib/memwarn-system/image
+    shift
+    load_module overlay
+    mkdir -p "$context"
+    chmod 0755 /var/lib/memwarn-system "$context"
+    install -m 0755 /usr/local/bin/memwarn /usr/local/bin/memwarn-growth-probe "$context/"
+    "$@" build --quiet -f "$examples/container/Containerfile.prebuilt" --build-arg PRODUCT=memwarn-growth-probe -t "$tag" "$context" >/dev/null ||
+        fail "$* build of $examples/container/Containerfile.prebuilt failed"
+}
+
+# What a container engine's `run --memory 128m` of the probe image gives memwarn, asserted: inside,
+# memwarn status reads cgroup / and 128 MiB from memory.max and its monitor arms; the service
+# survives growth to three times the limit at 40 MiB/s; without memwarn's releases, exit 137.
+# Sets status (memwarn status's JSON inside) for the caller's notes.
+image_checks() {  # label image engine-command…
+    local label=$1 image=$2 out
+    shift 2
+    local run=("$@" run --rm --memory 128m --memory-swap 128m --network none)
+    out="$(mktemp)"
+    status="$("${run[@]}" --entrypoint /usr/local/bin/memwarn "$image" status --json 2>"$out")" ||
+        fail "$label: memwarn status in the container failed: $(tail -5 "$out")"
+    expect "$label: inside, memwarn status does not see cgroup / with 128 MiB from memory.max: $status" \
+        test "$(jq -r .cgroupPath <<<"$status")" = / -a "$(jq -r .limitBytes <<<"$status")" = $((128 << 20)) \
+        -a "$(jq -r .limitFile <<<"$status" | xargs basename)" = memory.max
+    expect "$label: the monitor in the container could not be armed: $(jq -c .monitor <<<"$status")" \
+        test -z "$(jq -r '.monitor.error // empty' <<<"$status")"
+    note "$label: inside, memwarn status reads cgroup $(jq -r .cgroupPath <<<"$status"), limit $(mib "$(jq -r .limitBytes <<<"$status")") MiB from $(jq -r .limitFile <<<"$status"); its monitor: $(jq -r '.monitor.sources | join(" | ")' <<<"$status" | cut -c1-600)"
+    local code lines releases
+    "${run[@]}" "$image" --rate 40 --total 384 --log-level notice >"$out" 2>"$out.err"
+    code=$?
+    lines="$(grep '^{' "$out")"
+    expect "$label: with memwarn the service did not survive: exit $code; $(tail -3 "$out.err")" test "$code" = 0
+    releases="$(jq -s '[.[] | select(.event=="release")] | length' <<<"$lines")"
+    note "$label: with memwarn, 40 MiB/s to 384 MiB under 128 MiB: survived (exit 0) in $(jq -s 'map(select(.event=="done"))[0].seconds // 0 | . * 10 | round / 10' <<<"$lines") s, $releases releases; its log: $(grep -m2 -i 'psi\|trigger' "$out.err" | cut -c1-200 | paste -sd'|')"
+    "${run[@]}" "$image" --rate 40 --total 384 --releaser none >/dev/null 2>&1
+    code=$?
+    expect "$label: without memwarn's releases the container was not OOM-killed: exit $code" test "$code" = 137
+    note "$label: counterfactual, without memwarn's releases: exit $code (OOM-killed)"
+    rm -f "$out" "$out.err"
 }

@@ -27,7 +27,10 @@ struct StatusCommand: AsyncParsableCommand {
             With --pid: the memory cgroup of that process, and what its control endpoint (a \
             memwarn ControlService of this user or root) says: the ancestors a node agent \
             coordinates for it under a lease (coordinatedCgroups; text: "coordinated by the \
-            node agent: PATH (lease)"). A process without an endpoint is still read, with a note.
+            node agent: PATH (lease)"), and what its own monitor listens to \
+            (processMonitorSources; text: "process   its monitor: SOURCE"), systemd's \
+            MEMORY_PRESSURE_WATCH among them when the service manager set it. A process \
+            without an endpoint is still read, with a note.
             Exit status: 0 on success; 1 when the cgroup does not exist or a file or the \
             policy cannot be read (with --all: when a cgroup that still exists could not be \
             read; the others are printed); 64 for bad arguments.
@@ -104,7 +107,7 @@ struct StatusCommand: AsyncParsableCommand {
         var report = StatusReport(
             layout: layout, snapshot: snapshot, level: level, forecast: forecast, policy: policy,
             monitor: await Self.summary(of: monitor))
-        if let pid { report.addLeases(askingEndpointOf: pid) }
+        if let pid { report.addEndpointStatus(of: pid) }
         if target.json {
             print(try report.json())
         } else {

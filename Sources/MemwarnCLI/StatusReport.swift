@@ -37,6 +37,10 @@ struct StatusReport: Encodable {
     /// the process's own, as its control endpoint says; else none (the monitor `status` arms
     /// holds no lease).
     var coordinatedCgroups: [String]
+    /// With `--pid`: what the process's own monitor listens to, as its control endpoint says
+    /// (systemd's `MEMORY_PRESSURE_WATCH` among them when the service manager set it); `nil`
+    /// without `--pid` or without an endpoint.
+    var processMonitorSources: [String]?
     var systemTotalBytes: UInt64?
     var ratio: Double
     var level: String
@@ -155,7 +159,7 @@ struct StatusReport: Encodable {
 
     private enum CodingKeys: String, CodingKey {
         case mode, cgroupPath, cgroupDirectory, measure, usageBytes, cgroupUsageBytes, limitBytes, limitFile, limitCgroup, limits, coordinatedCgroups
-        case systemTotalBytes, ratio, level, psi, growthBytesPerSecond, secondsToCritical, secondsToLimit, monitor, notes
+        case processMonitorSources, systemTotalBytes, ratio, level, psi, growthBytesPerSecond, secondsToCritical, secondsToLimit, monitor, notes
     }
 
     /// Seconds to a tenth.
@@ -176,6 +180,7 @@ struct StatusReport: Encodable {
         try container.encode(limitCgroup, forKey: .limitCgroup)
         try container.encode(limits, forKey: .limits)
         try container.encode(coordinatedCgroups, forKey: .coordinatedCgroups)
+        try container.encode(processMonitorSources, forKey: .processMonitorSources)
         try container.encode(systemTotalBytes, forKey: .systemTotalBytes)
         try container.encode(ratio, forKey: .ratio)
         try container.encode(level, forKey: .level)
@@ -191,14 +196,17 @@ struct StatusReport: Encodable {
         try JSONLine.encode(self)
     }
 
-    /// What the control endpoint of `pid` (`status --pid`) says of the node agent's leases:
-    /// ``coordinatedCgroups``, or a note saying why they are unknown.
-    mutating func addLeases(askingEndpointOf pid: Int32) {
+    /// What the control endpoint of `pid` (`status --pid`) says of the node agent's leases and of
+    /// its monitor's sources: ``coordinatedCgroups`` and ``processMonitorSources``, or a note
+    /// saying why they are unknown.
+    mutating func addEndpointStatus(of pid: Int32) {
         do {
-            coordinatedCgroups = try ServiceEndpoint.status(of: pid).coordinatedCgroups
+            let status = try ServiceEndpoint.status(of: pid)
+            coordinatedCgroups = status.coordinatedCgroups
+            processMonitorSources = status.monitorSources.map(Output.printable)
         } catch {
             let why = error.code == .noEndpoint ? error.message : "process \(pid)'s control endpoint could not be asked: \(error.message)"
-            notes.append(Output.printable(why) + "; the leases a node agent may hold for it are unknown")
+            notes.append(Output.printable(why) + "; the leases a node agent may hold for it and its monitor's sources are unknown")
             return
         }
         if !coordinatedCgroups.isEmpty {
@@ -226,6 +234,7 @@ struct StatusReport: Encodable {
                     + "(\(limit.file)), \(Self.bytes(limit.headroomBytes)) left" + (limit.hidden ? " [set above the cgroup namespace]" : ""))
         }
         for cgroup in coordinatedCgroups { lines.append("agent     coordinated by the node agent: \(cgroup) (lease)") }
+        for source in processMonitorSources ?? [] { lines.append("process   its monitor: \(source)") }
         if let systemTotalBytes { lines.append("system    \(Self.bytes(usageBytes)) used of \(Self.bytes(systemTotalBytes))") }
         if let psi {
             lines.append("psi some  avg10 \(psi.some.avg10)%  avg60 \(psi.some.avg60)%  avg300 \(psi.some.avg300)%")

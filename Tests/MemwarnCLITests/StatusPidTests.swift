@@ -41,6 +41,31 @@ struct StatusPidTests {
         }
     }
 
+    /// What the service's own monitor listens to, as its endpoint says: systemd's watch (a FIFO,
+    /// as a service manager may name one) among its sources, which `status` arming its own
+    /// monitor here would never show (this process's environment names none).
+    @Test func aServicesMonitorSourcesAreShownWithSystemdsWatch() async throws {
+        let runtime = Runtime()
+        defer { runtime.remove() }
+        let fifo = runtime.directory + "/pressure.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        try await withTestCgroup(limit: TriggerCommandTests.limit) { cgroup in
+            let probe = try JSONLineChild(
+                [TriggerCommandTests.probe], in: cgroup, environment: runtime.environment + ["MEMORY_PRESSURE_WATCH=\(fifo)"])
+            defer { probe.stop() }
+            #expect(try probe.send("watch")["watching"] as? String == "normal")
+            let json = try status(["--pid", "\(probe.pid)", "--json"], runtime)
+            #expect(json.status == 0, "\(json.standardError)")
+            let report = try TriggerCommandTests.object(json.standardOutput)
+            let sources = try #require(report["processMonitorSources"] as? [String], "\(json.standardOutput)")
+            #expect(sources.contains("systemd \(fifo)"), "\(sources)")
+            let own = try #require((report["monitor"] as? [String: Any])?["sources"] as? [String], "\(json.standardOutput)")
+            #expect(!own.contains { $0.hasPrefix("systemd") }, "the monitor status arms has its own environment: \(own)")
+            let text = try status(["--pid", "\(probe.pid)"], runtime)
+            #expect(text.standardOutput.contains("process   its monitor: systemd \(fifo)"), "\(text.standardOutput)")
+        }
+    }
+
     @Test func aProcessWithoutAnEndpointIsStillReadAndSaysSo() async throws {
         let runtime = Runtime()
         defer { runtime.remove() }
@@ -52,6 +77,7 @@ struct StatusPidTests {
             #expect(result.status == 0, "\(result.standardError)")
             let report = try TriggerCommandTests.object(result.standardOutput)
             #expect(report["cgroupPath"] as? String == cgroup.location.path && report["coordinatedCgroups"] as? [String] == [])
+            #expect(report["processMonitorSources"] is NSNull, "no endpoint, no sources: \(report)")
             let notes = try #require(report["notes"] as? [String])
             #expect(notes.contains { $0.contains("process \(hog.pid) has no control endpoint") }, "\(notes)")
         }

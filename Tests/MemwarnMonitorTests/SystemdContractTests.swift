@@ -74,14 +74,29 @@ struct SystemdContractTests {
         }
     }
 
-    @Test func aTriggerTheKernelRefusesStopsTheMonitorInsteadOfRunningWithoutIt() async throws {
+    /// A unit whose watch cannot be used (a write that is not base64, a trigger the kernel
+    /// refuses, a path that is not there) leaves the service with its own monitor: it arms, and
+    /// its sources say what systemd named and why it is not watched.
+    @Test func aWatchThatCannotBeUsedIsSaidAndTheMonitorArmsWithoutIt() async throws {
         try await withUnifiedTestCgroup { unified in
             let pressure = unified.location.file("memory.pressure")
-            for write in ["not base64!", Data("sideways 1 2".utf8).base64EncodedString()] {
+            let cases: [(watch: String, write: String?, reason: String)] = [
+                (pressure, "not base64!", "not base64"),
+                (pressure, Data("sideways 1 2".utf8).base64EncodedString(), "writing MEMORY_PRESSURE_WRITE failed"),
+                ("/run/memwarn-no-such-watch-\(getpid())", nil, "does not exist"),
+            ]
+            for (watch, write, reason) in cases {
                 try await withTestCgroup(limit: Self.limit) { cgroup in
-                    let probe = try Self.probe(["MEMORY_PRESSURE_WATCH": pressure, "MEMORY_PRESSURE_WRITE": write], in: cgroup)
+                    var variables = ["MEMORY_PRESSURE_WATCH": watch]
+                    variables["MEMORY_PRESSURE_WRITE"] = write
+                    let probe = try Self.probe(variables, in: cgroup)
                     defer { probe.stop() }
-                    #expect(throws: JSONLineChild.Failure.self, "MEMORY_PRESSURE_WRITE=\(write)") { try probe.send("watch") }
+                    let watching = try probe.send("watch")
+                    #expect(watching["watching"] as? String == "normal", "\(variables): \(watching)")
+                    let sources = try #require(watching["sources"] as? [String], "\(watching)")
+                    let said = sources.first { $0.hasPrefix("systemd \(watch) not watched") }
+                    #expect(said?.contains(reason) == true, "\(variables): \(sources)")
+                    #expect(sources.contains { $0.hasPrefix("psi-trigger") }, "its own sources: \(sources)")
                 }
             }
         }

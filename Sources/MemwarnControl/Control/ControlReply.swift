@@ -12,7 +12,7 @@ import Foundation
 /// ```
 /// {"ok":true,"request":"status","pid":42,"level":"normal","usageBytes":…,"limitBytes":…,"cgroupPath":…,"consumers":[{"name":…,"tier":…,"footprintBytes":…,"inUseBytes":…}],
 ///  "releases":…,"releasedBytesByTier":{…},"releasedBytesByConsumer":{…},"memoryExhausted":false,"forecastWarnings":…,
-///  "falseForecasts":…,"residentBytes":…,"heapInUseBytes":…,"coordinatedCgroups":["/shared.slice"]}
+///  "falseForecasts":…,"residentBytes":…,"heapInUseBytes":…,"coordinatedCgroups":["/shared.slice"],"monitorSources":[…]}
 /// {"ok":true,"request":"warn","pid":42,"report":{…}}
 /// {"ok":true,"request":"terminate-suspended","pid":42,"report":{…}}
 /// {"ok":true,"request":"coordinate","pid":42,"cgroup":"/kubepods.slice","leaseMilliseconds":5000}

@@ -4,7 +4,8 @@ import MemwarnSystem
 extension ControlStatus {
     /// The status in its summary form: one consumer a tier, named for the tier and how many
     /// consumers it folds (`caches (3 consumers)`), holding their footprints and in-use bytes
-    /// summed, in release order; and the bytes released by consumer left out (by tier, they stay).
+    /// summed, in release order; and the bytes released by consumer and the monitor's sources left
+    /// out (by tier, the bytes stay).
     /// What a node agent needs — what a service holds and could give at each level — in a reply
     /// whose size does not grow with the consumers a service registers.
     ///
@@ -25,6 +26,7 @@ extension ControlStatus {
                 name: "\(tier) (\(members.count) consumer\(members.count == 1 ? "" : "s"))", tier: tier, footprintBytes: footprint, inUseBytes: inUse)
         }
         folded.released.freedBytesByConsumer = [:]
+        folded.monitorSources = []
         return folded
     }
 }

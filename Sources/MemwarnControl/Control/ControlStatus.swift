@@ -42,4 +42,10 @@ public struct ControlStatus: Sendable, Hashable {
     /// now, each under a lease the agent renews (its monitor leaves those limits to the agent),
     /// sorted; empty when none does (and from an endpoint that predates it).
     public var coordinatedCgroups: [String] = []
+    /// What the process's monitor listens to, one line a source, as
+    /// ``/MemwarnMonitor/PressureMonitor/watchedSources`` lists them: systemd's
+    /// `MEMORY_PRESSURE_WATCH` among them (`systemd PATH`) when the service manager set it, or
+    /// the reason it is not watched. Empty without a monitor, in the summary form, and from an
+    /// endpoint that predates it.
+    public var monitorSources: [String] = []
 }

@@ -80,6 +80,7 @@ struct ControlSubject: Sendable {
             status.isMemoryExhausted = monitor.isMemoryExhausted
             status.forecasts = monitor.forecastTally
             status.coordinatedCgroups = monitor.coordinatedCgroups.keys.sorted()
+            status.monitorSources = monitor.watchedSources
         }
         status.process = ProcessMemory.current()
         return status

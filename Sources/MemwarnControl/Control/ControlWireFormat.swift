@@ -242,11 +242,12 @@ extension ControlStatus: Codable {
     private enum CodingKeys: String, CodingKey {
         case pid, level, usageBytes, limitBytes, cgroupPath, consumers
         case releases, releasedBytesByTier, releasedBytesByConsumer, memoryExhausted, forecastWarnings, falseForecasts
-        case residentBytes, heapInUseBytes, coordinatedCgroups, releaseSeconds
+        case residentBytes, heapInUseBytes, coordinatedCgroups, releaseSeconds, monitorSources
     }
 
     /// Reads a reply; the figures added after the first release (releases, exhaustion,
-    /// forecasts, process memory, the coordinated cgroups) may be missing, from an older endpoint.
+    /// forecasts, process memory, the coordinated cgroups, the monitor's sources) may be missing,
+    /// from an older endpoint.
     ///
     /// - Parameter decoder: the decoder to read from.
     /// - Throws: `DecodingError` for a missing or mistyped field of the first release.
@@ -274,6 +275,7 @@ extension ControlStatus: Codable {
             process = ProcessMemory(residentBytes: resident, heapInUseBytes: try container.decodeIfPresent(UInt64.self, forKey: .heapInUseBytes))
         }
         coordinatedCgroups = try container.decodeIfPresent([String].self, forKey: .coordinatedCgroups) ?? []
+        monitorSources = try container.decodeIfPresent([String].self, forKey: .monitorSources) ?? []
     }
 
     /// Every key is present: unknown values are `null`.
@@ -298,6 +300,7 @@ extension ControlStatus: Codable {
         try container.encode(process?.residentBytes, forKey: .residentBytes)
         try container.encode(process?.heapInUseBytes, forKey: .heapInUseBytes)
         try container.encode(coordinatedCgroups, forKey: .coordinatedCgroups)
+        try container.encode(monitorSources, forKey: .monitorSources)
     }
 }
 

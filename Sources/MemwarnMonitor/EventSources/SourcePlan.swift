@@ -36,7 +36,7 @@ struct SourcePlan {
     ///   - environment: read for systemd's `MEMORY_PRESSURE_WATCH` and `MEMORY_PRESSURE_WRITE`.
     ///   - watchesPressureStall: whether to register PSI triggers (or their fallback).
     /// - Throws: ``/CgroupKit/CgroupError`` when a source the kernel offers cannot be made (a cgroup file
-    ///   that cannot be read, a trigger systemd asked for that the kernel refuses);
+    ///   that cannot be read);
     ///   ``SystemError`` when the system is out of eventfds or inotify instances.
     init(
         sampler: SnapshotSampler, snapshot: PressureSnapshot, policy: PressurePolicy, environment: [String: String],
@@ -65,7 +65,23 @@ struct SourcePlan {
             try addSampling(nil, noLimit: true, policy: policy, files: sampler.files, because: "no memory controller")
         }
         if watchesPressureStall { try planPressureStall(sampler, policy: policy, logger: logger) }
-        if let systemd = try SystemdPressureWatch.fromEnvironment(environment) { add(systemd) }
+        addSystemdWatch(environment, logger: logger)
+    }
+
+    /// systemd's watch (`MemoryPressureWatch=`), when the environment names one. One that cannot
+    /// be used — a path that cannot be opened, a `MEMORY_PRESSURE_WRITE` that is not base64 or
+    /// that the kernel refuses as a trigger — is said (a line among the sources, a warning in the
+    /// log) and left out: the monitor arms with its own sources, which watch the same cgroup.
+    private mutating func addSystemdWatch(_ environment: [String: String], logger: Logger) {
+        do {
+            if let systemd = try SystemdPressureWatch.fromEnvironment(environment) { add(systemd) }
+        } catch {
+            let path = environment[SystemdPressureWatch.watchVariable] ?? ""
+            lines.append("systemd \(path) not watched (\(error)): the monitor's own sources watch")
+            logger.warning(
+                "memory monitor: the pressure watch systemd named cannot be used; the monitor's own sources watch",
+                metadata: ["watch": "\(path)", "error": "\(error)"])
+        }
     }
 
     private mutating func addSampling(

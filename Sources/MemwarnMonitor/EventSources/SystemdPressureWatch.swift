@@ -24,8 +24,8 @@ final class SystemdPressureWatch: PressureSource {
     /// The watch systemd asked for, or `nil` when the variables are absent or say `/dev/null`.
     ///
     /// - Throws: ``/CgroupKit/CgroupError`` when the path cannot be opened, the write is not base64,
-    ///   or the kernel refuses the trigger: systemd asked for it, so failing quietly would hide
-    ///   a broken unit.
+    ///   or the kernel refuses the trigger. The plan says it and arms without it (a broken unit
+    ///   must not leave the service with no monitor at all).
     static func fromEnvironment(_ environment: [String: String]) throws(CgroupError) -> SystemdPressureWatch? {
         guard let path = environment[watchVariable], !path.isEmpty, path != "/dev/null" else { return nil }
         var payload: [UInt8] = []
