@@ -63,6 +63,11 @@ struct StatusPidTests {
             #expect(!own.contains { $0.hasPrefix("systemd") }, "the monitor status arms has its own environment: \(own)")
             let text = try status(["--pid", "\(probe.pid)"], runtime)
             #expect(text.standardOutput.contains("process   its monitor: systemd \(fifo)"), "\(text.standardOutput)")
+            // The summary form (a node agent's, at every renewal) leaves the sources out.
+            let agent = try RawControlClient(runtime.socket(of: probe.pid))
+            agent.send(#"{"request":"status","summary":true}"# + "\n")
+            let summary = agent.readToEnd()
+            #expect(summary.contains(#""monitorSources":[]"#), "\(summary)")
         }
     }
 

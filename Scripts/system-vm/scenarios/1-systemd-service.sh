@@ -118,9 +118,10 @@ expect "the service did not stop cleanly on SIGTERM: Result=$result" test "$resu
 systemctl set-property --runtime "$unit" MemoryMax=128M
 note "SIGTERM (systemctl stop): graceful shutdown, Result=$result"
 
-# Reported, not asserted: the same unit as an ordinary user (User=nobody). Kernels before 6.4
-# refuse a PSI trigger from a writer without CAP_SYS_RESOURCE (EPERM), whatever the file's owner:
-# the monitor samples the totals instead (the pressure-watch scenario asserts what 6.12 does).
+# Reported, not asserted: the same unit as an ordinary user (User=nobody): systemd 252 leaves
+# memory.pressure root's, so the trigger is refused for the file's mode; then the file made
+# nobody's, to see what kernel 6.1 itself says to a writer without CAP_SYS_RESOURCE (the
+# pressure-watch scenario asserts what 6.12 does).
 mkdir -p /etc/systemd/system/$unit.d
 printf '[Service]\nUser=nobody\n' >/etc/systemd/system/$unit.d/zz-counterfactual.conf
 systemctl daemon-reload
@@ -132,6 +133,12 @@ if wait_for_line "$unit" "$mark" '"event":"control"' 30 >/dev/null; then
     sources="$(runuser -u nobody -- env XDG_RUNTIME_DIR=/run/my-service memwarn status --pid "$pid" --json --growth-sample 0s |
         jq -r '.processMonitorSources // [] | .[] | select(test("pressure"))' | paste -sd'|')"
     note "as User=nobody on kernel $(uname -r): its monitor's PSI sources: $sources"
+    # The kernel's own answer, the file's owner aside: memory.pressure made nobody's (as systemd
+    # 254+ does for MemoryPressureWatch=), a monitor armed as nobody (memwarn status) on the unit.
+    chown nobody "$slice/my-service.service/memory.pressure"
+    sources="$(runuser -u nobody -- memwarn status --cgroup /system.slice/my-service.service --json --growth-sample 0s |
+        jq -r '.monitor.sources // [] | .[] | select(test("pressure"))' | paste -sd'|')"
+    note "the file made nobody's, a monitor armed as nobody on kernel $(uname -r): $sources"
 else
     note "as User=nobody: the service did not come up (not asserted)"
 fi

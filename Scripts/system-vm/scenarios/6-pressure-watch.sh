@@ -19,9 +19,9 @@
 #      overrides systemd's): the service still arms, `memwarn status --pid` says why the watch is
 #      not watched, and its log says it once.
 #   5. As an ordinary user (User=nobody): systemd hands the user the unit's memory.pressure, and
-#      kernel 6.12 takes a trigger without CAP_SYS_RESOURCE whose window is a multiple of 2 s
-#      (kernels before 6.4 refuse it: the systemd-service scenario reports what 6.1 does): the
-#      service's monitor writes systemd's trigger and its own.
+#      the kernel takes a trigger without CAP_SYS_RESOURCE whose window is 2 s (the
+#      systemd-service scenario reports what Debian 12 does): the service's monitor writes
+#      systemd's trigger and its own.
 unit=my-service.service
 cleanup() {
     systemctl stop "$unit" pressure-helper.service 2>/dev/null

@@ -23,7 +23,7 @@ struct ControlSubject: Sendable {
     func reply(to request: ControlRequest, from peerPid: Int32, summary: Bool = false) -> ControlReply {
         switch request {
         case .status:
-            return .status(summary ? status().foldedByTier() : status())
+            return .status(summary ? status(withSources: false).foldedByTier() : status(withSources: true))
         case .warn(let level, let targetBytes):
             // A warning on request is a warning: the coordinator's responders hear it first.
             let report = warn(level: level, targetBytes: targetBytes, from: peerPid)
@@ -60,7 +60,9 @@ struct ControlSubject: Sendable {
         return coordinator.release(level: level, targetBytes: targetBytes)
     }
 
-    private func status() -> ControlStatus {
+    /// The status; the monitor's sources only when asked (the summary form leaves them out, and
+    /// a node agent asks for it at every renewal).
+    private func status(withSources: Bool) -> ControlStatus {
         let latest = latestEvent()
         let consumers = coordinator.consumers
             .map {
@@ -80,7 +82,7 @@ struct ControlSubject: Sendable {
             status.isMemoryExhausted = monitor.isMemoryExhausted
             status.forecasts = monitor.forecastTally
             status.coordinatedCgroups = monitor.coordinatedCgroups.keys.sorted()
-            status.monitorSources = monitor.watchedSources
+            if withSources { status.monitorSources = monitor.watchedSources }
         }
         status.process = ProcessMemory.current()
         return status
