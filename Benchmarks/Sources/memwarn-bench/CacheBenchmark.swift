@@ -223,8 +223,8 @@ extension CacheBenchmark.Result {
         let reference = CacheBenchmark.referenceSize
         let largest = sizes.last ?? reference
         var ratios = sizes.map { size in
-            ratio("DiscardableCache / locked Dictionary @\(size)", goal: "<= 1.5x",
-                  measurement(.discardableCache, size), measurement(.lockedDictionary, size), met: { $0 <= 1.5 })
+            ratio("DiscardableCache / locked Dictionary @\(size)", goal: "<= 1.4x",
+                  measurement(.discardableCache, size), measurement(.lockedDictionary, size), met: { $0 <= 1.4 })
         }
         ratios.append(ratio("NSCache / DiscardableCache @\(reference)", goal: ">= 300x",
                             measurement(.nsCache, reference), measurement(.discardableCache, reference), met: { $0 >= 300 }))

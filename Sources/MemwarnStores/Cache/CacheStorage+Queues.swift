@@ -12,7 +12,7 @@ extension CacheStorage {
     }
 
     @inlinable
-    static func push(_ slot: Int32, cost: Int, onto queue: inout Queue, in nodes: inout [Node]) {
+    static func push(_ slot: Int32, cost: Int, onto queue: inout Queue, in nodes: inout SlotBuffer<Node>) {
         nodes[Int(slot)].previous = queue.newest
         nodes[Int(slot)].next = -1
         if queue.newest >= 0 { nodes[Int(queue.newest)].next = slot }
@@ -31,7 +31,7 @@ extension CacheStorage {
     }
 
     @inlinable
-    static func unlink(_ slot: Int32, cost: Int, from queue: inout Queue, in nodes: inout [Node]) {
+    static func unlink(_ slot: Int32, cost: Int, from queue: inout Queue, in nodes: inout SlotBuffer<Node>) {
         let previous = nodes[Int(slot)].previous
         let next = nodes[Int(slot)].next
         if previous >= 0 { nodes[Int(previous)].next = next } else { queue.oldest = next }

@@ -53,8 +53,8 @@ public protocol DiscardableCacheDelegate: AnyObject, Sendable {
 /// together than one (1.8–2× with `Int` values, in `Benchmarks/run cache`; with class values
 /// each read also retains the object, and two threads reading the same objects contend on
 /// their reference counts); a thread setting meanwhile slows them both. A set and a get cost
-/// about 1.43× a `Mutex`-locked `Dictionary`'s on the 2-CPU machine the benchmark ran on (more
-/// on a busy host). A set also visits one reader counter per CPU, so it costs more with more
+/// 1.3–1.6× a `Mutex`-locked `Dictionary`'s in `Benchmarks/run cache` on 2-CPU machines (more
+/// on a busy host; the Benchmarks README has the figures). A set also visits one reader counter per CPU, so it costs more with more
 /// CPUs. The read-only properties (``count``, ``totalCost``, the limits) take the lock shared.
 ///
 /// The cache is `Sendable` when its values are: a cache of non-`Sendable` values stays on the
