@@ -125,7 +125,10 @@ extern int sched_getcpu(void);
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
 #include <sys/rseq.h>
+// glibc registers the area only on architectures it defines a signature for.
+#ifdef RSEQ_SIG
 #define MEMWARN_HAVE_RSEQ_AREA 1
+#endif
 #endif
 
 /// The CPU the calling thread runs on, or -1, as `sched_getcpu` answers, without its call:

@@ -15,7 +15,7 @@ import Musl
 /// locked dictionary's): a set went from 1.71× to 1.52× the locked dictionary's.
 ///
 /// Elements that cannot be moved bit for bit (a struct holding a `weak` reference), or that need
-/// more than malloc's 16-byte alignment, are moved one by one into a new buffer instead.
+/// more than malloc's alignment (two words), are moved one by one into a new buffer instead.
 ///
 /// Not thread-safe: the cache's lock guards it as it guards the rest of ``CacheStorage``.
 @usableFromInline
@@ -37,9 +37,11 @@ struct SlotBuffer<Element>: ~Copyable {
     }
 
     /// Whether the buffer is grown with `realloc`: the element moves bit for bit, and malloc's
-    /// alignment suffices.
+    /// alignment suffices (two words: 16 bytes on 64-bit systems, 8 on some 32-bit ones).
     @inlinable
-    static var growsInPlace: Bool { _isBitwiseTakable(Element.self) && MemoryLayout<Element>.alignment <= 16 }
+    static var growsInPlace: Bool {
+        _isBitwiseTakable(Element.self) && MemoryLayout<Element>.alignment <= 2 * MemoryLayout<Int>.size
+    }
 
     @inlinable
     var indices: Range<Int> { 0..<count }
