@@ -54,8 +54,8 @@ public protocol DiscardableCacheDelegate: AnyObject, Sendable {
 /// each read also retains the object, and two threads reading the same objects contend on
 /// their reference counts); a thread setting meanwhile slows them both. A set and a get cost
 /// 1.3–1.6× a `Mutex`-locked `Dictionary`'s in `Benchmarks/run cache` on 2-CPU machines (more
-/// on a busy host; the Benchmarks README has the figures). A set also visits one reader counter per CPU, so it costs more with more
-/// CPUs. The read-only properties (``count``, ``totalCost``, the limits) take the lock shared.
+/// on a busy host; the Benchmarks README has the figures). A set also visits one reader counter
+/// per CPU, so it costs more with more CPUs. The read-only properties (``count``, ``totalCost``, the limits) take the lock shared.
 ///
 /// The cache is `Sendable` when its values are: a cache of non-`Sendable` values stays on the
 /// thread or task that owns it, as the compiler checks, and memwarn's releases still reach it
