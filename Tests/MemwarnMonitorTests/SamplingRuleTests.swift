@@ -62,15 +62,15 @@ struct SamplingRuleTests {
         #expect(SamplingRule.guardBand(capacity: gibibyte, processors: 1) == 3 * Self.mebibyte / 2)
     }
 
-    @Test func insideAGuardBandTheWaitDoublesWhileUsageStaysPutAndStartsOverOnAChange() {
-        var wait: Duration? = nil
-        var seen: [Duration] = []
-        for _ in 0..<6 {
-            wait = Self.rule.guardInterval(previous: wait, changed: false)
-            seen.append(wait!)
-        }
-        #expect(seen == [.milliseconds(5), .milliseconds(10), .milliseconds(20), .milliseconds(40), .milliseconds(40), .milliseconds(40)])
-        #expect(Self.rule.guardInterval(previous: .milliseconds(40), changed: true) == .milliseconds(5))
+    @Test func insideAGuardBandTheWaitIsTheCapUnlessARiseCouldReachTheMarkSooner() {
+        let mebibyte = Self.mebibyte
+        #expect(Self.rule.guardInterval(distance: mebibyte, risingBytesPerSecond: 0) == .milliseconds(100), "usage stays put or falls")
+        #expect(Self.rule.guardInterval(distance: mebibyte, risingBytesPerSecond: Double(mebibyte)) == .milliseconds(100), "1 s away: the cap")
+        #expect(Self.rule.guardInterval(distance: mebibyte, risingBytesPerSecond: Double(100 * mebibyte)) == .milliseconds(10), "10 ms away")
+        #expect(Self.rule.guardInterval(distance: mebibyte, risingBytesPerSecond: Double(1 << 30)) == .milliseconds(5), "the floor")
+        var off = Self.rule
+        off.worstCaseBytesPerSecond = 0
+        #expect(off.guardInterval(distance: mebibyte, risingBytesPerSecond: 0) == .milliseconds(100), "whatever the worst-case rate")
     }
 
     @Test func thePolicyKeyTakesARatePerSecondOrZero() throws {

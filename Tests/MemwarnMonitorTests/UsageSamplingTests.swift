@@ -89,19 +89,40 @@ struct UsageSamplingTests {
     @Test func guardedSamplingReadsOnlyInABandAndWakesOnASecondLookAtACrossing() throws {
         let (host, sampler, band, mark) = try Self.guarded()
         let start = ContinuousClock.now
+        let file = "/sys/fs/cgroup/app/memory.current"
         try sampler.observe(Self.snapshot(host, 0.5), at: start)
         #expect(sampler.nextRead(after: start) == nil, "far below every mark: no sampling")
 
         try sampler.observe(Self.snapshot(host, bytes: mark - band / 2), at: start)
-        #expect(sampler.nextRead(after: start) == start + .milliseconds(5))
-        try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark - band / 2))
-        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(5))))
-        #expect(sampler.nextRead(after: start) == start + .milliseconds(10), "unchanged: the wait doubles")
+        #expect(sampler.nextRead(after: start) == start + .milliseconds(100), "in the band, no rise measured: the cap")
+        try host.overwrite(file, SyntheticHost.fixedWidth(mark - band / 2))
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(100))))
+        #expect(sampler.nextRead(after: start) == start + .milliseconds(100), "unchanged: the cap again")
 
-        try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark + 4096))
-        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(15))), "first look: the kernel may report it yet")
+        // A rise of a quarter band in 10 ms leaves a quarter band to the mark: read 10 ms later.
+        try host.overwrite(file, SyntheticHost.fixedWidth(mark - band / 4))
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(110))))
+        let rising = try #require(sampler.nextRead(after: start))
+        #expect(abs((rising - start).seconds - 0.010) < 0.0005, "\(rising - start)")
+
+        try host.overwrite(file, SyntheticHost.fixedWidth(mark + 4096))
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(120))), "first look: the kernel may report it yet")
         #expect(sampler.nextRead(after: start) == start + .milliseconds(5), "looked at again soon")
-        #expect(Self.isWake(sampler.sample(at: start + .milliseconds(20)), .usageSample), "second look: unreported")
+        #expect(Self.isWake(sampler.sample(at: start + .milliseconds(125)), .usageSample), "second look: unreported")
+    }
+
+    /// The kernel reported its guard crossed, but the reading that followed found usage a little
+    /// under the guard (a few pages freed, or a CPU's charge stock drained, after the kernel's
+    /// check). The kernel reports nothing more until a check of its own sees usage under the
+    /// guard: a small step back up and across the mark must still be sampled.
+    @Test func aReadingJustUnderTheGuardAfterItsEventStillSamples() throws {
+        let (host, sampler, band, mark) = try Self.guarded()
+        let start = ContinuousClock.now
+        try sampler.observe(Self.snapshot(host, bytes: mark - band - (256 << 10)), at: start)
+        #expect(sampler.nextRead(after: start) == start + .milliseconds(100))
+        try host.overwrite("/sys/fs/cgroup/app/memory.current", SyntheticHost.fixedWidth(mark + 4096))
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(100))))
+        #expect(Self.isWake(sampler.sample(at: start + .milliseconds(105)), .usageSample))
     }
 
     @Test func aCrossingTheKernelReportedMeanwhileIsNotReportedAgain() throws {
@@ -114,7 +135,7 @@ struct UsageSamplingTests {
         #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(10))))
     }
 
-    @Test func leavingABandDownwardsKeepsSamplingForASecondBandWidth() throws {
+    @Test func usageIsSampledUpToTwoBandWidthsBelowAMarkAndNotFurther() throws {
         let (host, sampler, band, mark) = try Self.guarded()
         let start = ContinuousClock.now
         try sampler.observe(Self.snapshot(host, bytes: mark - band / 2), at: start)

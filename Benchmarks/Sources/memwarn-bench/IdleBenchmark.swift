@@ -9,7 +9,9 @@ import Glibc
 
 /// What watching costs while nothing happens, on each path and at several usages: idle test
 /// cgroups of 64 MiB whose hogs hold about nothing, half the limit, and just under the warning mark
-/// (2 % of the limit below it), and one of 1 GiB held at half. Each is watched, over the same
+/// (2 % of the limit below it), one more just under the mark whose usage moves a little all the
+/// time (its hog holds 64 KiB more, then less, every 50 ms: a live service at rest), and one of
+/// 1 GiB held at half. Each is watched, over the same
 /// interval, by a ``PressureMonitor`` in this process (root: cgroup v1 events, guard bands below
 /// the marks) and by `memwarn watch` run as nobody (adaptive sampling: the path of cgroup v2, hosts
 /// without a limit, ordinary users). Beside them: a thread reading usage every 100 ms (the obvious
@@ -20,11 +22,18 @@ import Glibc
 /// own account); wake-ups are their context switches, about one each (each sampled wake-up is one
 /// read of usage).
 struct IdleBenchmark {
-    /// Where the hogs sit: the limit, and the share of it held (`nil`: 2 % of it under the warning mark).
-    static let positions: [(name: String, limit: UInt64, fraction: Double?)] = [
-        ("64 MiB, hog empty", 64 << 20, 0), ("64 MiB, half", 64 << 20, 0.5), ("64 MiB, just under the warning mark", 64 << 20, nil),
-        ("1 GiB, half", 1 << 30, 0.5),
+    /// Where the hogs sit: the limit, the share of it held (`nil`: 2 % of it under the warning
+    /// mark), and whether the hog's usage moves (``movingStep`` up and down every ``movingPeriod``).
+    static let positions: [(name: String, limit: UInt64, fraction: Double?, moving: Bool)] = [
+        ("64 MiB, hog empty", 64 << 20, 0, false), ("64 MiB, half", 64 << 20, 0.5, false),
+        ("64 MiB, just under the warning mark", 64 << 20, nil, false),
+        ("64 MiB, just under the warning mark, moving", 64 << 20, nil, true), ("1 GiB, half", 1 << 30, 0.5, false),
     ]
+    /// How much a moving hog's usage goes up and down, and how often.
+    static let movingStep = 64 << 10
+    static let movingPeriod = Duration.milliseconds(50)
+    /// The position whose monitor's sources the report lists.
+    static let listedPosition = 2
     static let bareTimerThreadName = "memwarn-bare5ms"
 
     var seconds: Double
@@ -66,7 +75,11 @@ struct IdleBenchmark {
     private func measure(cgroups: [TestCgroup]) async throws -> Result {
         let policy = PressurePolicy()
         var hogs: [MemoryHog] = []
-        defer { for hog in hogs { hog.terminate() } }
+        var movers: [Task<Void, any Error>] = []
+        defer {
+            for mover in movers { mover.cancel() }
+            for hog in hogs { hog.terminate() }
+        }
         for (cgroup, position) in zip(cgroups, Self.positions) {
             let hog = try MemoryHog()
             hogs.append(hog)
@@ -74,6 +87,7 @@ struct IdleBenchmark {
             let overhead = Int(try cgroup.usage())
             let target = position.fraction.map { Double(position.limit) * $0 } ?? Double(position.limit) * (policy.warningRatio - 0.02)
             if target > 0 { try hog.hold(Int(target) - overhead) }
+            if position.moving { movers.append(Self.move(hog, around: Int(target) - overhead)) }
         }
         var measured: [Measured] = []
         var monitors: [PressureMonitor] = []
@@ -140,6 +154,21 @@ struct IdleBenchmark {
     }
 }
 
+extension IdleBenchmark {
+    /// Has `hog` hold ``movingStep`` more than `bytes`, then `bytes` again, every
+    /// ``movingPeriod``, until cancelled: usage that never stays put, as a live service's.
+    static func move(_ hog: MemoryHog, around bytes: Int) -> Task<Void, any Error> {
+        Task.detached {
+            var up = true
+            while !Task.isCancelled {
+                try hog.hold(bytes + (up ? movingStep : 0))
+                up.toggle()
+                try await Task.sleep(for: movingPeriod)
+            }
+        }
+    }
+}
+
 /// A thread that only sleeps `interval` at a time, forever, until stopped.
 final class BareTimer: Sendable {
     private let interval: Duration
@@ -181,7 +210,7 @@ extension IdleBenchmark.Result {
         \(table(rows))
 
         the in-process monitor just under the warning mark listens to:
-        \((watchedSources.count > 2 ? watchedSources[2] : []).map { "  " + $0 }.joined(separator: "\n"))
+        \((watchedSources.count > IdleBenchmark.listedPosition ? watchedSources[IdleBenchmark.listedPosition] : []).map { "  " + $0 }.joined(separator: "\n"))
         """
     }
 

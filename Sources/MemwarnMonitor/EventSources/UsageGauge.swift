@@ -37,14 +37,8 @@ final class UsageGauge {
     private var position = 0
     private(set) var rising = 0.0
     private(set) var falling = 0.0
-    private var changed = true
-    private var guardWait: Duration?
     /// Guarded: a crossing one read saw, which the kernel has not reported yet.
     private var unconfirmedCrossing = false
-    /// Guarded: usage was inside a band at the last read. Sampling goes on until usage is a
-    /// second band's width below the mark: a fall out of the band by a few unchecked pages leaves
-    /// the kernel's guard "crossed", and it would not report usage coming back.
-    private var guarding = false
 
     init(constraint: (cgroupPath: String, limitFile: String)?, file: UsageFile, processors: Int) {
         self.constraint = constraint
@@ -64,16 +58,12 @@ final class UsageGauge {
     /// Sampling by the rule from now on (the kernel's thresholds on it are gone).
     func sampleContinuously() {
         isGuarded = false
-        guardWait = nil
-        guarding = false
         unconfirmedCrossing = false
     }
 
     /// Sampling in the guard bands from now on.
     func guardFromNow() {
         isGuarded = true
-        guardWait = nil
-        guarding = false
         unconfirmedCrossing = false
     }
 
@@ -97,15 +87,13 @@ final class UsageGauge {
                 fallingBytesPerSecond: falling)
         }
         if unconfirmedCrossing { return SamplingRule.shortestInterval }
-        let width = guarding ? 2 * band : band
-        guarding = levelMarks.contains { usage < $0 && usage + width >= $0 }
-        guard guarding else {
-            guardWait = nil
-            return nil
-        }
-        let wait = rule.guardInterval(previous: guardWait, changed: changed)
-        guardWait = wait
-        return wait
+        // Two band widths, not one: once the kernel has reported its guard crossed, it reports
+        // nothing more until one of its checks sees usage back under the guard. A reading a
+        // little under the guard (usage fell back by a few pages, or a CPU's charge stock was
+        // drained, after the kernel's check) leaves the guard "crossed" in the kernel, so a small
+        // step back up and across the mark would go unreported, and unsampled.
+        guard let mark = levelMarks.first(where: { usage < $0 && usage + 2 * band >= $0 }) else { return nil }
+        return rule.guardInterval(distance: mark - usage, risingBytesPerSecond: rising)
     }
 
     /// Reads usage now.
@@ -133,12 +121,11 @@ final class UsageGauge {
         return true
     }
 
-    /// Notes a reading: whether it changed, and how fast usage rose or fell since the last one
-    /// (readings less than a millisecond apart keep the rates they had).
+    /// Notes a reading, and how fast usage rose or fell since the last one (readings less than a
+    /// millisecond apart keep the rates they had).
     private func record(_ usage: UInt64, at now: ContinuousClock.Instant) {
         defer { last = (usage, now) }
         guard let last else { return }
-        changed = usage != last.usage
         let seconds = (now - last.at).seconds
         guard seconds >= 0.001 else { return }
         let rate = (Double(usage) - Double(last.usage)) / seconds
