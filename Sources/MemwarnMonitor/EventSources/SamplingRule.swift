@@ -24,9 +24,10 @@ package struct SamplingRule: Sendable, Hashable {
     /// The shortest wait between two readings.
     static let shortestInterval = Duration.milliseconds(5)
     /// The longest wait between two readings inside a guard band: how late a crossing the kernel
-    /// left unreported is found at worst. Such a crossing is by growth slower than 128 pages per
-    /// CPU between the kernel's checks; 100 ms keeps an idle service in a band at 10 reads a
-    /// second (under 0.1 % of a core here; 40 ms, 25 reads, cost 0.17 %).
+    /// left unreported is found at worst. Such a crossing is by growth that stopped within 128
+    /// pages a CPU past the mark (more growth, and a check of the kernel's would see it); 100 ms
+    /// keeps a service resting in a band at 10 reads a second (under 0.1 % of a core here; 40 ms,
+    /// 25 reads, cost 0.17 %).
     static let guardLongestInterval = Duration.milliseconds(100)
     /// What one CPU can charge to a v1 memory cgroup between two threshold checks: 128 page
     /// events, plus the 64 pages of its charge stock (4 KiB pages).
@@ -85,8 +86,10 @@ package struct SamplingRule: Sendable, Hashable {
 
     /// The width of the band below a mark where a v1 crossing can go unreported: what every CPU
     /// together can charge between two threshold checks, twice over (a margin for the check's
-    /// own timing), at least 1 MiB, and at most 5 % of the capacity (where the next 5 % usage
-    /// threshold takes over).
+    /// own timing), at least 1 MiB, and at most 5 % of the capacity, the spacing of the usage
+    /// thresholds. The cap leaves a gap where the CPUs can charge more than 5 % of a limit
+    /// unchecked (about CPUs × 0.75 MiB ≥ 5 %: 32 CPUs under 480 MiB): a step that large which
+    /// stops just past a mark can go unreported by the kernel, and is below the band.
     ///
     /// - Parameters:
     ///   - capacity: the limit in bytes.

@@ -87,11 +87,12 @@ final class UsageGauge {
                 fallingBytesPerSecond: falling)
         }
         if unconfirmedCrossing { return SamplingRule.shortestInterval }
-        // Two band widths, not one: once the kernel has reported its guard crossed, it reports
-        // nothing more until one of its checks sees usage back under the guard. A reading a
-        // little under the guard (usage fell back by a few pages, or a CPU's charge stock was
-        // drained, after the kernel's check) leaves the guard "crossed" in the kernel, so a small
-        // step back up and across the mark would go unreported, and unsampled.
+        // Two band widths, not one: once the kernel has reported its guard crossed, it does not
+        // report the guard again (what starts this sampling) until one of its checks sees usage
+        // back under it. A reading a little under the guard (usage fell back by a few pages, or
+        // a CPU's charge stock was drained, after the kernel's check) leaves the guard "crossed"
+        // in the kernel, so a small step back up and across the mark, which the kernel's checks
+        // can miss, would also go unsampled.
         guard let mark = levelMarks.first(where: { usage < $0 && usage + 2 * band >= $0 }) else { return nil }
         return rule.guardInterval(distance: mark - usage, risingBytesPerSecond: rising)
     }

@@ -19,9 +19,9 @@ import Glibc
 ///   (signal ``/MemwarnRelease/PressureSignal/poll``) once a ``PressurePolicy/pollInterval`` has passed without
 ///   one, so the limit, PSI and the growth estimate stay current.
 /// - **guarded** (cgroup v1 as root, beside the kernel's usage thresholds registered on that
-///   gauge's cgroup): scheduled only while
-///   usage sits in the guard band below a level mark, to find a crossing the kernel did not
-///   report; a crossing wakes the monitor once a second read confirms the kernel left it unreported.
+///   gauge's cgroup): scheduled only while usage sits within two guard bands below a level
+///   mark, to find a crossing the kernel did not report; a crossing wakes the monitor once a
+///   second read confirms the kernel left it unreported.
 ///
 /// Not a ``PressureSource``: it has no descriptor to watch and no period; the engine tells it
 /// each full reading (``observe(_:at:)``), asks it when to read next (``nextRead(after:)``) and has

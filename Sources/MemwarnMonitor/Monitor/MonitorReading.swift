@@ -23,7 +23,8 @@ package struct MonitorReading: Sendable {
     package var detectionBound: Duration
 
     /// The longest a detection takes where the kernel reports usage crossings (measured p99
-    /// 1.5 ms on cgroup v1, see the README's latency table), rounded up; a crossing it leaves
-    /// unreported is found by guard-band sampling.
+    /// 1.5 ms on cgroup v1, see the README's latency table), rounded up. A crossing it leaves
+    /// unreported is found by guard-band sampling within 105 ms; it is by growth that stopped
+    /// within 128 pages a CPU past the mark, so there is no growth to size a release for then.
     package static let eventDrivenDetection = Duration.milliseconds(10)
 }
