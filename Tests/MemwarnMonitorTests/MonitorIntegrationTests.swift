@@ -1,6 +1,5 @@
 import CgroupKit
 import MemwarnRelease
-import MemwarnSystem
 import MemwarnTestFixtures
 import MemwarnTestKit
 import MemwarnTestTraits
@@ -147,29 +146,31 @@ struct MonitorIntegrationTests {
     /// monitor is armed by its initializer (its first event comes from there), so neither run is
     /// known to start first: a second run made after the first event could still come first, and
     /// then the run expected to be refused was the one running (seen: it waited forever).
-    @Test func runningTwiceAtOnceIsRejected() async throws {
+    @Test(.timeLimit(.minutes(1))) func runningTwiceAtOnceIsRejected() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
             var configuration = MonitorConfiguration(cgroupPath: cgroup.location.directory)
             configuration.watchesPressureStall = false
             let monitor = PressureMonitor(configuration: configuration, logger: testLogger)
-            let endings = Locked<[(any Error)?]>([])
-            let runs = (0..<2).map { _ in
-                Task {
-                    do {
-                        try await monitor.run()
-                        endings.withLock { $0.append(nil) }
-                    } catch {
-                        endings.withLock { $0.append(error) }
+            // The first to end is the refused one; the other runs until cancelled.
+            let endings = try await withThrowingTaskGroup(of: (any Error)?.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        do {
+                            try await monitor.run()
+                            return nil
+                        } catch {
+                            return error
+                        }
                     }
                 }
+                var endings: [(any Error)?] = []
+                endings.append(try await group.next() ?? nil)
+                group.cancelAll()
+                endings.append(try await group.next() ?? nil)
+                return endings
             }
-            try await waitUntil(within: .seconds(10), "one of two runs at once refused") { !endings.withLock { $0.isEmpty } }
-            let refusal = endings.withLock { $0[0] }
-            #expect((refusal as? MonitorError)?.code == .alreadyRunning, "\(String(describing: refusal))")
-            for run in runs { run.cancel() }
-            for run in runs { await run.value }
-            let ended = endings.withLock { $0 }
-            #expect(ended.count == 2 && ended[1] == nil, "the other ran until cancelled: \(ended)")
+            #expect((endings[0] as? MonitorError)?.code == .alreadyRunning, "\(String(describing: endings[0]))")
+            #expect(endings[1] == nil, "the other ran until cancelled: \(String(describing: endings[1]))")
         }
     }
 }

@@ -70,7 +70,8 @@ struct SamplingRuleTests {
         #expect(Self.rule.guardInterval(distance: mebibyte, risingBytesPerSecond: Double(1 << 30)) == .milliseconds(5), "the floor")
         var off = Self.rule
         off.worstCaseBytesPerSecond = 0
-        #expect(off.guardInterval(distance: mebibyte, risingBytesPerSecond: 0) == .milliseconds(100), "whatever the worst-case rate")
+        let rising = Double(100 * mebibyte)
+        #expect(off.guardInterval(distance: mebibyte, risingBytesPerSecond: rising) == .milliseconds(10), "adaptive sampling off: the same")
     }
 
     @Test func thePolicyKeyTakesARatePerSecondOrZero() throws {

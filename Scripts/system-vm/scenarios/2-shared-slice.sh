@@ -7,8 +7,8 @@
 #      found the three, every round is in the kernel's order (the largest as measured first) and
 #      asks in it, and the parent is relieved (how far down a round goes is the machine's pace).
 #      Which service leads the first round is said, not judged: the three start at once, and
-#      under emulation the medium one was seen ahead when the first round came (its probe began
-#      0.4 s before the large one's), so it was rightly asked first.
+#      under emulation the medium one was seen ahead when the first round came (the agent found
+#      it 0.4 s before the large one), so it was rightly asked first.
 #   2. Without the agent, the default monitors each count the slice's limit: reported.
 #   3. Counterfactual: no agent, and each service sees only its own cgroup, as a container in a pod
 #      does (MEMWARN_ANCESTOR_LIMITS=ignore): the kernel kills in the slice.
