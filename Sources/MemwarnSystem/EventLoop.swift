@@ -113,6 +113,12 @@ package final class EventLoop: @unchecked Sendable {
         try epoll.modify(entry.descriptor, events: events, tag: registration.tag)
     }
 
+    /// Whether a registration is still watched (not unwatched since).
+    package func isWatching(_ registration: Registration) -> Bool {
+        assertOnLoop()
+        return handlers[registration.tag] != nil
+    }
+
     /// Stops watching: no event of this registration is delivered after this returns, not even
     /// one already fetched in the current turn. The caller closes the descriptor afterwards.
     /// Unwatching twice is harmless.
@@ -203,7 +209,8 @@ package final class EventLoop: @unchecked Sendable {
 
     /// Turns the loop on the calling thread without waiting, until nothing is left to do now:
     /// the work handed over, every descriptor ready, every deadline due by the loop's ``clock``
-    /// (also those the actions schedule for now). Each call makes the calling thread the loop's
+    /// (also those the actions schedule for now), and the descriptors a deadline watched again
+    /// (a pause's end) that were ready by then. Each call makes the calling thread the loop's
     /// until the next (a test's task may move between threads at each `await`): one caller
     /// drives a loop, and a driven loop is never run. For tests on a ``ManualClock``.
     ///
@@ -213,8 +220,10 @@ package final class EventLoop: @unchecked Sendable {
         isDriven = true
         owner = pthread_self()
         for _ in 0..<10_000 {
-            try turn(milliseconds: 0)
-            guard earliestDeadline(where: { [clock] _, at in at <= clock.now }) != nil || inbox.withLock({ !$0.work.isEmpty }) else { return }
+            let ranDeadlines = try turn(milliseconds: 0)
+            guard ranDeadlines || earliestDeadline(where: { [clock] _, at in at <= clock.now }) != nil || inbox.withLock({ !$0.work.isEmpty }) else {
+                return
+            }
         }
         preconditionFailure("EventLoop.drive: still busy after 10 000 turns (a deadline that schedules itself for now?)")
     }
@@ -238,7 +247,10 @@ package final class EventLoop: @unchecked Sendable {
 
     /// One turn: waits at most `milliseconds` (-1: until something happens) for descriptors, runs
     /// the handlers of those that fired and the work handed over, then the deadlines due.
-    private func turn(milliseconds: Int32) throws(SystemError) {
+    ///
+    /// - Returns: whether a deadline ran.
+    @discardableResult
+    private func turn(milliseconds: Int32) throws(SystemError) -> Bool {
         let count = try epoll.wait(into: &events, milliseconds: milliseconds)
         for index in 0..<count {
             let tag = events[index].data.u64
@@ -253,7 +265,7 @@ package final class EventLoop: @unchecked Sendable {
             }
             // else: unwatched earlier in this turn; its descriptor number may be another file's now.
         }
-        runDueDeadlines()
+        return runDueDeadlines()
     }
 
     /// The index of the earliest pending deadline among those `included` admits.
@@ -273,14 +285,19 @@ package final class EventLoop: @unchecked Sendable {
 
     /// Runs the deadlines due when the turn began, earliest first (one an action cancels does
     /// not run; one it schedules waits for the next turn).
-    private func runDueDeadlines() {
+    ///
+    /// - Returns: whether one ran.
+    private func runDueDeadlines() -> Bool {
         let now = clock.now
         let scheduledBefore = nextDeadline
+        var ran = false
         while let index = earliestDeadline(where: { id, at in at <= now && id < scheduledBefore }) {
             let action = deadlines[index].action
             deadlines.swapAt(index, deadlines.count - 1)
             deadlines.removeLast()
             action()
+            ran = true
         }
+        return ran
     }
 }

@@ -10,8 +10,10 @@ import Glibc
 /// What watching costs while nothing happens, on each path and at several usages: idle test
 /// cgroups of 64 MiB whose hogs hold about nothing, half the limit, and just under the warning mark
 /// (2 % of the limit below it), one more just under the mark whose usage moves a little all the
-/// time (its hog holds 64 KiB more, then less, every 50 ms: a live service at rest), and one of
-/// 1 GiB held at half. Each is watched, over the same
+/// time (its hog holds 64 KiB more, then less, every 50 ms: a live service at rest), one whose
+/// usage churns across the 55 % threshold (2 MiB mapped and unmapped every 5 ms, as a service
+/// that maps a buffer per request: the kernel reports a crossing at each of its checks), and one
+/// of 1 GiB held at half. Each is watched, over the same
 /// interval, by a ``PressureMonitor`` in this process (root: cgroup v1 events, guard bands below
 /// the marks) and by `memwarn watch` run as nobody (adaptive sampling: the path of cgroup v2, hosts
 /// without a limit, ordinary users). Beside them: a thread reading usage every 100 ms (the obvious
@@ -23,15 +25,30 @@ import Glibc
 /// read of usage).
 struct IdleBenchmark {
     /// Where the hogs sit: the limit, the share of it held (`nil`: 2 % of it under the warning
-    /// mark), and whether the hog's usage moves (``movingStep`` up and down every ``movingPeriod``).
-    static let positions: [(name: String, limit: UInt64, fraction: Double?, moving: Bool)] = [
-        ("64 MiB, hog empty", 64 << 20, 0, false), ("64 MiB, half", 64 << 20, 0.5, false),
-        ("64 MiB, just under the warning mark", 64 << 20, nil, false),
-        ("64 MiB, just under the warning mark, moving", 64 << 20, nil, true), ("1 GiB, half", 1 << 30, 0.5, false),
+    /// mark), and how the hog's usage moves.
+    static let positions: [(name: String, limit: UInt64, fraction: Double?, motion: Motion)] = [
+        ("64 MiB, hog empty", 64 << 20, 0, .still), ("64 MiB, half", 64 << 20, 0.5, .still),
+        ("64 MiB, just under the warning mark", 64 << 20, nil, .still),
+        ("64 MiB, just under the warning mark, moving", 64 << 20, nil, .moving),
+        ("64 MiB, churning across the 55 % threshold", 64 << 20, 0.55, .churning),
+        ("1 GiB, half", 1 << 30, 0.5, .still),
     ]
+    /// How a hog's usage moves.
+    enum Motion {
+        /// It stays put.
+        case still
+        /// ``movingStep`` up and down every ``movingPeriod``, above where it sits.
+        case moving
+        /// ``churningStep`` up and down every ``churningPeriod``, half of it each side of where it sits.
+        case churning
+    }
     /// How much a moving hog's usage goes up and down, and how often.
     static let movingStep = 64 << 10
     static let movingPeriod = Duration.milliseconds(50)
+    /// How much a churning hog's usage goes up and down, and how often: 512 pages, so that the
+    /// kernel (which checks its thresholds every 128 page events a CPU) sees each crossing.
+    static let churningStep = 2 << 20
+    static let churningPeriod = Duration.milliseconds(5)
     /// The position whose monitor's sources the report lists.
     static let listedPosition = 2
     static let bareTimerThreadName = "memwarn-bare5ms"
@@ -86,8 +103,19 @@ struct IdleBenchmark {
             try cgroup.add(pid: hog.pid)
             let overhead = Int(try cgroup.usage())
             let target = position.fraction.map { Double(position.limit) * $0 } ?? Double(position.limit) * (policy.warningRatio - 0.02)
-            if target > 0 { try hog.hold(Int(target) - overhead) }
-            if position.moving { movers.append(Self.move(hog, around: Int(target) - overhead)) }
+            switch position.motion {
+            case .still:
+                if target > 0 { try hog.hold(Int(target) - overhead) }
+            case .moving:
+                try hog.hold(Int(target) - overhead)
+                movers.append(Self.move(hog, from: Int(target) - overhead, by: Self.movingStep, every: Self.movingPeriod))
+            case .churning:
+                // Half a step under the threshold, measured (the cgroup's usage, not the hog's alone).
+                let held = try hog.hold(Int(target) - overhead - Self.churningStep / 2)
+                let low = held.bytes + Int(target) - Int(try cgroup.usage()) - Self.churningStep / 2
+                try hog.hold(low)
+                movers.append(Self.move(hog, from: low, by: Self.churningStep, every: Self.churningPeriod))
+            }
         }
         var measured: [Measured] = []
         var monitors: [PressureMonitor] = []
@@ -155,15 +183,15 @@ struct IdleBenchmark {
 }
 
 extension IdleBenchmark {
-    /// Has `hog` hold ``movingStep`` more than `bytes`, then `bytes` again, every
-    /// ``movingPeriod``, until cancelled: usage that never stays put, as a live service's.
-    static func move(_ hog: MemoryHog, around bytes: Int) -> Task<Void, any Error> {
+    /// Has `hog` hold `step` more than `bytes`, then `bytes` again, every `period`, until
+    /// cancelled: usage that never stays put, as a live service's.
+    static func move(_ hog: MemoryHog, from bytes: Int, by step: Int, every period: Duration) -> Task<Void, any Error> {
         Task.detached {
             var up = true
             while !Task.isCancelled {
-                try hog.hold(bytes + (up ? movingStep : 0))
+                try hog.hold(bytes + (up ? step : 0))
                 up.toggle()
-                try await Task.sleep(for: movingPeriod)
+                try await Task.sleep(for: period)
             }
         }
     }

@@ -30,6 +30,22 @@ final class ThresholdPlanner {
     /// Thresholds still being registered (at start, or for a new limit).
     private(set) var pending = 0
 
+    /// How long a threshold that fired is not listened to (``SamplingRule/guardLongestInterval``):
+    /// a crossing the kernel reports meanwhile is read when the pause ends, at most that late.
+    ///
+    /// Usage that rests on a threshold and goes up and down across it (a service that maps and
+    /// unmaps a buffer per request) makes the kernel report a crossing at each of its checks, every
+    /// 128 page events a CPU: 200 reports a second were measured (the `idle` benchmark), each a
+    /// full reading. With the pause a threshold costs at most 10 readings a second. Only the
+    /// threshold that fired is paused (each has an eventfd of its own).
+    ///
+    /// The price: a threshold crossed again within 100 ms of its last report is read up to 100 ms
+    /// late, where ``MonitorReading/eventDrivenDetection`` says 10 ms. Crossing one threshold
+    /// back and forth is usage that goes nowhere, so no growth is missed in that time; a mark's
+    /// guard band samples below the mark as before, in parallel (every 100 ms at most, sooner
+    /// while usage rises), but gives no sooner bound.
+    static let quietAfterFiring = SamplingRule.guardLongestInterval
+
     /// A limit as the thresholds were planned for it (a reading's constraint less its usage).
     struct PlannedLimit: Equatable, CustomStringConvertible {
         var cgroupPath: String
@@ -109,6 +125,20 @@ final class ThresholdPlanner {
                 metadata: ["error": "\(error)"])
         }
         return true
+    }
+
+    /// Pauses a threshold that fired, as its drain asked (``quietAfterFiring``); a source not
+    /// watched here is left as it is.
+    func watch(_ source: any PressureSource, as followUp: PressureSourceFollowUp) {
+        guard case .pause(let quiet) = followUp, let registration = watched.first(where: { $0.notification === source })?.registration else { return }
+        do {
+            try loop.pause(registration, for: quiet) { [logger, description = source.description] error in
+                logger.warning("a paused usage threshold could not be watched again", metadata: ["threshold": "\(description)", "error": "\(error)"])
+            }
+        } catch {
+            // Not paused: it goes on firing, which costs readings, not correctness.
+            logger.debug("a usage threshold could not be paused", metadata: ["threshold": "\(source.description)", "error": "\(error)"])
+        }
     }
 
     /// Unwatches and closes every threshold and stops the registrar under way. Loop thread.

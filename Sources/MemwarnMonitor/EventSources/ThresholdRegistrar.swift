@@ -55,7 +55,7 @@ enum ThresholdRegistrar {
                 do {
                     notification = try CgroupV1Notification(
                         cgroup: request.cgroup, file: "memory.usage_in_bytes", argument: String(request.bytes), files: plan.files, hint: .normal,
-                        signal: .usageThreshold, description: request.description)
+                        signal: .usageThreshold, quietTime: ThresholdPlanner.quietAfterFiring, description: request.description)
                 } catch {
                     let failure = (error as? CgroupError) ?? CgroupError(.unwritable, "\(error)", path: request.cgroup.file("cgroup.event_control"))
                     let count = registered

@@ -55,13 +55,8 @@ final class WatchedSources {
             stopWatching(source)
         case .pause(let quiet):
             do {
-                try loop.rewatch(registration, for: .none)
-                loop.schedule(at: loop.now + quiet) { [unowned self] in
-                    do {
-                        try loop.rewatch(registration, for: .readable)
-                    } catch {
-                        logger.warning("a paused source could not be watched again", metadata: ["source": "\(source.description)", "error": "\(error)"])
-                    }
+                try loop.pause(registration, for: quiet) { [logger, description = source.description] error in
+                    logger.warning("a paused source could not be watched again", metadata: ["source": "\(description)", "error": "\(error)"])
                 }
             } catch {
                 // Not paused: it goes on firing, which costs readings, not correctness.

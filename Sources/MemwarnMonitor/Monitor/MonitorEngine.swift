@@ -162,6 +162,7 @@ package final class MonitorEngine {
             return
         case .wake(let hint, let signal, let followUp):
             watched.watch(source, as: followUp)
+            thresholds?.watch(source, as: followUp)
             wake(hint: hint, source: signal)
         case .gone(let reason):
             watched.stopWatching(source)

@@ -26,5 +26,7 @@ package struct MonitorReading: Sendable {
     /// 1.5 ms on cgroup v1, see the README's latency table), rounded up. A crossing it leaves
     /// unreported is found by guard-band sampling within 105 ms; it is by growth that stopped
     /// within 128 pages a CPU past the mark, so there is no growth to size a release for then.
+    /// Nor is there for a threshold crossed again within ``ThresholdPlanner/quietAfterFiring`` of
+    /// its last report (read up to 100 ms late): usage going back and forth across one threshold.
     package static let eventDrivenDetection = Duration.milliseconds(10)
 }
