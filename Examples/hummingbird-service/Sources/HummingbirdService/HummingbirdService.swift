@@ -19,7 +19,10 @@
 // Options: --hostname H (127.0.0.1), --port N (8080), --drain-rate JOBS_PER_S (40),
 //          --render-kib KIB (256), --retry-after S (5),
 //          --protection full|release-only|none (full; the others are baselines: `release-only`
-//          releases but never sheds, `none` attaches nothing to the monitor, which still reports)
+//          releases but never sheds, `none` attaches nothing to the monitor, which still reports),
+//          --cache-budget MIB (none: the render cache's fixed totalCostLimit, what a careful user
+//          sets without memwarn), --miss-delay-ms MS (0: each render waits that long first, as for
+//          a database query)
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -79,7 +82,8 @@ struct HummingbirdService {
 
         // What memwarn may release: rendered reports (tier `caches`, a DiscardableCache that
         // registers itself with ReleaseCoordinator.shared when it is made).
-        let renders = RenderCache(bytesPerRender: options.renderBytes)
+        let renders = RenderCache(bytesPerRender: options.renderBytes, budgetBytes: options.cacheBudgetBytes,
+                                  missDelay: .milliseconds(options.missDelayMilliseconds))
         // What the service holds: accepted jobs, drained at a bounded rate.
         let jobs = JobQueue()
         let worker = JobWorker(queue: jobs, jobsPerSecond: options.drainRate, logger: logger)
@@ -132,7 +136,7 @@ struct HummingbirdService {
                 try await sessions.session(String(user)).viewed(report: id)
                 sweeper.touch(String(user))
             }
-            let (page, hit) = renders.page(for: id)
+            let (page, hit) = try await renders.page(for: id)
             var headers: HTTPFields = [.contentType: "text/html; charset=utf-8"]
             headers[.cacheStatus] = hit ? "hit" : "miss"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: page))
@@ -188,6 +192,8 @@ struct Options {
     var renderBytes = 256 << 10
     var retryAfterSeconds = 5
     var protection = Protection.full
+    var cacheBudgetBytes: Int?
+    var missDelayMilliseconds = 0
 
     struct Invalid: Error, CustomStringConvertible { var description: String }
 
@@ -210,6 +216,8 @@ struct Options {
             case "--drain-rate": drainRate = try number(argument, in: 1...100_000)
             case "--render-kib": renderBytes = try number(argument, in: 4...65536) << 10
             case "--retry-after": retryAfterSeconds = try number(argument, in: 1...3600)
+            case "--cache-budget": cacheBudgetBytes = try number(argument, in: 1...1_048_576) << 20
+            case "--miss-delay-ms": missDelayMilliseconds = try number(argument, in: 0...60_000)
             case "--protection":
                 let name = try value(argument)
                 guard let protection = Protection(rawValue: name) else {

@@ -1,5 +1,6 @@
 import Hummingbird
 import Memwarn
+import Metrics
 
 /// Rendered reports, kept until memwarn takes them back.
 ///
@@ -8,18 +9,32 @@ import Memwarn
 /// coordinator takes entries back (largest cost first, none that is being read) until usage is
 /// back below the recovery mark, with headroom for the growth it measured; the next request for
 /// a released report renders it again. The cost of an entry is its bytes.
+///
+/// `--cache-budget` gives it a `totalCostLimit` instead: a fixed budget, what a careful user
+/// does without memwarn (the footprint benchmark compares the two). `--miss-delay-ms` makes each
+/// render wait that long first, as the database query behind a real render would.
 final class RenderCache: Sendable {
     private let cache = DiscardableCache<Int, ByteBuffer>()  // registers with ReleaseCoordinator.shared
     private let bytesPerRender: Int
+    private let missDelay: Duration
+    private let hits = Counter(label: "service_cache_hits_total")
+    private let misses = Counter(label: "service_cache_misses_total")
 
-    init(bytesPerRender: Int) {
+    init(bytesPerRender: Int, budgetBytes: Int? = nil, missDelay: Duration = .zero) {
         self.bytesPerRender = bytesPerRender
+        self.missDelay = missDelay
         cache.name = "renders"  // the consumer's name in release reports and metrics
+        if let budgetBytes { cache.totalCostLimit = budgetBytes }
     }
 
     /// The report's page, from the cache or rendered now (and cached).
-    func page(for id: Int) -> (page: ByteBuffer, hit: Bool) {
-        if let page = cache.object(forKey: id) { return (page, true) }
+    func page(for id: Int) async throws -> (page: ByteBuffer, hit: Bool) {
+        if let page = cache.object(forKey: id) {
+            hits.increment()
+            return (page, true)
+        }
+        misses.increment()
+        if missDelay > .zero { try await Task.sleep(for: missDelay) }
         let page = renderReport(id, bytes: bytesPerRender)
         cache.setObject(page, forKey: id, cost: page.capacity)
         return (page, false)
