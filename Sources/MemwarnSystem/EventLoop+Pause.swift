@@ -12,12 +12,14 @@ extension EventLoop {
     ///   - events: what to watch it for afterwards.
     ///   - resumeFailed: called on the loop's thread when it cannot be watched again (`epoll_ctl`
     ///     failed): it stays paused.
+    /// - Returns: whether it was paused (not for a pause of zero or less).
     /// - Throws: ``SystemError`` from `epoll_ctl(MOD)` when it cannot be paused: it goes on firing.
+    @discardableResult
     package func pause(
         _ registration: Registration, for quiet: Duration, thenWatch events: EpollEvents = .readable,
         resumeFailed: @escaping (SystemError) -> Void
-    ) throws(SystemError) {
-        guard quiet > .zero else { return }
+    ) throws(SystemError) -> Bool {
+        guard quiet > .zero else { return false }
         try rewatch(registration, for: .none)
         schedule(at: now + quiet) { [unowned self] in
             guard isWatching(registration) else { return }
@@ -27,5 +29,6 @@ extension EventLoop {
                 resumeFailed(error)
             }
         }
+        return true
     }
 }

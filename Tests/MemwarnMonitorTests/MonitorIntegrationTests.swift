@@ -69,7 +69,10 @@ struct MonitorIntegrationTests {
                 let normal = try await next(&iterator)
                 #expect(normal.level == .normal)
                 #expect(ContinuousClock.now - dropped >= .milliseconds(600))
-                #expect(normal.source == .usageThreshold)
+                // The thresholds crossed on the way up are paused for 100 ms after they fired
+                // (ThresholdPlanner.quietAfterFiring), so the guard band's sampling near the
+                // critical mark may see the drop first: either signal, not the hold's recheck.
+                #expect([.usageThreshold, .usageSample].contains(normal.source), "\(normal.source)")
             }
             hog.terminate()
         }

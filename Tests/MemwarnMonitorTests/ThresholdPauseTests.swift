@@ -23,8 +23,14 @@ struct ThresholdPauseTests {
     /// the kernel reports some of the crossings at once (each of its checks), and the readings
     /// they cause are ``ThresholdPlanner/quietAfterFiring`` apart at least. A crossing reported
     /// during a pause is read as the pause ends, exactly that long after the reading before.
-    @Test func aThresholdCrossedOverAndOverIsReadOnceAPause() async throws {
-        try await withTestCgroup(limit: Self.limit) { cgroup in
+    ///
+    /// `onParent`: the limit is a parent's, and the hog and the monitor are in its child without
+    /// a limit of its own: the thresholds are registered on the parent's usage (a slice's or a
+    /// pod's limit, as root on v1), and paused the same way.
+    @Test(arguments: [false, true]) func aThresholdCrossedOverAndOverIsReadOnceAPause(onParent: Bool) async throws {
+        try await withTestCgroup(limit: Self.limit) { limited in
+            let cgroup = onParent ? try limited.child("app") : limited
+            defer { if onParent { try? cgroup.remove() } }  // before its parent, after the hog (defers run last first)
             let hog = try MemoryHog()
             defer { hog.terminate() }
             try cgroup.add(pid: hog.pid)
@@ -33,10 +39,11 @@ struct ThresholdPauseTests {
             try engine.turn(until: { engine.usageWatch == .thresholds }, "the usage thresholds registered")
             // The 55 % threshold: far from every mark and guard band, where nothing samples usage.
             let threshold = Int(Double(Self.limit) * 0.55)
-            #expect(engine.sources.contains { $0.hasPrefix("usage-threshold \(threshold) bytes") }, "\(engine.sources)")
-            // Half a swing below it, measured (the cgroup's usage, not the hog's alone).
-            var held = try hog.hold(threshold - Int(try cgroup.usage()) - Self.swing / 2)
-            held = try hog.hold(held.bytes + threshold - Int(try cgroup.usage()) - Self.swing / 2)
+            let prefix = onParent ? "usage-threshold of \(limited.location.path) \(threshold) bytes" : "usage-threshold \(threshold) bytes"
+            #expect(engine.sources.contains { $0.hasPrefix(prefix) }, "\(engine.sources)")
+            // Half a swing below it, measured (the limited cgroup's usage, not the hog's alone).
+            var held = try hog.hold(threshold - Int(try limited.usage()) - Self.swing / 2)
+            held = try hog.hold(held.bytes + threshold - Int(try limited.usage()) - Self.swing / 2)
             try engine.advance(by: .seconds(1))  // the climb's own reports, done with
             let before = engine.readings.count
             for move in 0..<60 {

@@ -25,7 +25,8 @@ import Testing
             }
         }
 
-        func pause(for quiet: Duration) throws { try loop.pause(registration, for: quiet) { [unowned self] in failures.append($0) } }
+        @discardableResult
+        func pause(for quiet: Duration) throws -> Bool { try loop.pause(registration, for: quiet) { [unowned self] in failures.append($0) } }
         func signal() throws { try counter.signalCounter() }
         func advance(by duration: Duration) throws {
             clock.advance(by: duration)
@@ -69,10 +70,13 @@ import Testing
 
     @Test func aPauseOfZeroLeavesTheDescriptorWatched() throws {
         let watched = try WatchedCounter()
-        try watched.pause(for: .zero)
+        // Paused for zero, a descriptor that keeps firing would be paused and watched again at
+        // every turn: the loop would never rest.
+        #expect(try watched.pause(for: .zero) == false, "a pause of zero paused it")
+        #expect(try watched.pause(for: .nanoseconds(-1)) == false, "a negative pause paused it")
         try watched.signal()
         try watched.loop.drive()
-        #expect(watched.fired == 1, "a pause of zero paused it")
+        #expect(watched.fired == 1)
         #expect(watched.failures.isEmpty)
         watched.loop.unwatch(watched.registration)
     }
