@@ -327,6 +327,7 @@ let package = Package(
                 "CgroupKit",
                 "MemwarnMonitor",
                 "MemwarnRelease",
+                "MemwarnStores",
                 "MemwarnSystem",
                 "MemwarnTestFixtures",
                 "MemwarnTestKit",

@@ -4,15 +4,15 @@
 /// `Object` is a class-bound protocol's existential (`any MemoryConsumer`), which Swift does not
 /// accept where `AnyObject` is required; the reference is kept as `AnyObject` and given back as
 /// `Object` (the cast is a lookup in the runtime's conformance cache).
-final class WeakReference<Object>: @unchecked Sendable {
+package final class WeakReference<Object>: @unchecked Sendable {
     // @unchecked: `reference` is a weak reference written once at init; reads are atomic.
     private weak var reference: AnyObject?
 
-    init(_ object: Object) { reference = object as AnyObject }
+    package init(_ object: Object) { reference = object as AnyObject }
 
     /// The object, or `nil` once it is deallocated.
-    var object: Object? { reference.flatMap { $0 as? Object } }
+    package var object: Object? { reference.flatMap { $0 as? Object } }
 
     /// Whether the object is still alive (no cast: for pruning and for "any left?").
-    var isAlive: Bool { reference != nil }
+    package var isAlive: Bool { reference != nil }
 }

@@ -47,8 +47,8 @@ struct CacheConcurrencyTests {
         }
     }
 
-    /// Releases (both tiers, random targets), clears now and then and moves the limits
-    /// until `done` is set; returns the rounds run.
+    /// Releases (both tiers, random targets), clears now and then and moves the limits and the
+    /// trim's ceiling until `done` is set; returns the rounds run.
     static func releaseRepeatedly<Value>(_ cache: DiscardableCache<Int, Value>, until done: Flag, seed: UInt64) async -> Int {
         var random = SeededGenerator(seed: seed)
         var rounds = 0
@@ -61,7 +61,10 @@ struct CacheConcurrencyTests {
                 cache.countLimit = random.next() % 2 == 0 ? 0 : 600
             case 2:
                 cache.totalCostLimit = random.next() % 2 == 0 ? 0 : 300_000
-            case 3..<10:
+            case 3:
+                cache.trimCeilingBytes = random.next() % 2 == 0 ? nil : 200_000 + Int(random.next() % 100_000)
+                _ = cache.refillCount
+            case 4..<10:
                 _ = cache.release(ReleaseRequest(level: .critical, tier: .discarded, targetBytes: .max))
             case 10..<12:
                 _ = cache.release(ReleaseRequest(level: .critical, tier: .caches, targetBytes: .max))

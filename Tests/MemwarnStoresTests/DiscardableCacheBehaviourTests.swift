@@ -102,6 +102,50 @@ struct DiscardableCacheBehaviourTests {
         #expect(cache.count == 10)
     }
 
+    // MARK: The proactive trim's ceiling and refill count
+
+    @Test func theTrimsCeilingEvictsAtOnceAndTheCacheKeepsToTheLesserLimit() {
+        let cache = DiscardableCache<Int, Int>(coordinator: nil)
+        let log = CacheFixtures.EvictionLog()
+        cache.delegate = log
+        for key in 0..<10 { cache.setObject(key, forKey: key, cost: 10) }
+        cache.totalCostLimit = 80
+        #expect(cache.totalCost == 80)
+        cache.trimCeilingBytes = 55
+        #expect(cache.totalCost <= 55 && cache.count == 5, "the ceiling evicts at once")
+        #expect(log.values(Int.self).count == 5, "the delegate hears of every eviction")
+        #expect(cache.totalCostLimit == 80, "the cache's own limit still reads what was set")
+        #expect(cache.trimCeilingBytes == 55)
+        for key in 10..<20 { cache.setObject(key, forKey: key, cost: 10) }
+        #expect(cache.totalCost <= 55, "sets keep to the ceiling")
+        cache.totalCostLimit = 30
+        #expect(cache.totalCost <= 30, "the lesser limit binds")
+        cache.totalCostLimit = 0
+        for key in 20..<30 { cache.setObject(key, forKey: key, cost: 10) }
+        #expect(cache.totalCost <= 55, "with no limit of its own, the ceiling alone")
+        cache.trimCeilingBytes = nil
+        for key in 30..<40 { cache.setObject(key, forKey: key, cost: 10) }
+        #expect(cache.trimCeilingBytes == nil && cache.totalCost > 55, "lifted")
+        cache.trimCeilingBytes = 0
+        #expect(cache.trimCeilingBytes == nil, "0 is no ceiling")
+    }
+
+    @Test func theRefillCountCountsSetsOfKeysTheCacheDidNotHold() {
+        let cache = DiscardableCache<Int, Int>(coordinator: nil)
+        cache.countLimit = 4
+        for key in 0..<4 { cache.setObject(key, forKey: key) }
+        #expect(cache.refillCount == 4)
+        cache.setObject(99, forKey: 2)
+        #expect(cache.refillCount == 4, "a set of a key held is no refill")
+        cache.setObject(5, forKey: 5)  // evicts one
+        cache.removeObject(forKey: 5)
+        cache.setObject(5, forKey: 5)
+        #expect(cache.refillCount == 6)
+        _ = cache.object(forKey: 1)
+        _ = cache.object(forKey: 1_000)
+        #expect(cache.refillCount == 6, "reads count nothing")
+    }
+
     // MARK: totalCostLimit
 
     @Test func aTotalCostLimitOfZeroMeansNoLimit() {

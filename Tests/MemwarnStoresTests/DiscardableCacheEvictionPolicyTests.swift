@@ -35,6 +35,11 @@ struct DiscardableCacheEvictionPolicyTests {
         cache.lock.withLock { cache.storage.invariantViolations() }
     }
 
+    /// The cost limit the cache keeps to: the lesser of its own and the trim's ceiling (0: none).
+    static func costLimitKept<Key, Value>(_ cache: DiscardableCache<Key, Value>) -> Int {
+        [cache.totalCostLimit, cache.trimCeilingBytes ?? 0].filter { $0 > 0 }.min() ?? 0
+    }
+
     static let orders: [DiscardableCacheReleaseOrder] = [.balanced, .largestFirst, .coldestFirst]
 
     // MARK: The promises, under random operations
@@ -59,7 +64,7 @@ struct DiscardableCacheEvictionPolicyTests {
                 let cost = random.next() % 8 == 0 ? 0 : Int(random.next() % 60)
                 if let previous = Self.stored(cache, key) { replaced.insert(previous.serial) }
                 cache.setObject(value, forKey: key, cost: cost)
-                let limit = cache.totalCostLimit
+                let limit = Self.costLimitKept(cache)
                 if limit == 0 || cost <= limit {
                     // Read back half the time through the API (a read the policy counts), always
                     // through the storage (no read counted).
@@ -70,9 +75,7 @@ struct DiscardableCacheEvictionPolicyTests {
                     #expect(Self.stored(cache, key) == nil, "step \(step): a value costlier than the limit was kept")
                 }
                 #expect(cache.countLimit == 0 || cache.count <= cache.countLimit, "step \(step): count \(cache.count) over \(cache.countLimit)")
-                #expect(
-                    cache.totalCostLimit == 0 || cache.totalCost <= cache.totalCostLimit,
-                    "step \(step): cost \(cache.totalCost) over \(cache.totalCostLimit)")
+                #expect(limit == 0 || cache.totalCost <= limit, "step \(step): cost \(cache.totalCost) over \(limit)")
             case 50..<78:
                 if let value = cache.object(forKey: key) { #expect(value.key == key) }
             case 78..<86:
@@ -84,8 +87,10 @@ struct DiscardableCacheEvictionPolicyTests {
                 let tight = random.next() % 2 == 0
                 cache.countLimit = random.next() % 3 == 0 ? 0 : Int(1 + random.next() % (tight ? 4 : 48))
                 cache.totalCostLimit = random.next() % 3 == 0 ? 0 : Int(random.next() % (tight ? 120 : 900))
+                // The proactive trim's ceiling, now and then: the cache keeps to the lesser limit.
+                if random.next() % 3 == 0 { cache.trimCeilingBytes = random.next() % 2 == 0 ? nil : Int(1 + random.next() % 900) }
                 #expect(cache.countLimit == 0 || cache.count <= cache.countLimit)
-                #expect(cache.totalCostLimit == 0 || cache.totalCost <= cache.totalCostLimit)
+                #expect(Self.costLimitKept(cache) == 0 || cache.totalCost <= Self.costLimitKept(cache))
             case 92..<99:
                 cache.releaseOrder = Self.orders[Int(random.next() % 3)]
                 let target = Int(random.next() % UInt64(max(1, cache.totalCost)))

@@ -128,13 +128,20 @@ final class MonitorSession: Sendable {
     /// - Throws: what ended the engine: CgroupKit's `CgroupError` for a cgroup deleted while
     ///   watched, ``MonitorError`` when `epoll_wait` failed.
     func waitUntilEnded() async throws {
-        var failure: (any Error)?
-        do {
-            try await thread.ended()
-        } catch {
-            failure = error
-        }
-        for await _ in releaseEnded {}
-        if let failure { throw failure }
+        // In a task of its own, which a cancelled run does not cancel: in a cancelled task an
+        // AsyncStream's iteration ends at once, and the run would return while the engine still
+        // tears its sources down and the release thread finishes its release (and lifts the
+        // trim's ceilings). Both end soon once stopped.
+        let (thread, releaseEnded) = (thread, releaseEnded)
+        try await Task {
+            var failure: (any Error)?
+            do {
+                try await thread.ended()
+            } catch {
+                failure = error
+            }
+            for await _ in releaseEnded {}
+            if let failure { throw failure }
+        }.value
     }
 }

@@ -27,10 +27,11 @@ import Glibc
 /// 4. enters ``/MemwarnRelease/MemoryExhaustion`` when a release at `.critical` fell short and usage is still at
 ///    the critical mark, and leaves it once usage is below the warning mark.
 ///
-/// At most one release is under way; a burst of readings becomes one release.
+/// At most one release is under way; a burst of readings becomes one release. When the policy
+/// turns the proactive trim on, its steps run here too, between releases (``ProactiveTrim``).
 final class ReleaseLoop: MonitorReadingConsumer, @unchecked Sendable {
-    // @unchecked: `handOver` is a ConditionLock; `lastReleaseDuration` and `exhaustion` are
-    // touched only on the release thread; everything else is immutable.
+    // @unchecked: `handOver` is a ConditionLock; `lastReleaseDuration`, `exhaustion` and the
+    // trim's state are touched only on the release thread; everything else is immutable.
     struct Context: Sendable {
         var sampler: SnapshotSampler
         var policy: PressurePolicy
@@ -51,6 +52,14 @@ final class ReleaseLoop: MonitorReadingConsumer, @unchecked Sendable {
     private struct HandOver {
         var pending: MonitorReading?
         var stopping = false
+        /// The level of the newest reading offered (the trim steps only at `.normal`).
+        var level = MemoryPressureLevel.normal
+    }
+
+    /// What the release thread does next.
+    private enum Work {
+        case release(MonitorReading)
+        case trimStep
     }
 
     private let context: Context
@@ -60,9 +69,12 @@ final class ReleaseLoop: MonitorReadingConsumer, @unchecked Sendable {
     /// When the latest release ended, and its measurement (`nil` when that read failed):
     /// readings taken before it show usage from before that release.
     private var lastRelease: (endedAt: ContinuousClock.Instant, measured: PressureSnapshot?)?
+    /// The proactive trim, when the policy turns it on; used on the release thread only.
+    private let trim: ProactiveTrim?
 
     init(context: Context) {
         self.context = context
+        trim = ProactiveTrim(policy: context.policy, logger: context.logger, startingAt: context.clock.now)
     }
 
     /// Hands over a reading; never blocks on a release. Any thread.
@@ -74,6 +86,7 @@ final class ReleaseLoop: MonitorReadingConsumer, @unchecked Sendable {
                 next.releaseLevel = max(skipped, reading.releaseLevel ?? .normal)
             }
             handOver.pending = next
+            handOver.level = reading.event.level
         }
     }
 
@@ -87,7 +100,13 @@ final class ReleaseLoop: MonitorReadingConsumer, @unchecked Sendable {
     /// - Throws: ``SystemError`` when the thread cannot be started.
     func start(finished: @escaping @Sendable () -> Void) throws(SystemError) {
         try SystemThread.start(name: "memwarn-release") { [self] in
-            while let reading = next() { handle(reading) }
+            while let work = next() {
+                switch work {
+                case .release(let reading): handle(reading)
+                case .trimStep: takeTrimStep()
+                }
+            }
+            trim?.liftAll()  // no monitor, no trim
             finished()
         }
     }
@@ -103,13 +122,30 @@ final class ReleaseLoop: MonitorReadingConsumer, @unchecked Sendable {
         }
     }
 
-    private func next() -> MonitorReading? {
-        handOver.wait(timeout: nil) { handOver -> MonitorReading?? in
+    /// Waits for a reading, or for the trim's next step; `nil` once stopping.
+    private func next() -> Work? {
+        let untilStep = trim.map { max(.zero, $0.nextStepAt - context.clock.now) }
+        let taken = handOver.wait(timeout: untilStep) { handOver -> MonitorReading?? in
             if handOver.stopping { return .some(nil) }
             guard let pending = handOver.pending else { return nil }
             handOver.pending = nil
             return .some(pending)
-        } ?? nil
+        }
+        switch taken {
+        case .none: return .trimStep  // the wait ended at the step's time
+        case .some(.none): return nil
+        case .some(.some(let reading)): return .release(reading)
+        }
+    }
+
+    /// Takes a step of the proactive trim: at the monitor's level, with a reading of its own (for
+    /// PSI; a failed read holds the step). On the release thread, or in a test that drives the
+    /// loop on a manual clock without starting the thread.
+    func takeTrimStep() {
+        guard let trim else { return }
+        let level = max(handOver.withLock { $0.level }, exhaustion?.isExhausted == true ? .critical : .normal)
+        let snapshot = try? context.sampler.measure()
+        trim.step(at: context.clock.now, level: level, snapshot: snapshot, coordinators: context.coordinators.current)
     }
 
     // MARK: Releasing (release thread)

@@ -83,7 +83,8 @@ extension PressurePolicy {
     package static let keys = [
         "warning_ratio", "critical_ratio", "recovery_ratio", "psi_some_warning_percent", "psi_full_critical_percent",
         "psi_window", "hold_time", "recheck_interval", "poll_interval", "pressure_level_quiet_time",
-        "forecast_horizon", "growth_window", "worst_case_growth", "ancestor_limits",
+        "forecast_horizon", "growth_window", "worst_case_growth", "ancestor_limits", "trim_interval", "trim_step_percent",
+        "trim_stall_percent",
     ]
 
     /// Sets one setting by its file key.
@@ -113,6 +114,9 @@ extension PressurePolicy {
         case "pressure_level_quiet_time": pressureLevelQuietTime = try duration()
         case "forecast_horizon": forecastHorizon = try duration()
         case "growth_window": growthWindow = try duration()
+        case "trim_interval": trimInterval = try duration()
+        case "trim_step_percent": trimStepPercent = try number()
+        case "trim_stall_percent": trimStallPercent = try number()
         case "worst_case_growth":
             guard let rate = Self.growthRate(value) else {
                 throw PolicyError(.badValue, "\(origin): \(key) must be a rate such as 1G/s or 512M/s, or 0, is \(Self.quoted(value))")

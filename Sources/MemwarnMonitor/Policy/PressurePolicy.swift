@@ -55,6 +55,19 @@ public struct PressurePolicy: Sendable, Hashable {
     /// usage, with the bytes memwarn's own releases gave back added in, so a release does not
     /// read as a fall).
     public var growthWindow: Duration = .seconds(10)
+    /// How often the proactive trim takes a step; `0s` (the default) turns it off.
+    ///
+    /// While memory is calm the trim lowers the ceiling of each
+    /// ``/MemwarnRelease/TrimmableConsumer`` (a `DiscardableCache`) by ``trimStepPercent`` of what it
+    /// holds, one step an interval, and gives two steps back, then waits ten intervals, when the
+    /// consumer's refills rise. It never goes below what a consumer says is in use. The article
+    /// "Trimming before a limit" says what it reads and what it costs.
+    public var trimInterval: Duration = .zero
+    /// The share of a consumer's footprint one trim step takes, in percent (default 1).
+    public var trimStepPercent: Double = 1
+    /// PSI `some` avg10 at or above this percentage holds the trim (default 1): memory stalls
+    /// mean the service is already short, and a trim would add to them.
+    public var trimStallPercent: Double = 1
 
     /// The default policy.
     public init() {}
@@ -86,6 +99,14 @@ public struct PressurePolicy: Sendable, Hashable {
         guard worstCaseGrowthBytesPerSecond == 0 || (1 << 20...1 << 40).contains(worstCaseGrowthBytesPerSecond) else {
             throw PolicyError(
                 .inconsistent, "worst_case_growth must be 0 (adaptive sampling off) or within 1M/s...1T/s, is \(worstCaseGrowthBytesPerSecond) bytes/s")
+        }
+        guard trimInterval == .zero || (.milliseconds(100)...(.seconds(3600))).contains(trimInterval) else {
+            throw PolicyError(.inconsistent, "trim_interval must be 0s (no trim) or within 100ms...1h, is \(trimInterval)")
+        }
+        guard trimStepPercent > 0, trimStepPercent <= 50, trimStallPercent > 0, trimStallPercent <= 100 else {
+            throw PolicyError(
+                .inconsistent,
+                "trim_step_percent must be within 0...50 and trim_stall_percent within 0...100 (both above 0), are \(trimStepPercent) and \(trimStallPercent)")
         }
         guard psiWindow <= .seconds(10) else { throw PolicyError(.inconsistent, "psi_window must be at most 10s (the kernel's limit), is \(psiWindow)") }
     }

@@ -24,3 +24,13 @@ final class CacheConsumer<Key: Hashable & Sendable, Value>: MemoryConsumer, @unc
     @inlinable
     func release(_ request: ReleaseRequest) -> Int { cache?.release(request) ?? 0 }
 }
+
+// The proactive trim reaches the cache the same way (see `DiscardableCache+Trim.swift`).
+extension CacheConsumer: TrimmableConsumer {
+    @usableFromInline var refillCount: Int { cache?.refillCount ?? 0 }
+
+    @usableFromInline var trimCeilingBytes: Int? {
+        get { cache?.trimCeilingBytes }
+        set { cache?.trimCeilingBytes = newValue }
+    }
+}

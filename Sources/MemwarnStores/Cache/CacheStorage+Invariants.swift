@@ -1,7 +1,8 @@
 extension CacheStorage {
     /// What is wrong with the structure, for tests: each queue linked both ways with its count
     /// and cost right, every entry in exactly the queue its node names and found by its key,
-    /// the free slots empty, the totals and the count of discardable content matching.
+    /// the free slots empty, the totals and the count of discardable content matching, the cost
+    /// limit kept to the lesser of the cache's own and the trim's.
     /// Empty when the storage is sound.
     ///
     /// - Complexity: O(n).
@@ -44,6 +45,8 @@ extension CacheStorage {
         if nodes.count != index.count + freeSlots.count { problems.append("\(nodes.count) slots, \(index.count) entries and \(freeSlots.count) free") }
         let contentCount = contents.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
         if contentCount != discardableCount { problems.append("\(contentCount) contents stored, \(discardableCount) counted") }
+        let keptTo = [ownCostLimit, trimCostLimit].filter { $0 > 0 }.min() ?? 0
+        if totalCostLimit != keptTo { problems.append("cost limit \(totalCostLimit), not the lesser of \(ownCostLimit) and the trim's \(trimCostLimit)") }
         return problems
     }
 }

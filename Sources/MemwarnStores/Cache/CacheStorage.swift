@@ -98,7 +98,15 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
     /// The cost of every entry: the two queues' costs, which every link and unlink keeps.
     @inlinable var totalCost: Int { small.cost + main.cost }
     @usableFromInline var countLimit = 0
+    /// The cost limit the eviction keeps to: the smaller of ``ownCostLimit`` and
+    /// ``trimCostLimit`` that is set (0: neither). Kept in one field so a set reads one limit.
     @usableFromInline var totalCostLimit = 0
+    /// The cache's own `totalCostLimit`, as its user set it (0: none).
+    @usableFromInline var ownCostLimit = 0
+    /// The proactive trim's ceiling (0: none).
+    @usableFromInline var trimCostLimit = 0
+    /// How many sets stored a key the cache did not hold: its refills, which the trim watches.
+    @usableFromInline var refills = 0
     @usableFromInline var evictsDiscarded = true
     @usableFromInline var releaseOrder = DiscardableCacheReleaseOrder.balanced
     /// The dynamic type of the last value stored, and whether it is ``DiscardableContent``:
@@ -111,6 +119,15 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
 
     @inlinable
     var count: Int { index.count }
+
+    /// Sets the cache's own cost limit and the trim's ceiling (0: none) and the limit the
+    /// eviction keeps to, the smaller of the two that are set.
+    @inlinable
+    mutating func setCostLimits(own: Int, trim: Int) {
+        ownCostLimit = own
+        trimCostLimit = trim
+        totalCostLimit = own == 0 ? trim : (trim == 0 ? own : min(own, trim))
+    }
 
     // MARK: Reads (shared lock)
 
@@ -169,6 +186,7 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
             frequencies.recordRead(slot)  // a set of a key held is a use of it
         } else {
             slot = vacant
+            refills &+= 1
             let queue = !ghost.isEmpty && ghost.remove(key.hashValue) ? Self.mainQueue : Self.smallQueue
             // Made already linked to its queue's newest entry: one write of the node, where
             // `push` rewrites its links (measured: 3-5 ns a set at 20,000 entries).

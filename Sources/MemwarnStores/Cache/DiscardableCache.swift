@@ -43,6 +43,10 @@ public protocol DiscardableCacheDelegate: AnyObject, Sendable {
 /// values whose ``DiscardableContent`` was discarded. For that accounting, **cost is bytes**:
 /// give each entry its size as its cost.
 ///
+/// With the monitor's proactive trim on (`trim_interval` in the policy), the cache also keeps to
+/// a ceiling the trim lowers while memory is calm and raises when the cache's refills rise
+/// (``trimCeilingBytes``, ``refillCount``).
+///
 /// ## Threads
 ///
 /// Every method is thread-safe. A read (``object(forKey:)``) takes the cache's lock shared and
@@ -142,8 +146,8 @@ public final class DiscardableCache<Key: Hashable & Sendable, Value> {
 
     /// The most total cost the cache keeps; 0 means no limit.
     public var totalCostLimit: Int {
-        get { lock.withSharedLock { storage.totalCostLimit } }
-        set { changeLimits { $0.totalCostLimit = max(0, newValue) } }
+        get { lock.withSharedLock { storage.ownCostLimit } }
+        set { changeLimits { $0.setCostLimits(own: max(0, newValue), trim: $0.trimCostLimit) } }
     }
 
     /// Whether values whose ``DiscardableContent`` was discarded are evicted (default `true`).
@@ -271,7 +275,7 @@ public final class DiscardableCache<Key: Hashable & Sendable, Value> {
         for value in values { delegate.cache(self, willEvictObject: value as Any) }
     }
 
-    private func changeLimits(_ change: (inout CacheStorage<Key, Value>) -> Void) {
+    func changeLimits(_ change: (inout CacheStorage<Key, Value>) -> Void) {
         lock.lock()
         change(&storage)
         let evicted = storage.evictOverLimits()
