@@ -1,5 +1,3 @@
-public import MemwarnRelease
-
 // What the monitor's proactive trim reads and sets (see ``/MemwarnRelease/TrimmableConsumer``).
 extension DiscardableCache {
     /// How many sets stored a key the cache did not hold (its refills): it only grows. The
