@@ -4,7 +4,7 @@ import MemwarnStores
 import MemwarnSystem
 import MemwarnTestFixtures
 import MemwarnTestKit
-import Metrics
+import MetricsTestKit
 import Testing
 
 @testable import MemwarnMonitor
@@ -25,6 +25,7 @@ struct ProactiveTrimTests {
         let sampler: SnapshotSampler
         let coordinator = ReleaseCoordinator(trimsHeap: false)
         let cache: DiscardableCache<Int, Int>
+        let metrics = TestMetrics()
         let loop: ReleaseLoop
         private var nextKey = 0
 
@@ -40,7 +41,7 @@ struct ProactiveTrimTests {
             loop = ReleaseLoop(
                 context: .init(
                     sampler: sampler, policy: policy, clock: clock.clock, ledger: ReleaseLedger(),
-                    metrics: MonitorMetrics(factory: MetricsSystem.factory), logger: testLogger, coordinators: coordinators,
+                    metrics: MonitorMetrics(factory: metrics), logger: testLogger, coordinators: coordinators,
                     exhaustionChanged: { _ in }, askForReading: {}))
             refill(ProactiveTrimTests.entries)
         }
@@ -71,6 +72,11 @@ struct ProactiveTrimTests {
         }
 
         /// Hands the loop a reading at `level` that asks for no release (a level held).
+        /// `memwarn_trim_steps_total` for an outcome.
+        func steps(_ outcome: String) throws -> Int64 {
+            try metrics.expectCounter("memwarn_trim_steps_total", [("outcome", outcome)]).totalValue
+        }
+
         func offer(level: MemoryPressureLevel) throws {
             let reading = MonitorReading(
                 event: LevelEvent(level: level, previous: level, source: .usageSample, snapshot: try sampler.sample()),
@@ -98,6 +104,7 @@ struct ProactiveTrimTests {
         #expect(bench.cache.totalCostLimit == 0, "the cache's own limit is untouched")
         bench.refill(100)
         #expect(bench.cache.totalCost <= ceilings.last!, "new entries keep to the ceiling")
+        #expect(try bench.steps("lowered") == 5 && bench.steps("backed_off") == 0)
     }
 
     @Test func refillsThatRiseRaiseTheCeilingAgain() throws {
@@ -111,6 +118,7 @@ struct ProactiveTrimTests {
         bench.step(refilling: 400)
         let raised = try #require(bench.cache.trimCeilingBytes)
         #expect(raised > lowest)
+        #expect(try bench.steps("backed_off") == 1)
         for _ in 0..<3 { bench.step(refilling: 400) }
         #expect(bench.cache.trimCeilingBytes == raised, "held after the back-off")
     }
@@ -144,6 +152,7 @@ struct ProactiveTrimTests {
         for _ in 0..<5 { bench.step() }
         #expect(bench.cache.trimCeilingBytes == nil)
         #expect(bench.cache.count == ProactiveTrimTests.entries)
+        #expect(try bench.steps("lowered") == 0, "the family is there, at 0")
     }
 
     /// A real monitor, its release thread stepping every 100 ms of the real clock: the cache's

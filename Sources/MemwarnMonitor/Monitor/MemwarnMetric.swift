@@ -49,7 +49,7 @@ extension MemwarnMetric {
     public static let all: [MemwarnMetric] = [
         level, usage, limit, cgroupUsage, bindingDepth, coordinatedCgroups, levelChanges, growth, secondsToCritical, secondsToLimit,
         forecastWarnings, releases, releasedBytes, releaseDuration, consumerFootprint, consumerInUse, exhausted, exhaustions,
-        exhaustedFloor, transientErrors, usageSamples, armedAfter,
+        exhaustedFloor, transientErrors, usageSamples, armedAfter, trimSteps,
     ]
 
     static let level = MemwarnMetric(
@@ -108,4 +108,7 @@ extension MemwarnMetric {
     static let armedAfter = MemwarnMetric(
         "memwarn_armed_after_seconds", .gauge, labels: ["since"],
         help: "Arming's duration (since=monitor_created) and the process's age when the monitor was armed (since=process_start).")
+    static let trimSteps = MemwarnMetric(
+        "memwarn_trim_steps_total", .counter, labels: ["outcome"],
+        help: "The proactive trim's changes of a consumer's ceiling: lowered, backed_off (refills rose), lifted; 0 while the trim is off.")
 }

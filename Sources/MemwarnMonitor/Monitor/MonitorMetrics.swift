@@ -30,6 +30,7 @@ final class MonitorMetrics: Sendable {
     private let bindingDepth: Gauge
     private let coordinated: Gauge
     private let reportedTally = Locked(ForecastTally())
+    private let trimSteps: [TrimPlanner.Change.Outcome: Counter]
     /// The footprint series published, so that those of consumers gone can be destroyed.
     private let footprints = Locked<[FootprintSeries: (footprint: Gauge, inUse: Gauge?)]>([:])
 
@@ -64,6 +65,15 @@ final class MonitorMetrics: Sendable {
         cgroupUsage = Gauge(label: MemwarnMetric.cgroupUsage.name, factory: factory)
         bindingDepth = Gauge(label: MemwarnMetric.bindingDepth.name, factory: factory)
         coordinated = Gauge(label: MemwarnMetric.coordinatedCgroups.name, factory: factory)
+        trimSteps = Dictionary(
+            uniqueKeysWithValues: TrimPlanner.Change.Outcome.allCases.map {
+                ($0, Counter(label: MemwarnMetric.trimSteps.name, dimensions: [("outcome", $0.rawValue)], factory: factory))
+            })
+    }
+
+    /// The proactive trim changed a consumer's ceiling.
+    func recordTrim(_ outcome: TrimPlanner.Change.Outcome) {
+        trimSteps[outcome]?.increment()
     }
 
     /// The monitor was armed.

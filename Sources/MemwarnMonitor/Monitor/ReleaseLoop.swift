@@ -74,7 +74,7 @@ final class ReleaseLoop: MonitorReadingConsumer, @unchecked Sendable {
 
     init(context: Context) {
         self.context = context
-        trim = ProactiveTrim(policy: context.policy, logger: context.logger, startingAt: context.clock.now)
+        trim = ProactiveTrim(policy: context.policy, logger: context.logger, metrics: context.metrics, startingAt: context.clock.now)
     }
 
     /// Hands over a reading; never blocks on a release. Any thread.

@@ -15,6 +15,7 @@ final class ProactiveTrim {
     private var planner: TrimPlanner
     private let stallPercent: Double
     private let logger: Logger
+    private let metrics: MonitorMetrics
     /// The consumers whose ceiling it set, and the ceiling, to lift at the end (unless another
     /// trim, a new session's, has set another since).
     private var ceilinged: [ObjectIdentifier: (consumer: WeakReference<any TrimmableConsumer>, ceiling: Int)] = [:]
@@ -22,11 +23,12 @@ final class ProactiveTrim {
     private(set) var nextStepAt: ContinuousClock.Instant
 
     /// A trim for a policy whose ``PressurePolicy/trimInterval`` is set; `nil` when it is not.
-    init?(policy: PressurePolicy, logger: Logger, startingAt now: ContinuousClock.Instant) {
+    init?(policy: PressurePolicy, logger: Logger, metrics: MonitorMetrics, startingAt now: ContinuousClock.Instant) {
         guard policy.trimInterval > .zero else { return nil }
         planner = TrimPlanner(settings: .init(stepFraction: policy.trimStepPercent / 100, interval: policy.trimInterval))
         stallPercent = policy.trimStallPercent
         self.logger = logger
+        self.metrics = metrics
         nextStepAt = now + policy.trimInterval
     }
 
@@ -60,6 +62,7 @@ final class ProactiveTrim {
             }
             lowered = lowered || consumer.footprintBytes < before
             report(change, of: consumer)
+            metrics.recordTrim(change.outcome)
         }
         if lowered, coordinators.contains(where: \.trimsHeap) { ReleaseCoordinator.returnFreedMemory() }
     }

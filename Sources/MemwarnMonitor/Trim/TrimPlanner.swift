@@ -49,6 +49,21 @@ struct TrimPlanner {
             /// Its refills rose while it did not fill its ceiling: the ceiling is lifted.
             case lifted
         }
+        /// What a change is, as the metric `memwarn_trim_steps_total` counts it.
+        enum Outcome: String, CaseIterable, Sendable {
+            case lowered
+            case backedOff = "backed_off"
+            case lifted
+        }
+
+        var outcome: Outcome {
+            switch reason {
+            case .step: .lowered
+            case .refillsRose: .backedOff
+            case .lifted: .lifted
+            }
+        }
+
         var id: ObjectIdentifier
         /// The new ceiling; `nil` lifts it.
         var ceilingBytes: Int?
