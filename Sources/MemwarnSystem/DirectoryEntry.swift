@@ -30,10 +30,21 @@ extension FileSystem {
                 if errno != 0 { throw SystemError("readdir", path: path) }
                 return entries
             }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let (name, recorded) = Self.nameAndType(of: entry)
             guard name != "." && name != ".." else { continue }
-            entries.append(DirectoryEntry(name: name, type: Self.type(recorded: entry.pointee.d_type)))
+            entries.append(DirectoryEntry(name: name, type: Self.type(recorded: recorded)))
         }
+    }
+
+    /// The name and `d_type` of the record `readdir` returned, read in place. A record is only as
+    /// long as its name (`d_reclen`), not `sizeof(struct dirent)`: copying the struct, or its
+    /// 256-byte `d_name`, reads past the record, and past the end of glibc's buffer for the last
+    /// record of a page — a fault, seen once in `memwarn soak` listing a control directory.
+    private static func nameAndType(of entry: UnsafeMutablePointer<dirent>) -> (name: String, type: UInt8) {
+        let record = UnsafeRawPointer(entry)
+        let name = String(cString: (record + MemoryLayout<dirent>.offset(of: \.d_name)!).assumingMemoryBound(to: CChar.self))
+        let type = record.load(fromByteOffset: MemoryLayout<dirent>.offset(of: \.d_type)!, as: UInt8.self)
+        return (name, type)
     }
 
     /// The kind a `d_type` records, or `nil` for `DT_UNKNOWN`.

@@ -39,7 +39,8 @@ package struct ScratchDirectory {
     package func remove() {
         guard let directory = opendir(path) else { return }
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            // Read in place: a record is only as long as its name (see `FileSystem.entries(of:)`).
+            let name = String(cString: (UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \.d_name)!).assumingMemoryBound(to: CChar.self))
             if name != "." && name != ".." { unlink(file(name)) }
         }
         closedir(directory)
