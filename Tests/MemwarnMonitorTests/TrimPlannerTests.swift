@@ -140,11 +140,12 @@ struct TrimPlannerTests {
 
     @Test func aRiseWithNoCeilingIsTheServicesOwnAndOnlyResetsTheRate() {
         var run = Run()
-        run.inUse = run.footprint  // nothing to trim: never a ceiling
         _ = run.step(refilled: 0)
-        _ = run.step(refilled: 10)
-        #expect(run.step(refilled: 1000) == nil)
+        _ = run.step(refilled: 10)  // measured: 10 a step
+        #expect(run.step(refilled: 1000) == nil, "a rise before any ceiling: no step down, no ceiling raised")
         #expect(run.ceiling == nil)
+        #expect(run.step(refilled: 1000) == nil, "the rate is measured afresh")
+        #expect(run.step(refilled: 1000)?.reason == .step, "and 1000 a step is now the rate judged by: no rise")
     }
 
     @Test func aConsumerThatLeavesIsForgotten() {

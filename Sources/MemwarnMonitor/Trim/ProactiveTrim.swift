@@ -53,14 +53,13 @@ final class ProactiveTrim {
         var lowered = false
         for change in planner.step(at: now, pressed: pressed, consumers: observations) {
             guard let consumer = byID[change.id] else { continue }
-            let before = consumer.footprintBytes
             consumer.trimCeilingBytes = change.ceilingBytes
             if let ceiling = change.ceilingBytes {
                 ceilinged[change.id] = (WeakReference(consumer), ceiling)
             } else {
                 ceilinged[change.id] = nil
             }
-            lowered = lowered || consumer.footprintBytes < before
+            lowered = lowered || change.outcome == .lowered
             report(change, of: consumer)
             metrics.recordTrim(change.outcome)
         }
