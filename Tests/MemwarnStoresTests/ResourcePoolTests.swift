@@ -21,22 +21,37 @@ final class DescriptorPoolFixture: Sendable {
     let opens = Atomic(0)
     let closes = Atomic(0)
     let reported = Locked<[ResourceCloseError]>([])
+    let lowestDescriptor: Int32
 
-    /// The lowest descriptor number handed out: high (4000, or just under the soft limit),
-    /// so that a test may close a descriptor behind the pool's back without the number being
-    /// reused by a test running alongside.
-    static let lowestDescriptor: Int32 = {
+    /// Where a fixture's descriptors are numbered: high, so that ordinary opens elsewhere in
+    /// the process (which take the lowest free number) never reach them.
+    enum Band {
+        /// For pools whose descriptors stay theirs until the pool closes them.
+        case shared
+        /// For a test that closes a descriptor behind the pool's back: a band of its own, so
+        /// that no pool in another suite running alongside is handed the freed number and has
+        /// it closed by this test's pool.
+        case closedBehindTheBack
+    }
+
+    /// The top of the numbers used (4000, or just under the soft limit); the shared band starts
+    /// 512 below it.
+    static let topDescriptor: Int32 = {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 256 }
-        return Int32(min(4000, max(64, Int(clamping: limit.rlim_cur) - 64)))
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 960 }
+        return Int32(min(4000, max(576, Int(clamping: limit.rlim_cur) - 64)))
     }()
+
+    init(band: Band = .shared) {
+        lowestDescriptor = band == .shared ? Self.topDescriptor - 512 : Self.topDescriptor
+    }
 
     /// Opens `/dev/null`, moved to a number ≥ ``lowestDescriptor``.
     @Sendable func open() throws -> Int32 {
         let low = Glibc.open("/dev/null", O_RDWR | O_CLOEXEC)
         guard low >= 0 else { throw SystemCallError(call: "open", errno: errno) }
         defer { Glibc.close(low) }
-        let fd = fcntl(low, F_DUPFD_CLOEXEC, Self.lowestDescriptor)
+        let fd = fcntl(low, F_DUPFD_CLOEXEC, lowestDescriptor)
         guard fd >= 0 else { throw SystemCallError(call: "fcntl", errno: errno) }
         opens.add(1, ordering: .relaxed)
         return fd
@@ -71,8 +86,8 @@ func writesOneByte(_ fd: Int32) -> Bool {
 }
 
 /// Serialized: the close-failure tests close a descriptor behind the pool's back, and another
-/// test of this suite opening at the same time would get that number (the lowest free one above
-/// `lowestDescriptor`) and have it closed by the pool.
+/// test of this suite opening at the same time in their band would get that number and have it
+/// closed by the pool. (Other suites use the shared band; see `DescriptorPoolFixture.Band`.)
 @Suite(.serialized)
 struct ResourcePoolTests {
     static func request(_ bytes: Int) -> ReleaseRequest {
@@ -143,7 +158,7 @@ struct ResourcePoolTests {
     }
 
     @Test func aCloseFailingWithEBADFIsReportedWithTheError() async throws {
-        let fixture = DescriptorPoolFixture()
+        let fixture = DescriptorPoolFixture(band: .closedBehindTheBack)
         let pool = fixture.pool()
         try await pool.withResource { fd in
             #expect(Glibc.close(fd) == 0)  // closed behind the pool's back
@@ -158,7 +173,7 @@ struct ResourcePoolTests {
     }
 
     @Test func closeFailuresDuringReleaseAreKeptWhenNoCallbackIsSet() async throws {
-        let fixture = DescriptorPoolFixture()
+        let fixture = DescriptorPoolFixture(band: .closedBehindTheBack)
         let pool = fixture.pool(reportsErrors: false)
         try await pool.withResource { fd in #expect(Glibc.close(fd) == 0) }
         #expect(pool.release(Self.request(.max)) == DescriptorPoolFixture.bytesPerHandle)
