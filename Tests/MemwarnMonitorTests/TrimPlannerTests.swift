@@ -71,6 +71,41 @@ struct TrimPlannerTests {
         #expect(run.step(refilled: 600)?.reason == .step, "back at the rate before: steps down again")
     }
 
+    /// Steps with `refilled` refills each until the planner changes the ceiling.
+    ///
+    /// - Returns: how many steps made no change, and the change.
+    static func stepsUntilAChange(_ run: inout Run, refilled: Int, atMost: Int = 1000) -> (quiet: Int, change: TrimPlanner.Change?) {
+        for quiet in 0..<atMost {
+            if let change = run.step(refilled: refilled) { return (quiet, change) }
+        }
+        return (atMost, nil)
+    }
+
+    @Test func eachStepDownThatRefillsAnswerAtOnceDoublesTheNextHoldUpToTheLongest() {
+        // A load with nothing to spare: every step down takes values still read.
+        var run = Run()
+        _ = run.step(refilled: 0)
+        _ = run.step(refilled: 600)
+        #expect(run.step(refilled: 600)?.reason == .step)
+        var holds: [Int] = []
+        for _ in 0..<8 {
+            let answered = run.step(refilled: 900)
+            #expect(answered?.reason == .refillsRose(expected: 600, refilled: 900))
+            let probe = Self.stepsUntilAChange(&run, refilled: 600)
+            #expect(probe.change?.reason == .step, "after each hold, one step down probes")
+            holds.append(probe.quiet + 1)
+        }
+        let base = TrimPlanner.holdSteps
+        #expect(holds == [base, 2 * base, 4 * base, 8 * base, 16 * base, 32 * base, 32 * base, 32 * base])
+        #expect(TrimPlanner.longestHoldSteps == 32 * base)
+
+        // A probe whose refills hold: the next step goes down too, and the hold after the next
+        // step that refills answer is the shortest again.
+        #expect(run.step(refilled: 600)?.reason == .step, "the probe held: another step down")
+        #expect(run.step(refilled: 900)?.reason == .refillsRose(expected: 600, refilled: 900))
+        #expect(Self.stepsUntilAChange(&run, refilled: 600).quiet + 1 == base)
+    }
+
     @Test func aConsumerWarmingUpIsNeitherMeasuredNorTrimmed() {
         // Filling for the first time: it grows, and refills ever fewer new keys.
         var run = Run()

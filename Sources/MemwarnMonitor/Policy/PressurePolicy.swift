@@ -59,7 +59,8 @@ public struct PressurePolicy: Sendable, Hashable {
     ///
     /// While memory is calm the trim lowers the ceiling of each
     /// ``/MemwarnRelease/TrimmableConsumer`` (a `DiscardableCache`) by ``trimStepPercent`` of what it
-    /// holds, one step an interval, and gives two steps back, then waits ten intervals, when the
+    /// holds, one step an interval, and gives two steps back, then waits ten intervals (twice as
+    /// long after each step down in a row that refills answer at once, up to 320), when the
     /// consumer's refills rise. It never goes below what a consumer says is in use. The article
     /// "Trimming before a limit" says what it reads and what it costs.
     public var trimInterval: Duration = .zero

@@ -6,7 +6,9 @@ import MemwarnSystem
 ///
 /// - under pressure (the level raised, or PSI `some` at the policy's stall mark) nothing is
 ///   lowered, and the refill rate is measured afresh once pressure is gone;
-/// - after its refills rose, the consumer is left alone for ``holdSteps`` steps;
+/// - after its refills rose, the consumer is left alone for ``holdSteps`` steps, twice as long
+///   after each step down in a row that its refills answered at once (up to
+///   ``longestHoldSteps``), so a load with nothing to spare is probed ever more rarely;
 /// - a consumer warming up (with no ceiling, it grew by more than two steps' worth since the
 ///   last step, and refilled clearly slower than over the step before) is neither measured nor
 ///   trimmed;
@@ -72,6 +74,16 @@ struct TrimPlanner {
 
     /// How many steps a consumer is left alone after its refills rose.
     static let holdSteps = 10
+    /// The longest hold, in steps: ``holdSteps`` doubled five times. After a hold, one step down
+    /// probes whether the consumer can now spare memory; when its refills rise again at once,
+    /// the next hold is twice as long, so a load with nothing to spare costs a probe every 320
+    /// intervals (32 minutes at 6 s), not every 10.
+    static let longestHoldSteps = holdSteps << 5
+
+    /// The hold after `failedProbes` steps down in a row whose refills rose at once (1 or more).
+    static func holdSteps(afterFailedProbes failedProbes: Int) -> Int {
+        min(longestHoldSteps, holdSteps << min(5, max(0, failedProbes - 1)))
+    }
     /// A ceiling never goes below what a consumer says is in use, times this.
     static let inUseMargin = 1.05
 
@@ -85,6 +97,10 @@ struct TrimPlanner {
         /// Refills a second over the step before (to tell a cache warming up).
         var lastRate: Double?
         var heldUntil: ContinuousClock.Instant?
+        /// Whether the last change was a step down (so refills that rise now answer it).
+        var lastChangeWasStep = false
+        /// Steps down in a row that refills answered at once: each doubles the next hold.
+        var failedProbes = 0
     }
 
     let settings: Settings
@@ -144,8 +160,15 @@ struct TrimPlanner {
     }
 
     private func decide(_ consumer: Observation, _ track: inout Track, _ observed: Observed, pressed: Bool, now: ContinuousClock.Instant) -> Change? {
+        let change = plan(consumer, &track, observed, pressed: pressed, now: now)
+        track.lastChangeWasStep = change?.reason == .step
+        return change
+    }
+
+    private func plan(_ consumer: Observation, _ track: inout Track, _ observed: Observed, pressed: Bool, now: ContinuousClock.Instant) -> Change? {
         if pressed {
             track.rate = nil
+            track.failedProbes = 0
             return nil
         }
         if let heldUntil = track.heldUntil, now < heldUntil { return nil }
@@ -161,19 +184,29 @@ struct TrimPlanner {
         if Double(observed.refilled) > Self.noticeableRise(over: expected) {
             guard let ceiling = consumer.ceilingBytes else {
                 track.rate = nil  // a rise with no ceiling of the trim's is the service's own
+                track.failedProbes = 0
                 return nil
             }
             if !Self.fills(footprint, ceiling) {
                 // A ceiling it does not fill is not what it misses: lifted, and measured afresh.
                 track.rate = nil
+                track.failedProbes = 0
                 return Change(id: consumer.id, ceilingBytes: nil, reason: .lifted)
             }
-            track.heldUntil = now + settings.interval * Self.holdSteps
+            // A rise that answers a step down is a failed probe, and each in a row doubles the
+            // hold; one that comes after a hold, with no step, is held the base time.
+            var hold = Self.holdSteps
+            if track.lastChangeWasStep {
+                track.failedProbes += 1
+                hold = Self.holdSteps(afterFailedProbes: track.failedProbes)
+            }
+            track.heldUntil = now + settings.interval * hold
             let raised = ceiling.addingReportingOverflow(2 * step)
             return Change(
                 id: consumer.id, ceilingBytes: raised.overflow ? .max : raised.partialValue,
                 reason: .refillsRose(expected: expected, refilled: observed.refilled))
         }
+        if track.lastChangeWasStep { track.failedProbes = 0 }  // the last step down held
         if let ceiling = consumer.ceilingBytes, !Self.fills(footprint, ceiling) { return nil }
         let held = min(footprint, consumer.ceilingBytes ?? .max)
         let inUse = min(max(0, consumer.inUseBytes ?? 0), footprint)
