@@ -2,10 +2,10 @@
 // The manifest is the architecture, bottom to top (each target uses only those above it here):
 //   CLibcgroup      libcgroup alone (Debian's libcgroup-dev), as a system library
 //   CLinuxCalls     the Linux calls Swift's Glibc module does not export: epoll, eventfd, inotify,
-//                   prctl, accept4, SO_PEERCRED, pipe2, unshare, malloc_trim, a fork-and-exec into a cgroup
+//                   prctl, accept4, SO_PEERCRED, pipe2, unshare, malloc_trim, futex, a fork-and-exec into a cgroup
 //   MemwarnSystem   the system layer: owned descriptors, one syscall wrapper (EINTR, SystemError),
 //                   the epoll EventLoop (registration ids, loop-thread assertions), sockets, pipes,
-//                   inotify, threads, the package's lock (a pthread mutex the thread sanitizer sees),
+//                   inotify, threads, the package's lock (a pthread mutex the thread sanitizer sees), a futex word,
 //                   spawning into a cgroup, line streams, sizes
 //   CgroupKit       the kernel side: discovery, file readers and strict parsers, libcgroup calls
 //   MemwarnRelease  the release core: levels, tiers, the coordinator, the consumer protocol, reports,

@@ -1,12 +1,14 @@
 // The Linux calls Swift's Glibc module does not export, for memwarn's system layer
 // (MemwarnSystem): epoll, eventfd, inotify, prctl, malloc_trim, accept4, SO_PEERCRED, unshare, pidfd_open,
-// sched_getcpu, and a fork-and-exec into a cgroup. Glibc declares several of them only under _GNU_SOURCE,
+// sched_getcpu, futex, and a fork-and-exec into a cgroup. Glibc declares several of them only under _GNU_SOURCE,
 // which this header does not define: it would change glibc's struct layouts (fd_set) against
 // SwiftGlibc's. Linux only.
 #ifndef MEMWARN_CLINUXCALLS_H
 #define MEMWARN_CLINUXCALLS_H
 #ifdef __linux__
 #include <errno.h>
+#include <linux/futex.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
@@ -188,6 +190,18 @@ static inline int memwarn_pidfd_open(pid_t pid) {
     errno = ENOSYS;
     return -1;
 #endif
+}
+/// futex(2) FUTEX_WAIT_PRIVATE: sleeps while the 32-bit word at `word` holds `expected` (checked
+/// atomically with going to sleep), until a wake on the same word. Returns 0 when woken, or -1
+/// with errno: EAGAIN when the word no longer held `expected`, EINTR on a signal.
+static inline int memwarn_futex_wait(uint32_t *word, uint32_t expected) {
+    return (int)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, (void *)0, (void *)0, 0);
+}
+
+/// futex(2) FUTEX_WAKE_PRIVATE: wakes at most `count` threads asleep on `word`. Returns how
+/// many it woke, or -1 with errno.
+static inline int memwarn_futex_wake(uint32_t *word, int count) {
+    return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, (void *)0, (void *)0, 0);
 }
 #endif
 #endif
