@@ -25,12 +25,12 @@ package final class FutexWord: @unchecked Sendable {
     /// Sleeps while the word holds `expected`; returns when woken, at once if it holds anything
     /// else, and also without cause (a signal): callers check the word again.
     package func wait(whileItHolds expected: UInt32) {
-        _ = memwarn_futex_wait(UnsafeMutableRawPointer(word).assumingMemoryBound(to: UInt32.self), expected)
+        _ = memwarn_futex_wait(UnsafeMutableRawPointer(word), expected)
     }
 
     /// Wakes every thread asleep on the word.
     @usableFromInline
     package func wakeAll() {
-        _ = memwarn_futex_wake(UnsafeMutableRawPointer(word).assumingMemoryBound(to: UInt32.self), Int32.max)
+        _ = memwarn_futex_wake(UnsafeMutableRawPointer(word), Int32.max)
     }
 }

@@ -114,24 +114,30 @@ struct ReadMostlyLockTests {
 
     /// Writers that contend sleep on the writer's word and are woken in turn, and readers that
     /// find a writer in sleep on it too: no increment is lost, no read sees a write half done,
-    /// and nothing is left asleep (every thread ends before the deadline).
+    /// and nothing is left asleep (every thread ends before the deadline). Every thread starts
+    /// at once, and the readers read until the last writer is done, so they meet the writers.
     @Test func contendingWritersAndWaitingReadersLoseNothing() throws {
         let guarded = Guarded()
         let steps = Steps()
         let torn = Atomic(0)
+        let reads = Atomic(0)
         let writers = 3
+        let writersLeft = Atomic(writers)
         let writesPerThread = 20_000
         for reader in 0..<2 {
             try SystemThread.start(name: "reader-\(reader)") {
-                for _ in 0..<100_000 {
+                _ = steps.wait(for: "go")
+                while writersLeft.load(ordering: .sequentiallyConsistent) > 0 {
                     let (first, second) = guarded.lock.withSharedLock { (guarded.first, guarded.second) }
                     if first != second { torn.add(1, ordering: .relaxed) }
+                    reads.add(1, ordering: .relaxed)
                 }
                 steps.mark("reader \(reader)")
             }
         }
         for writer in 0..<writers {
             try SystemThread.start(name: "writer-\(writer)") {
+                _ = steps.wait(for: "go")
                 for _ in 0..<writesPerThread {
                     guarded.lock.withLock {
                         guarded.first += 1
@@ -140,11 +146,14 @@ struct ReadMostlyLockTests {
                         guarded.second += 1
                     }
                 }
+                writersLeft.subtract(1, ordering: .sequentiallyConsistent)
                 steps.mark("writer \(writer)")
             }
         }
+        steps.mark("go")
         for step in ["reader 0", "reader 1"] + (0..<writers).map({ "writer \($0)" }) { #expect(steps.wait(for: step)) }
         #expect(torn.load(ordering: .relaxed) == 0)
+        #expect(reads.load(ordering: .relaxed) > 0, "the readers read while the writers wrote")
         #expect(guarded.lock.withSharedLock { (guarded.first, guarded.second) } == (writers * writesPerThread, writers * writesPerThread))
         #expect(!guarded.lock.hasWriter)
     }

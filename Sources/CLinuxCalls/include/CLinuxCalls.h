@@ -191,16 +191,17 @@ static inline int memwarn_pidfd_open(pid_t pid) {
     return -1;
 #endif
 }
-/// futex(2) FUTEX_WAIT_PRIVATE: sleeps while the 32-bit word at `word` holds `expected` (checked
-/// atomically with going to sleep), until a wake on the same word. Returns 0 when woken, or -1
-/// with errno: EAGAIN when the word no longer held `expected`, EINTR on a signal.
-static inline int memwarn_futex_wait(uint32_t *word, uint32_t expected) {
+/// futex(2) FUTEX_WAIT_PRIVATE: sleeps while the 32-bit word at `word` (an aligned atomic
+/// uint32_t) holds `expected` (checked atomically with going to sleep), until a wake on the same
+/// word. Returns 0 when woken, or -1 with errno: EAGAIN when the word no longer held `expected`,
+/// EINTR on a signal.
+static inline int memwarn_futex_wait(void *word, uint32_t expected) {
     return (int)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, (void *)0, (void *)0, 0);
 }
 
 /// futex(2) FUTEX_WAKE_PRIVATE: wakes at most `count` threads asleep on `word`. Returns how
 /// many it woke, or -1 with errno.
-static inline int memwarn_futex_wake(uint32_t *word, int count) {
+static inline int memwarn_futex_wake(void *word, int count) {
     return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, (void *)0, (void *)0, 0);
 }
 #endif
