@@ -3,12 +3,12 @@ public import Glibc
 #endif
 
 /// A pthread mutex: the lock of every module in the package but the cache's read-mostly lock
-/// (MemwarnStores), whose writers take a ``FutexWord`` of their own.
+/// (MemwarnStores), whose writers take a word of their own with ``Futex``.
 ///
 /// Used instead of `Synchronization.Mutex` for two reasons: the thread sanitizer does not see
 /// `Mutex`'s futex, so it reports accesses under one as races (it did, once in about thirty
 /// runs, on a resource pool's state); and state holding non-`Sendable` values (a cache's
-/// entries) cannot go through `Mutex`'s `sending` rules. (It sees a ``FutexWord``'s atomics:
+/// entries) cannot go through `Mutex`'s `sending` rules. (It sees that word's atomics:
 /// they are compiled in the package's modules, with the sanitizer.)
 @usableFromInline
 package final class Lock: @unchecked Sendable {

@@ -34,16 +34,16 @@ final class DescriptorPoolFixture: Sendable {
         case closedBehindTheBack
     }
 
-    /// The top of the numbers used (4000, or just under the soft limit); the shared band starts
-    /// 512 below it.
+    /// The top of the numbers used (4000, or just under the soft limit, which may be as low as
+    /// 256); the shared band starts at half of it.
     static let topDescriptor: Int32 = {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 960 }
-        return Int32(min(4000, max(576, Int(clamping: limit.rlim_cur) - 64)))
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 192 }
+        return Int32(min(4000, max(64, Int(clamping: limit.rlim_cur) - 64)))
     }()
 
     init(band: Band = .shared) {
-        lowestDescriptor = band == .shared ? Self.topDescriptor - 512 : Self.topDescriptor
+        lowestDescriptor = band == .shared ? Self.topDescriptor / 2 : Self.topDescriptor
     }
 
     /// Opens `/dev/null`, moved to a number ≥ ``lowestDescriptor``.

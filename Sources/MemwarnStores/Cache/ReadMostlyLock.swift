@@ -1,4 +1,4 @@
-public import MemwarnSystem  // public: the inlinable paths use the system layer's FutexWord, CurrentCPU and SystemThread
+public import MemwarnSystem  // public: the inlinable paths use the system layer's Futex, CurrentCPU and SystemThread
 public import Synchronization
 
 #if canImport(Glibc)
@@ -27,8 +27,7 @@ public import Glibc
 /// readers and changed only by writers (apart from atomics of its own).
 @usableFromInline
 final class ReadMostlyLock: @unchecked Sendable {
-    // @unchecked: `readers` is allocated once, its counters are atomics; `writer` is an atomic
-    // word of its own.
+    // @unchecked: `readers` and `writer` are allocated once, in one block, and are atomics.
 
     /// One reader counter, alone on its cache line.
     @usableFromInline
@@ -55,8 +54,10 @@ final class ReadMostlyLock: @unchecked Sendable {
 
     @usableFromInline let readers: UnsafeMutablePointer<ReaderSlot>
     /// The writer's word: ``free``, ``held``, or ``heldWithSleepers`` (a writer holds it, and
-    /// threads may be asleep on it, to be woken when it is let go).
-    @usableFromInline let writer = FutexWord(ReadMostlyLock.free)
+    /// threads may be asleep on it, to be woken when it is let go). On a cache line of its own,
+    /// after the readers' counters, in the same block: a read loads the lock's two pointers and
+    /// no other object.
+    @usableFromInline let writer: UnsafeMutablePointer<Atomic<UInt32>>
 
     @inlinable static var free: UInt32 { 0 }
     @inlinable static var held: UInt32 { 1 }
@@ -64,17 +65,22 @@ final class ReadMostlyLock: @unchecked Sendable {
 
     /// Whether a writer holds the lock or is waiting for the readers inside.
     @inlinable
-    var hasWriter: Bool { writer.word.pointee.load(ordering: .sequentiallyConsistent) != Self.free }
+    var hasWriter: Bool { writer.pointee.load(ordering: .sequentiallyConsistent) != Self.free }
 
     @usableFromInline
     init() {
-        // Aligned to a cache line, so that each counter has a line to itself.
-        readers = UnsafeMutableRawPointer.allocate(byteCount: slotCount * MemoryLayout<ReaderSlot>.stride, alignment: 64)
-            .bindMemory(to: ReaderSlot.self, capacity: slotCount)
+        // Aligned to a cache line, so that each counter, and the writer's word after them, has
+        // a line to itself.
+        let stride = MemoryLayout<ReaderSlot>.stride
+        let block = UnsafeMutableRawPointer.allocate(byteCount: (slotCount + 1) * stride, alignment: 64)
+        readers = block.bindMemory(to: ReaderSlot.self, capacity: slotCount)
         for slot in 0..<slotCount { (readers + slot).initialize(to: ReaderSlot()) }
+        writer = (block + slotCount * stride).bindMemory(to: Atomic<UInt32>.self, capacity: 1)
+        writer.initialize(to: Atomic(Self.free))
     }
 
     deinit {
+        writer.deinitialize(count: 1)
         readers.deinitialize(count: slotCount)
         UnsafeMutableRawPointer(readers).deallocate()
     }
@@ -111,19 +117,19 @@ final class ReadMostlyLock: @unchecked Sendable {
     /// Sleeps until no writer holds the word (a reader that stepped back).
     @usableFromInline
     func waitForTheWriter() {
-        var state = writer.word.pointee.load(ordering: .sequentiallyConsistent)
+        var state = writer.pointee.load(ordering: .sequentiallyConsistent)
         while state != Self.free {
             if state == Self.held {
                 // Asks to be woken: the writer wakes sleepers only when the word says so.
-                let (exchanged, original) = writer.word.pointee.compareExchange(
+                let (exchanged, original) = writer.pointee.compareExchange(
                     expected: Self.held, desired: Self.heldWithSleepers, ordering: .sequentiallyConsistent)
                 if !exchanged {
                     state = original
                     continue
                 }
             }
-            writer.wait(whileItHolds: Self.heldWithSleepers)
-            state = writer.word.pointee.load(ordering: .sequentiallyConsistent)
+            Futex.wait(on: writer, whileItHolds: Self.heldWithSleepers)
+            state = writer.pointee.load(ordering: .sequentiallyConsistent)
         }
     }
 
@@ -138,7 +144,7 @@ final class ReadMostlyLock: @unchecked Sendable {
     func lock() {
         // Sequentially consistent: the readers' counters are read only after the word is seen
         // held by every reader that comes later.
-        if !writer.word.pointee.compareExchange(expected: Self.free, desired: Self.held, ordering: .sequentiallyConsistent).exchanged {
+        if !writer.pointee.compareExchange(expected: Self.free, desired: Self.held, ordering: .sequentiallyConsistent).exchanged {
             lockContended()
         }
         for slot in 0..<slotCount {
@@ -151,8 +157,8 @@ final class ReadMostlyLock: @unchecked Sendable {
     /// the others when it lets go).
     @usableFromInline
     func lockContended() {
-        while writer.word.pointee.exchange(Self.heldWithSleepers, ordering: .sequentiallyConsistent) != Self.free {
-            writer.wait(whileItHolds: Self.heldWithSleepers)
+        while writer.pointee.exchange(Self.heldWithSleepers, ordering: .sequentiallyConsistent) != Self.free {
+            Futex.wait(on: writer, whileItHolds: Self.heldWithSleepers)
         }
     }
 
@@ -161,7 +167,7 @@ final class ReadMostlyLock: @unchecked Sendable {
     func unlock() {
         // Releasing: a reader that then sees the word free (its load is sequentially
         // consistent, so acquiring) sees every write made under the lock.
-        if writer.word.pointee.exchange(Self.free, ordering: .releasing) == Self.heldWithSleepers { writer.wakeAll() }
+        if writer.pointee.exchange(Self.free, ordering: .releasing) == Self.heldWithSleepers { Futex.wakeAll(on: writer) }
     }
 
     /// Runs `body` holding the lock alone.
