@@ -6,7 +6,10 @@
 /// monitor's measured rate (`GrowthEstimate.sustainedBytesPerSecond`); the lead time is how
 /// long the next detection and release take: the monitor's detection bound (10 ms where the
 /// kernel reports usage crossings, the sampler's current wait where usage is sampled — 5 ms near
-/// a mark, at most `PressurePolicy.pollInterval`) plus the duration of the last release.
+/// a mark, at most `PressurePolicy.pollInterval`) plus the duration of the last release. A
+/// monitor's release while its level stays raised at `warning` (usage back at the warning mark,
+/// no rise) aims just under the warning mark instead of the recovery mark (the article "Keeping
+/// up with growth" has the formula).
 public struct ReleaseTarget: Sendable, Hashable {
     /// The bytes wanted.
     public var bytes: Int

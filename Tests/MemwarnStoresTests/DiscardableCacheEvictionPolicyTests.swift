@@ -288,7 +288,42 @@ struct DiscardableCacheEvictionPolicyTests {
         #expect(cache.count == 2)
     }
 
-    @Test func theDefaultOrderIsBalanced() {
-        #expect(DiscardableCache<Int, Int>(coordinator: nil).releaseOrder == .balanced)
+    /// Three caches read the same skewed trace over 1,000 keys of cost 10: one with a cost limit
+    /// of 2,000; one with none that a release takes back to 2,000 after every set, as memwarn's
+    /// releases hold a cache under the warning mark, in the default order; and the same released
+    /// by priority (`.balanced`). The first two hold the same keys at every step, so they hit
+    /// alike; the priority order, whose coldness the eviction never refreshes in a cache with no
+    /// limit, hits less.
+    @Test func releasesInTheDefaultOrderKeepWhatAFixedLimitKeeps() {
+        var random = SeededGenerator(seed: 7)
+        let limited = DiscardableCache<Int, Int>(coordinator: nil)
+        limited.totalCostLimit = 2_000
+        let released = DiscardableCache<Int, Int>(coordinator: nil)
+        let balanced = DiscardableCache<Int, Int>(coordinator: nil)
+        balanced.releaseOrder = .balanced
+        var hits = [0, 0, 0]
+        var firstDifference: Int?
+        for step in 0..<20_000 {
+            let uniform = Double(random.next() % 1_000_000) / 1_000_000
+            let key = Int(uniform * uniform * uniform * 1_000)
+            for (slot, cache) in [limited, released, balanced].enumerated() {
+                if cache.object(forKey: key) != nil {
+                    hits[slot] += 1
+                    continue
+                }
+                cache.setObject(key, forKey: key, cost: 10)
+                if cache.totalCost > 2_000 { _ = cache.release(ReleaseRequest(level: .warning, tier: .caches, targetBytes: cache.totalCost - 2_000)) }
+            }
+            let keys = [limited, released].map { cache in cache.lock.withLock { Set(cache.storage.index.keys) } }
+            if firstDifference == nil && keys[0] != keys[1] { firstDifference = step }
+        }
+        #expect(firstDifference == nil, "the released cache first held other keys than the limited one at step \(firstDifference ?? -1)")
+        #expect(hits[1] == hits[0], "\(hits)")
+        #expect(hits[2] < hits[0], "balanced releases hit less than a fixed limit here: \(hits)")
+        #expect(released.totalCost == 2_000 && Self.violations(released).isEmpty)
+    }
+
+    @Test func theDefaultOrderIsTheEvictionsOwn() {
+        #expect(DiscardableCache<Int, Int>(coordinator: nil).releaseOrder == .coldestFirst)
     }
 }

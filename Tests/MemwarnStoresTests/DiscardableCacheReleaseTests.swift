@@ -15,9 +15,11 @@ struct DiscardableCacheReleaseTests {
 
     static let discardedOnly = ReleaseRequest(level: .warning, tier: .discarded, targetBytes: .max)
 
-    /// A cache holding the given costs under keys "c<cost>".
-    static func cache(costs: [Int]) -> DiscardableCache<String, Int> {
+    /// A cache holding the given costs under keys "c<cost>", releasing in `order` (the default's
+    /// when `nil`).
+    static func cache(costs: [Int], order: DiscardableCacheReleaseOrder? = nil) -> DiscardableCache<String, Int> {
         let cache = DiscardableCache<String, Int>(coordinator: nil)
+        if let order { cache.releaseOrder = order }
         for cost in costs { cache.setObject(cost, forKey: "c\(cost)", cost: cost) }
         return cache
     }
@@ -28,9 +30,9 @@ struct DiscardableCacheReleaseTests {
 
     // MARK: Tier .caches
 
-    @Test func amongEntriesEquallyColdTheLargestGoFirstAndReleaseStopsOnceTheTargetIsMet() {
+    @Test func balancedAmongEntriesEquallyColdTakesTheLargestFirstAndStopsOnceTheTargetIsMet() {
         let costs = [10, 50, 30, 20, 40]
-        let cache = Self.cache(costs: costs)
+        let cache = Self.cache(costs: costs, order: .balanced)
         let freed = cache.release(Self.caches(60))
         #expect(freed == 90)  // 50, then 40: 90 >= 60
         #expect(Self.remainingCosts(cache, of: costs) == [10, 20, 30])
@@ -38,9 +40,9 @@ struct DiscardableCacheReleaseTests {
         #expect(cache.count == 3)
     }
 
-    @Test func aTargetMetExactlyByTheLargestOfEquallyColdEntriesTakesOnlyThatEntry() {
+    @Test func balancedTakesOnlyTheLargestOfEquallyColdEntriesWhenItMeetsTheTarget() {
         let costs = [10, 50, 30]
-        let cache = Self.cache(costs: costs)
+        let cache = Self.cache(costs: costs, order: .balanced)
         #expect(cache.release(Self.caches(50)) == 50)
         #expect(Self.remainingCosts(cache, of: costs) == [10, 30])
     }
@@ -87,7 +89,7 @@ struct DiscardableCacheReleaseTests {
     }
 
     @Test func theDelegateIsToldOfEveryReleasedValue() {
-        let cache = Self.cache(costs: [10, 50, 30])
+        let cache = Self.cache(costs: [10, 50, 30], order: .balanced)
         let log = EvictionLog()
         cache.delegate = log
         _ = cache.release(Self.caches(70))
@@ -97,7 +99,7 @@ struct DiscardableCacheReleaseTests {
     @Test func releaseWorksTheSameAtEveryLevelAndForOtherTiers() {
         for request in [Self.caches(60, level: .critical), ReleaseRequest(level: .warning, tier: .media, targetBytes: 60)] {
             let costs = [10, 50, 30]
-            let cache = Self.cache(costs: costs)
+            let cache = Self.cache(costs: costs, order: .balanced)
             #expect(cache.release(request) == 80)
             #expect(Self.remainingCosts(cache, of: costs) == [10])
         }
@@ -210,6 +212,7 @@ struct DiscardableCacheReleaseTests {
 
     @Test func discardableValuesAreAskedToDiscardOnlyWhenTheirTurnComes() {
         let cache = DiscardableCache<String, AnyObject>(coordinator: nil)
+        cache.releaseOrder = .balanced  // the large entry first, and it meets the target
         let small = CacheFixtures.TrackedContent()
         let large = CacheFixtures.TrackedContent()
         cache.setObject(small, forKey: "small", cost: 10)
@@ -285,6 +288,7 @@ struct DiscardableCacheReleaseTests {
 
     @Test func theFootprintIsTheTotalCost() {
         let cache = DiscardableCache<Int, AnyObject>(coordinator: nil)
+        cache.releaseOrder = .balanced  // the larger entry alone meets the target
         #expect(cache.footprintBytes == 0)
         cache.setObject(CacheFixtures.Payload(key: 1), forKey: 1, cost: 123)
         cache.setObject(CacheFixtures.idleData(), forKey: 2, cost: 456)

@@ -8,7 +8,8 @@ extension ReleaseCoordinator {
     /// Releases automatically for a monitor: on every rise of its level to `.warning` or
     /// `.critical`, and again whenever usage climbs back to the warning mark while the level
     /// stays raised — each time to the target of ``/MemwarnRelease/ReleaseTarget`` (the recovery mark less
-    /// headroom for the measured growth), sized from the reading that asked for it (or, after a memory-warning responder, from a measurement of what it freed).
+    /// headroom for the measured growth; just under the warning mark for a release while the level
+    /// stays raised at `.warning`), sized from the reading that asked for it (or, after a memory-warning responder, from a measurement of what it freed).
     ///
     /// Releases run on the monitor's release thread, never on the thread that reads the
     /// kernel's events: detection does not wait for a release. At most one release is under way;

@@ -19,7 +19,8 @@ import Glibc
 ///    own snapshot sizes the release (a reading at normal costs the release thread no read at
 ///    all), its age added to the lead time;
 /// 2. releases at the decided level to the ``/MemwarnRelease/ReleaseTarget`` with headroom for
-///    the measured growth;
+///    the measured growth: below the recovery mark, or, for a release while the level stays
+///    raised at `warning`, just under the warning mark (``ReleaseDepth``);
 /// 3. measures usage again, records the drop in the ``ReleaseLedger`` (so the growth estimate
 ///    adds it back) and the duration (the next target's lead time); a reading taken before the
 ///    release ended is stale: a rise among them is sized from the measurement, for any other the
@@ -194,8 +195,11 @@ final class ReleaseLoop: MonitorReadingConsumer, @unchecked Sendable {
             return
         }
         // Usage grows while the reading ages: its age is lead time too.
+        // A release while the level stays raised at `warning` takes usage just under the warning
+        // mark; a rise's, or one at `critical`, below the recovery mark.
         let target = ReleaseTarget.make(
-            for: snapshot, policy: policy, growthBytesPerSecond: reading.growthBytesPerSecond,
+            for: snapshot, under: .of(releaseAt: releaseLevel, rise: reading.rise, growthBytesPerSecond: reading.growthBytesPerSecond), policy: policy,
+            growthBytesPerSecond: reading.growthBytesPerSecond,
             leadTime: reading.detectionBound + lastReleaseDuration + age)
         if beforeWarning == nil { context.ledger.begin() }
         var remaining = target

@@ -3,7 +3,7 @@ public import MemwarnRelease
 // The release layer sizes a release from bytes; from a snapshot and a policy, here in the
 // monitor's layer, which owns both.
 
-/// A target sized from a reading and the policy's recovery mark.
+/// A target sized from a reading and the policy's marks.
 extension ReleaseTarget {
     /// The target for a snapshot: usage back below the recovery mark less the headroom, for
     /// every counted limit (the largest excess among them).
@@ -15,13 +15,21 @@ extension ReleaseTarget {
     ///   - leadTime: how long until the next release can act.
     /// - Returns: the target; 0 bytes when usage is already below the mark less the headroom.
     public static func make(for snapshot: PressureSnapshot, policy: PressurePolicy, growthBytesPerSecond: Double, leadTime: Duration) -> ReleaseTarget {
+        make(for: snapshot, under: .belowRecovery, policy: policy, growthBytesPerSecond: growthBytesPerSecond, leadTime: leadTime)
+    }
+
+    /// The target for a snapshot: usage back under the mark `depth` names, less the headroom, for
+    /// every counted limit (the largest excess among them).
+    package static func make(
+        for snapshot: PressureSnapshot, under depth: ReleaseDepth, policy: PressurePolicy, growthBytesPerSecond: Double, leadTime: Duration
+    ) -> ReleaseTarget {
         guard snapshot.capacityBytes != nil else { return ReleaseTarget(bytes: 0) }
         let growth = max(0, growthBytesPerSecond.isFinite ? growthBytesPerSecond : 0)
         let headroom = growth * leadTime.seconds
-        // Every counted limit back under its recovery mark: the largest excess (the binding
-        // limit's, unless a larger parent is further past its marks).
-        let bytes = max(0, snapshot.excessOverRecovery(policy: policy, lessHeadroom: headroom).rounded(.up))
-        let withoutHeadroom = max(0, snapshot.excessOverRecovery(policy: policy).rounded(.up))
+        // Every counted limit back under its mark: the largest excess (the binding limit's,
+        // unless a larger parent is further past its marks).
+        let bytes = max(0, snapshot.excess(under: depth, policy: policy, lessHeadroom: headroom).rounded(.up))
+        let withoutHeadroom = max(0, snapshot.excess(under: depth, policy: policy).rounded(.up))
         // The part of the target the headroom accounts for (all of it when usage is below the mark).
         let headroomPart = min(bytes, max(0, bytes - withoutHeadroom))
         return ReleaseTarget(bytes: Int(bytes), headroomBytes: Int(headroomPart), growthBytesPerSecond: growth, leadTime: leadTime)

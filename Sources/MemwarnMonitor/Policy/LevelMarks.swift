@@ -1,4 +1,5 @@
 package import MemwarnRelease
+import MemwarnSystem
 
 /// The policy's marks on one limit: where `warning` and `critical` begin and the `recovery`
 /// mark under which a raised level may step down, as shares of the limit and as bytes, with the
@@ -100,13 +101,34 @@ package struct LevelMarks: Sendable, Hashable {
     /// ``thresholdRatios`` in bytes.
     package var thresholdBytes: [UInt64] { thresholdRatios.map { Self.bytes($0, of: capacityBytes) } }
 
-    /// The bytes over the mark at `ratio` (the recovery mark, for a release) once that mark is
+    /// The bytes over the mark at `ratio` (where a release takes usage under) once that mark is
     /// lowered by `headroom` (room for growth until the next release can act; at most the mark
     /// itself): what a release of this limit's usage must free. Negative when usage is under it.
     package func excessBytes(usage usageBytes: UInt64, overRatio ratio: Double, lessHeadroom headroom: Double = 0) -> Double {
         let mark = Double(capacityBytes) * ratio
         return Double(usageBytes) - (mark - min(mark, max(0, headroom)))
     }
+
+    /// The share a release made while the level stays raised takes usage under
+    /// (``ReleaseDepth/underWarning(growthBytesPerSecond:)``): the warning mark less the most of a
+    /// quarter of the band down to the recovery mark, the smallest release, and the growth of
+    /// ``repeatReleaseSpacing``; never below the recovery mark. At the default marks and slow
+    /// growth, 77.5 % of the limit; growth of 40 % of the limit a second or more, the recovery
+    /// mark (a release at most every quarter second while it lasts).
+    ///
+    /// - Parameter growthBytesPerSecond: the measured growth (negative or not finite counts as 0).
+    package func repeatReleaseRatio(growthBytesPerSecond: Double) -> Double {
+        guard capacityBytes > 0 else { return recoveryRatio }
+        let growth = growthBytesPerSecond.isFinite ? max(0, growthBytesPerSecond) : 0
+        let gap = max(
+            (warningRatio - recoveryRatio) / 4, Double(smallestReleaseBytes) / Double(capacityBytes),
+            growth * Self.repeatReleaseSpacing.seconds / Double(capacityBytes))
+        return max(recoveryRatio, warningRatio - gap)
+    }
+
+    /// The growth a release made while the level stays raised leaves room for under the warning
+    /// mark: at most about four such releases a second while growth lasts.
+    package static let repeatReleaseSpacing = Duration.milliseconds(250)
 
     /// The smallest change of usage that counts as a release (or as one worth asking for): 1 % of
     /// the limit, 1 MiB at least. Less is within what an allocator and the kernel's per-CPU

@@ -77,19 +77,20 @@ public struct PressureSnapshot: Sendable, Hashable {
         constraints.reduce(ratio) { max($0, $1.ratio) }
     }
 
-    /// The bytes to free for every counted limit to be at or under its recovery mark (the largest
-    /// excess among them); without limits, the system's used memory over the recovery mark of
-    /// its total. 0 when every one is under it.
+    /// The bytes to free for every counted limit to be at or under the mark `depth` takes usage
+    /// under (the largest excess among them); without limits, the system's used memory over that
+    /// mark of its total. 0 when every one is under it.
     ///
     /// - Parameters:
+    ///   - depth: the mark: the recovery mark, or just under the warning mark.
     ///   - policy: the marks.
     ///   - headroom: bytes each mark is lowered by (room for growth until the next release can
     ///     act), at most the mark itself.
-    func excessOverRecovery(policy: PressurePolicy, lessHeadroom headroom: Double = 0) -> Double {
+    func excess(under depth: ReleaseDepth = .belowRecovery, policy: PressurePolicy, lessHeadroom headroom: Double = 0) -> Double {
         let measures = constraints.isEmpty ? capacityBytes.map { [(usageBytes, $0)] } ?? [] : constraints.map { ($0.usageBytes, $0.limit.bytes) }
         return measures.reduce(0.0) { largest, measure in
             let marks = LevelMarks(policy: policy, capacityBytes: measure.1)
-            return max(largest, marks.excessBytes(usage: measure.0, overRatio: marks.recoveryRatio, lessHeadroom: headroom))
+            return max(largest, marks.excessBytes(usage: measure.0, overRatio: depth.ratio(at: marks), lessHeadroom: headroom))
         }
     }
 

@@ -21,11 +21,12 @@ extension CacheStorage {
     static var ghostPercent: Int { 10 }
 
     /// Whether the small queue holds more than its share of a limit (count or cost: the cost
-    /// limit makes the queues' shares shares of bytes).
+    /// limit makes the queues' shares shares of bytes); `costLimit` is the cost evicted down to
+    /// (``totalCostLimit``, or a release's bound).
     @inlinable
-    var smallIsOverItsShare: Bool {
+    func smallIsOverItsShare(costLimit: Int) -> Bool {
         (countLimit > 0 && small.count > max(1, countLimit * Self.smallSharePercent / 100))
-            || (totalCostLimit > 0 && small.cost > totalCostLimit / 100 * Self.smallSharePercent)
+            || (costLimit > 0 && small.cost > costLimit / 100 * Self.smallSharePercent)
     }
 
     /// Evicts in the policy's order while a limit is exceeded, sparing the entry in `protected`
@@ -34,31 +35,40 @@ extension CacheStorage {
     mutating func evictOverLimits(protecting protected: Int32 = -1) -> [Value] {
         var evicted: [Value] = []
         while isOverLimits {
-            let victim = nextVictim(sparing: protected)
+            let victim = nextVictim(sparing: protected, costLimit: totalCostLimit)
             guard victim >= 0 else { break }
-            let fromSmall = nodes[Int(victim)].queue == Self.smallQueue
-            if fromSmall && victim != protected, let key = nodes[Int(victim)].key {
-                ghost.fit(index.count * Self.ghostPercent / 100)
-                ghost.insert(key.hashValue)
-            }
-            evicted.append(remove(victim))
+            evicted.append(evict(victim, remembering: victim != protected))
         }
         return evicted
     }
 
-    /// The next entry to evict, after moving the entries the policy keeps: S3-FIFO. `spared`
-    /// is chosen only when it is the last entry left. When `spared` is the main queue's only
-    /// entry (a key back from the ghost, or set again costlier), the small queue gives the
-    /// victim even under its share: going round the main queue would find only `spared`.
+    /// Removes the policy's victim; a key evicted from the small queue is remembered by the ghost
+    /// when `remembering` (so that it enters the main queue if it comes back soon).
+    @inlinable
+    mutating func evict(_ victim: Int32, remembering: Bool) -> Value {
+        if remembering, nodes[Int(victim)].queue == Self.smallQueue, let key = nodes[Int(victim)].key {
+            ghost.fit(index.count * Self.ghostPercent / 100)
+            ghost.insert(key.hashValue)
+        }
+        return remove(victim)
+    }
+
+    /// The next entry to evict, after moving the entries the policy keeps: S3-FIFO, the small
+    /// queue's share taken of `costLimit`. `spared` is chosen only when it is the last entry
+    /// left. When `spared` is the main queue's only entry (a key back from the ghost, or set
+    /// again costlier), the small queue gives the victim even under its share: going round the
+    /// main queue would find only `spared`.
     ///
     /// - Complexity: O(1) amortized: an entry moves from the small queue to the main queue
     ///   once, and round the main queue at most three times between two of its reads.
     @inlinable
-    mutating func nextVictim(sparing spared: Int32) -> Int32 {
+    mutating func nextVictim(sparing spared: Int32, costLimit: Int) -> Int32 {
         while true {
             let onlySpareLeftInSmall = small.count == 1 && small.oldest == spared
             let onlySpareLeftInMain = main.count == 1 && main.oldest == spared
-            if small.count > 0 && (main.count == 0 || onlySpareLeftInMain || smallIsOverItsShare) && !(onlySpareLeftInSmall && main.count > 0) {
+            if small.count > 0 && (main.count == 0 || onlySpareLeftInMain || smallIsOverItsShare(costLimit: costLimit))
+                && !(onlySpareLeftInSmall && main.count > 0)
+            {
                 let candidate = small.oldest
                 if candidate == spared {
                     if small.count == 1 { return spared }  // alone in the cache

@@ -45,6 +45,9 @@ extension CacheStorage {
         if target >= totalCost {
             return releaseEverything(keepingValues: keepingValues)
         }
+        if releaseOrder.base == .coldestFirst {
+            return releaseInEvictionOrder(target: target, keepingValues: keepingValues)
+        }
         var candidates = releaseCandidates()
         var freed = 0
         var removed: [Value] = []
@@ -72,26 +75,51 @@ extension CacheStorage {
         return (freed, removed)
     }
 
-    /// The entries in the order a partial release takes them (``releaseOrder``).
+    /// Removes entries as the eviction policy would under a cost limit `target` below what the
+    /// cache holds (``DiscardableCacheReleaseOrder/coldestFirst``): the same walk, which moves
+    /// entries read since they came to the main queue and takes one read from each main-queue
+    /// entry it passes, so that repeated releases keep what a cache with that limit would keep.
+    /// A ``DiscardableContent`` value in use stays, and counts as read.
+    ///
+    /// - Complexity: O(1) amortized per entry removed, as eviction.
+    @inlinable
+    mutating func releaseInEvictionOrder(target: Int, keepingValues: Bool) -> (freed: Int, values: [Value]) {
+        let bound = max(1, totalCost - target)
+        var freed = 0
+        var removed: [Value] = []
+        var refused = 0
+        while freed < target {
+            let victim = nextVictim(sparing: -1, costLimit: bound)
+            guard victim >= 0 else { break }
+            if !contents.isEmpty, let content = contents[Int(victim)], !content.discard() {
+                // Marked read, the walk passes it by this time round. The walk goes past an
+                // entry at most four times before it would take it (a promotion, then three
+                // reads): after four refusals an entry, every entry left is in use.
+                refused += 1
+                if refused > 4 * index.count { break }
+                frequencies[victim] = 1
+                continue
+            }
+            freed += nodes[Int(victim)].cost
+            let value = evict(victim, remembering: true)
+            if keepingValues { removed.append(value) }
+        }
+        return (freed, removed)
+    }
+
+    /// The entries in the order a partial release by priority takes them: largest first, or
+    /// balanced (cost over one more than the coldness). Coldest first walks the eviction policy
+    /// instead (``releaseInEvictionOrder(target:keepingValues:)``).
     @inlinable
     func releaseCandidates() -> ReleaseCandidates {
-        switch releaseOrder.base {
-        case .largestFirst:
-            return ReleaseCandidates(
-                byPriority: Heap(
-                    nodes.indices.compactMap { slot in
-                        nodes[slot].key == nil ? nil : ReleaseCandidate(priority: Double(nodes[slot].cost), slot: Int32(slot))
-                    }))
-        case .balanced:
-            return ReleaseCandidates(
-                byPriority: Heap(
-                    nodes.indices.compactMap { slot in
-                        nodes[slot].key == nil
-                            ? nil : ReleaseCandidate(priority: Double(nodes[slot].cost) / Double(coldness(of: Int32(slot)) + 1), slot: Int32(slot))
-                    }))
-        case .coldestFirst:
-            return ReleaseCandidates(order: coldestFirst())
-        }
+        let byCostAlone = releaseOrder.base == .largestFirst
+        return ReleaseCandidates(
+            byPriority: Heap(
+                nodes.indices.compactMap { slot in
+                    guard nodes[slot].key != nil else { return nil }
+                    let coldness = byCostAlone ? 0 : coldness(of: Int32(slot))
+                    return ReleaseCandidate(priority: Double(nodes[slot].cost) / Double(coldness + 1), slot: Int32(slot))
+                }))
     }
 
     /// How cold an entry is, 0 the coldest: never read in the small queue; not read since it
@@ -103,48 +131,19 @@ extension CacheStorage {
         if nodes[Int(slot)].queue == Self.smallQueue { return reads == 0 ? 0 : 2 }
         return reads == 0 ? 1 : 2 + reads
     }
-
-    /// Every entry, the coldest first (``coldness(of:)``), and within one coldness the oldest
-    /// of its queue first: the order in which the policy would evict them.
-    ///
-    /// - Complexity: O(n).
-    @inlinable
-    func coldestFirst() -> [Int32] {
-        var order: [Int32] = []
-        order.reserveCapacity(index.count)
-        for rank in 0...5 {
-            let queue = rank == 0 || rank == 2 ? small : main
-            var slot = queue.oldest
-            while slot >= 0 {
-                if coldness(of: slot) == rank { order.append(slot) }
-                slot = nodes[Int(slot)].next
-            }
-        }
-        return order
-    }
 }
 
-/// The entries a partial release takes, in order: the highest priority first from a heap
-/// (O(log n) each), or a precomputed order.
+/// The entries a partial release by priority takes, the highest priority first from a heap
+/// (O(log n) each).
 @usableFromInline
 struct ReleaseCandidates {
-    @usableFromInline var byPriority: Heap<ReleaseCandidate>?
-    @usableFromInline var order: [Int32] = []
-    @usableFromInline var position = 0
+    @usableFromInline var byPriority: Heap<ReleaseCandidate>
 
     @inlinable
     init(byPriority: Heap<ReleaseCandidate>) { self.byPriority = byPriority }
 
     @inlinable
-    init(order: [Int32]) { self.order = order }
-
-    @inlinable
-    mutating func next() -> Int32? {
-        if byPriority != nil { return byPriority?.popMax()?.slot }  // in place: no copy of the heap
-        guard position < order.count else { return nil }
-        position += 1
-        return order[position - 1]
-    }
+    mutating func next() -> Int32? { byPriority.popMax()?.slot }
 }
 
 extension CacheStorage {

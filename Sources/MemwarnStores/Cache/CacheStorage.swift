@@ -108,7 +108,7 @@ struct CacheStorage<Key: Hashable, Value>: ~Copyable {
     /// How many sets stored a key the cache did not hold: its refills, which the trim watches.
     @usableFromInline var refills = 0
     @usableFromInline var evictsDiscarded = true
-    @usableFromInline var releaseOrder = DiscardableCacheReleaseOrder.balanced
+    @usableFromInline var releaseOrder = DiscardableCacheReleaseOrder.coldestFirst
     /// The dynamic type of the last value stored, and whether it is ``DiscardableContent``:
     /// a cast per set would cost more than the rest of the set.
     @usableFromInline var lastValueType: ObjectIdentifier?

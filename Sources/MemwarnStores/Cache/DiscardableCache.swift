@@ -39,7 +39,7 @@ public protocol DiscardableCacheDelegate: AnyObject, Sendable {
 ///
 /// On a memory warning (through ``/MemwarnRelease/ReleaseCoordinator``, which the cache joins at init) it
 /// releases entries not under access until the coordinator's target is met — all of them when
-/// the target is everything, else in ``releaseOrder`` (by default the most bytes for the least use first) — and drops
+/// the target is everything, else in ``releaseOrder`` (by default as the cache's own eviction would take them) — and drops
 /// values whose ``DiscardableContent`` was discarded. For that accounting, **cost is bytes**:
 /// give each entry its size as its cost.
 ///
@@ -163,7 +163,7 @@ public final class DiscardableCache<Key: Hashable & Sendable, Value> {
     }
 
     /// Which entries a memory release takes first when it asks for part of the cache's bytes
-    /// (default ``DiscardableCacheReleaseOrder/balanced``).
+    /// (default ``DiscardableCacheReleaseOrder/coldestFirst``: as the cache's own eviction would).
     public var releaseOrder: DiscardableCacheReleaseOrder {
         get { lock.withSharedLock { storage.releaseOrder } }
         set { lock.withLock { storage.releaseOrder = newValue } }

@@ -1,0 +1,85 @@
+import MemwarnRelease
+import Testing
+
+@testable import MemwarnMonitor
+
+/// How far an automatic release takes usage: a rise's release and a release at `critical` below
+/// the recovery mark; a release while the level stays raised at `warning` just under the warning
+/// mark, so that a cache that refills at once keeps more of what it holds.
+struct ReleaseDepthTests {
+    typealias Bench = ReleaseLoopStaleReadingTests.Bench
+    static let limit = ReleaseLoopStaleReadingTests.limit
+
+    @Test func theRepeatMarkIsAQuarterOfTheBandUnderTheWarningMark() {
+        let marks = LevelMarks(policy: PressurePolicy(), capacityBytes: 64 << 20)
+        let ratio = marks.repeatReleaseRatio(growthBytesPerSecond: 0)
+        #expect(abs(ratio - 0.775) < 1e-9, "\(ratio)")
+    }
+
+    @Test func onASmallLimitTheRepeatMarkIsTheSmallestReleaseUnderTheWarningMark() {
+        // A quarter of the band is 0.4 MiB of a 16 MiB limit; the smallest release is 1 MiB.
+        let marks = LevelMarks(policy: PressurePolicy(), capacityBytes: 16 << 20)
+        let ratio = marks.repeatReleaseRatio(growthBytesPerSecond: 0)
+        #expect(abs(ratio - (0.80 - 1.0 / 16)) < 1e-9, "\(ratio)")
+    }
+
+    @Test func theRepeatMarkLeavesRoomForAQuarterSecondOfGrowth() {
+        let marks = LevelMarks(policy: PressurePolicy(), capacityBytes: 100 << 20)
+        // 20 MiB/s: 5 MiB (5 %) under the warning mark, more than a quarter of the band (2.5 %).
+        let ratio = marks.repeatReleaseRatio(growthBytesPerSecond: 20 * 1_048_576)
+        #expect(abs(ratio - 0.75) < 1e-9, "\(ratio)")
+        // From 40 MiB/s: the recovery mark, as for a rise.
+        #expect(abs(marks.repeatReleaseRatio(growthBytesPerSecond: 40 * 1_048_576) - 0.70) < 1e-9)
+        #expect(marks.repeatReleaseRatio(growthBytesPerSecond: 41 * 1_048_576) == 0.70)
+        #expect(marks.repeatReleaseRatio(growthBytesPerSecond: 400 * 1_048_576) == 0.70)
+        #expect(
+            marks.repeatReleaseRatio(growthBytesPerSecond: .infinity) == marks.repeatReleaseRatio(growthBytesPerSecond: 0), "an unknown rate counts as none")
+    }
+
+    @Test func theRepeatMarkIsNeverBelowTheRecoveryMark() throws {
+        var policy = PressurePolicy()
+        policy.recoveryRatio = 0.79
+        try policy.validate()
+        let marks = LevelMarks(policy: policy, capacityBytes: 64 << 20)
+        #expect(marks.repeatReleaseRatio(growthBytesPerSecond: 0) == 0.79)
+    }
+
+    @Test func aReleaseWhileTheLevelStaysRaisedTakesUsageJustUnderTheWarningMark() throws {
+        let bench = try Bench()
+        try bench.host.setUsage(0.85)
+        bench.handle(try bench.reading(rise: nil, releaseLevel: .warning))
+        let first = try #require(bench.consumer.requests.first)
+        let usage = try bench.sampler.sample().usageBytes
+        #expect(first.level == .warning)
+        #expect(first.targetBytes == Int(usage) - Int(LevelMarks.bytes(0.775, of: Self.limit)), "to 77.5 % of the limit: \(first.targetBytes)")
+    }
+
+    @Test func aReleaseWhileRaisedUnderFastGrowthTakesUsageBelowTheRecoveryMark() throws {
+        let bench = try Bench()
+        try bench.host.setUsage(0.85)
+        // 64 MiB/s under 128 MiB: half the limit a second, past the quarter second's room.
+        bench.handle(try bench.reading(rise: nil, releaseLevel: .warning, growth: 64 * 1_048_576))
+        let first = try #require(bench.consumer.requests.first)
+        let usage = try bench.sampler.sample().usageBytes
+        #expect(first.targetBytes >= Int(usage) - Int(LevelMarks.bytes(0.70, of: Self.limit)), "at least to 70 % of the limit: \(first.targetBytes)")
+    }
+
+    @Test func aRiseTakesUsageBelowTheRecoveryMark() throws {
+        let bench = try Bench()
+        try bench.host.setUsage(0.85)
+        bench.handle(try bench.reading(rise: .warning, releaseLevel: .warning))
+        let first = try #require(bench.consumer.requests.first)
+        let usage = try bench.sampler.sample().usageBytes
+        #expect(first.targetBytes == Int(usage) - Int(LevelMarks.bytes(0.70, of: Self.limit)), "to 70 % of the limit: \(first.targetBytes)")
+    }
+
+    @Test func aReleaseAtCriticalWhileRaisedTakesUsageBelowTheRecoveryMark() throws {
+        let bench = try Bench()
+        try bench.host.setUsage(0.95)
+        bench.handle(try bench.reading(rise: nil, releaseLevel: .critical))
+        let first = try #require(bench.consumer.requests.first)
+        let usage = try bench.sampler.sample().usageBytes
+        #expect(first.level == .critical)
+        #expect(first.targetBytes == Int(usage) - Int(LevelMarks.bytes(0.70, of: Self.limit)), "to 70 % of the limit: \(first.targetBytes)")
+    }
+}
