@@ -52,6 +52,7 @@ final class DemoService {
             UserSession(id: unit.id, directory: directory + "/sessions")
         }
         renders.name = "renders"
+        if let budget = options.cacheBudgetBytes { renders.totalCostLimit = budget }
         let dataFile = directory + "/connection.dat"
         guard FileManager.default.createFile(atPath: dataFile, contents: Data(repeating: 7, count: 4_096)) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: dataFile])

@@ -10,6 +10,10 @@ final class BufferPool: MemoryConsumer {
     /// so they go in the first tier a warning walks.
     let tier = ReleaseTier.caches
     let bufferBytes: Int
+    /// The most idle buffers kept; one more that comes back is freed. `Int.max` (the default):
+    /// every one is kept, and memwarn takes them back under pressure. A smaller number is a fixed
+    /// budget, as a pool without memwarn would need.
+    let maximumIdle: Int
     private let state = Mutex(State())
 
     private struct State {
@@ -19,16 +23,17 @@ final class BufferPool: MemoryConsumer {
 
     /// A pool registered with `coordinator`, which holds it weakly: it leaves the registry when
     /// it is deallocated.
-    init(name: String, bufferBytes: Int, coordinator: ReleaseCoordinator = .shared) {
-        precondition(bufferBytes > 0, "a buffer has at least one byte")
+    init(name: String, bufferBytes: Int, maximumIdle: Int = .max, coordinator: ReleaseCoordinator = .shared) {
+        precondition(bufferBytes > 0 && maximumIdle >= 0, "a buffer has at least one byte, and the pool keeps 0 idle buffers or more")
         self.name = name
         self.bufferBytes = bufferBytes
+        self.maximumIdle = maximumIdle
         coordinator.register(self)
     }
 
     /// Lends a buffer to `body` (an idle one, else a new one) and takes it back when `body`
     /// returns or throws. `body` may write into the buffer but must keep its size (a buffer
-    /// that comes back resized is dropped, not kept).
+    /// that comes back resized, or beyond ``maximumIdle``, is dropped, not kept).
     func withBuffer<T>(_ body: (inout [UInt8]) async throws -> T) async rethrows -> T {
         var buffer = state.withLock { state in
             state.lent += 1
@@ -37,7 +42,7 @@ final class BufferPool: MemoryConsumer {
         defer {
             state.withLock { state in
                 state.lent -= 1
-                if buffer.count == bufferBytes { state.idle.append(buffer) }
+                if buffer.count == bufferBytes, state.idle.count < maximumIdle { state.idle.append(buffer) }
             }
         }
         return try await body(&buffer)

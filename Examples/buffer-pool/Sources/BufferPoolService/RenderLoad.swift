@@ -1,3 +1,4 @@
+import Logging
 import Memwarn
 import ServiceLifecycle
 
@@ -8,6 +9,8 @@ import ServiceLifecycle
 struct RenderLoad: Service {
     let pool: BufferPool
     let results: DiscardableCache<Int, [UInt8]>
+    /// Says at the end how many renders completed (the footprint benchmark reads the rate).
+    let logger: Logger
     /// Renders in flight at a wave's trough and at its crest.
     var trough = 4
     var crest = 32
@@ -22,6 +25,7 @@ struct RenderLoad: Service {
         let clock = ContinuousClock()
         let start = clock.now
         var next = 0
+        var completed = 0
         try await withThrowingDiscardingTaskGroup { group in
             var inFlight = 0
             let done = AsyncStream<Void>.makeStream()
@@ -40,11 +44,16 @@ struct RenderLoad: Service {
                         do { try await render(id) } catch is CancellationError {}  // shutting down: the render is dropped
                     }
                 }
-                if await finished.next() != nil { inFlight -= 1 }
+                if await finished.next() != nil {
+                    inFlight -= 1
+                    completed += 1
+                }
             }
             done.continuation.finish()
             group.cancelAll()
         }
+        let seconds = Double((clock.now - start).components.seconds) + Double((clock.now - start).components.attoseconds) / 1e18
+        logger.notice("renders completed: \(completed) in \(Int(seconds.rounded())) s")
     }
 
     private func render(_ id: Int) async throws {
