@@ -50,7 +50,8 @@ public struct ReleaseReport: Sendable, Hashable {
 
     /// The level behind the release.
     public var level: MemoryPressureLevel
-    /// The bytes wanted: enough to bring usage back below the recovery mark, less headroom
+    /// The bytes wanted: enough to bring usage back below the recovery mark (just under the
+    /// warning mark for a monitor's release while its level stays at `warning`), less headroom
     /// for growth (``ReleaseTarget``).
     public var targetBytes: Int
     /// The part of ``targetBytes`` that is headroom for the growth expected before the next

@@ -64,6 +64,29 @@ struct ReleaseDepthTests {
         #expect(first.targetBytes >= Int(usage) - Int(LevelMarks.bytes(0.70, of: Self.limit)), "at least to 70 % of the limit: \(first.targetBytes)")
     }
 
+    /// A reading handed over with the given levels (the monitor's before and after it), asking
+    /// for a release at `.warning` with no rise.
+    static func repeatAtWarning(_ bench: Bench, level: MemoryPressureLevel, previous: MemoryPressureLevel?) throws -> MonitorReading {
+        MonitorReading(
+            event: LevelEvent(level: level, previous: previous, source: .usageSample, snapshot: try bench.sampler.sample()),
+            rise: nil, releaseLevel: .warning, growthBytesPerSecond: 0, tally: ForecastTally(), readAt: bench.clock.now,
+            detectionBound: .milliseconds(10))
+    }
+
+    @Test(arguments: [
+        (MemoryPressureLevel.critical, MemoryPressureLevel?.some(.critical)),  // held at critical (after an OOM kill)
+        (.warning, nil),  // a monitor's first reading
+        (.warning, .normal),  // a step up the engine did not count as a rise
+    ])
+    func aReleaseAtWarningGoesBelowTheRecoveryMarkUnlessTheLevelStayedAtWarning(level: MemoryPressureLevel, previous: MemoryPressureLevel?) throws {
+        let bench = try Bench()
+        try bench.host.setUsage(0.85)
+        bench.handle(try Self.repeatAtWarning(bench, level: level, previous: previous))
+        let first = try #require(bench.consumer.requests.first)
+        let usage = try bench.sampler.sample().usageBytes
+        #expect(first.targetBytes == Int(usage) - Int(LevelMarks.bytes(0.70, of: Self.limit)), "to 70 % of the limit: \(first.targetBytes)")
+    }
+
     @Test func aRiseTakesUsageBelowTheRecoveryMark() throws {
         let bench = try Bench()
         try bench.host.setUsage(0.85)

@@ -210,6 +210,26 @@ struct DiscardableCacheReleaseTests {
         #expect(cache.count == 2)
     }
 
+    /// The walk of the default order promotes entries read since they came to the main queue;
+    /// when all of those are in use, the free entries still in the small queue (under its share)
+    /// are released too.
+    @Test func theDefaultOrderReleasesFreeEntriesBehindAMainQueueInUse() {
+        let cache = DiscardableCache<Int, PurgeableData>(coordinator: nil)
+        var inUse: [PurgeableData] = []
+        for key in 0..<60 {
+            let data = PurgeableData(bytes: [1])  // created in use
+            inUse.append(data)
+            cache.setObject(data, forKey: key, cost: 100)
+            _ = cache.object(forKey: key)  // read: the walk promotes it
+        }
+        for key in 60..<100 { cache.setObject(CacheFixtures.idleData(count: 1), forKey: key, cost: 100) }
+        // Releasing 4,500 of 10,000 lowers the limit to 5,500: the small queue's share is 275,
+        // so the walk leaves two free entries there and turns to the main queue, all in use.
+        #expect(cache.release(Self.caches(4_500)) == 4_000, "every free entry, and none in use")
+        #expect(cache.count == 60)
+        #expect(inUse.allSatisfy { !$0.isContentDiscarded() })
+    }
+
     @Test func discardableValuesAreAskedToDiscardOnlyWhenTheirTurnComes() {
         let cache = DiscardableCache<String, AnyObject>(coordinator: nil)
         cache.releaseOrder = .balanced  // the large entry first, and it meets the target

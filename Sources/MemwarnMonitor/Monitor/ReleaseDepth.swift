@@ -16,10 +16,22 @@ package enum ReleaseDepth: Sendable, Hashable {
     /// Just under the warning mark, with room for `growthBytesPerSecond` for a quarter second.
     case underWarning(growthBytesPerSecond: Double)
 
-    /// The depth of a release at `level`: `rise` is the level the reading rose to, if it rose;
-    /// `growthBytesPerSecond` the measured growth.
-    package static func of(releaseAt level: MemoryPressureLevel, rise: MemoryPressureLevel?, growthBytesPerSecond: Double) -> ReleaseDepth {
-        rise == nil && level == .warning ? .underWarning(growthBytesPerSecond: growthBytesPerSecond) : .belowRecovery
+    /// The depth of the release a reading asks for: just under the warning mark only when the
+    /// monitor's level stayed at `warning` (it was `warning` before the reading, and is after),
+    /// no rise came with the reading (nor with one it was coalesced with), and the release is at
+    /// `warning`; below the recovery mark for a rise, a monitor's first reading, a level held at
+    /// `critical` (after an OOM kill, say) and a release at `critical`.
+    ///
+    /// - Parameters:
+    ///   - event: the reading's level and the level before it.
+    ///   - rise: the level the reading, or one coalesced into it, rose to.
+    ///   - releaseLevel: the level the release is made at.
+    ///   - growthBytesPerSecond: the measured growth.
+    package static func of(
+        _ event: LevelEvent, rise: MemoryPressureLevel?, releaseAt releaseLevel: MemoryPressureLevel, growthBytesPerSecond: Double
+    ) -> ReleaseDepth {
+        let stayedAtWarning = event.previous == .warning && event.level == .warning && rise == nil
+        return stayedAtWarning && releaseLevel == .warning ? .underWarning(growthBytesPerSecond: growthBytesPerSecond) : .belowRecovery
     }
 
     /// The share of the limit this depth takes usage under, at `marks`.

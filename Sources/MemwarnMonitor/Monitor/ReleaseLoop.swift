@@ -198,7 +198,8 @@ final class ReleaseLoop: MonitorReadingConsumer, @unchecked Sendable {
         // A release while the level stays raised at `warning` takes usage just under the warning
         // mark; a rise's, or one at `critical`, below the recovery mark.
         let target = ReleaseTarget.make(
-            for: snapshot, under: .of(releaseAt: releaseLevel, rise: reading.rise, growthBytesPerSecond: reading.growthBytesPerSecond), policy: policy,
+            for: snapshot, under: .of(reading.event, rise: reading.rise, releaseAt: releaseLevel, growthBytesPerSecond: reading.growthBytesPerSecond),
+            policy: policy,
             growthBytesPerSecond: reading.growthBytesPerSecond,
             leadTime: reading.detectionBound + lastReleaseDuration + age)
         if beforeWarning == nil { context.ledger.begin() }

@@ -37,8 +37,9 @@ extension CacheStorage {
     /// A ``DiscardableContent`` value is asked to discard first and stays if it is in use.
     ///
     /// - Returns: the cost freed and, when `keepingValues`, the removed values.
-    /// - Complexity: O(n) when everything goes and nothing is discardable; else O(n) to order
-    ///   the entries (and, largest first, O(log n) per entry examined).
+    /// - Complexity: O(n) when everything goes and nothing is discardable; coldest first, O(1)
+    ///   amortized per entry removed (O(n) when many are in use); balanced and largest first,
+    ///   O(n) to order the entries and O(log n) per entry examined.
     @inlinable
     mutating func release(target: Int, keepingValues: Bool) -> (freed: Int, values: [Value]) {
         guard target > 0 else { return (0, []) }
@@ -48,6 +49,13 @@ extension CacheStorage {
         if releaseOrder.base == .coldestFirst {
             return releaseInEvictionOrder(target: target, keepingValues: keepingValues)
         }
+        return releaseByPriority(target: target, keepingValues: keepingValues)
+    }
+
+    /// Removes entries by priority (``releaseCandidates()``) until `target` cost is freed,
+    /// passing over content in use.
+    @inlinable
+    mutating func releaseByPriority(target: Int, keepingValues: Bool) -> (freed: Int, values: [Value]) {
         var candidates = releaseCandidates()
         var freed = 0
         var removed: [Value] = []
@@ -92,12 +100,16 @@ extension CacheStorage {
             let victim = nextVictim(sparing: -1, costLimit: bound)
             guard victim >= 0 else { break }
             if !contents.isEmpty, let content = contents[Int(victim)], !content.discard() {
-                // Marked read, the walk passes it by this time round. The walk goes past an
-                // entry at most four times before it would take it (a promotion, then three
-                // reads): after four refusals an entry, every entry left is in use.
+                // Marked read, the walk passes it by this time round. Many refusals mean the
+                // walk is going round entries in use (the main queue can be all in use while
+                // free entries wait in the small queue under its share): the rest comes by
+                // priority over every entry, which passes over those in use.
                 refused += 1
-                if refused > 4 * index.count { break }
                 frequencies[victim] = 1
+                guard refused <= 4 * index.count else {
+                    let rest = releaseByPriority(target: target - freed, keepingValues: keepingValues)
+                    return (freed + rest.freed, removed + rest.values)
+                }
                 continue
             }
             freed += nodes[Int(victim)].cost

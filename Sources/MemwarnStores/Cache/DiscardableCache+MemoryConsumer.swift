@@ -27,7 +27,9 @@ extension DiscardableCache {
     ///
     /// - Parameter request: the level, the tier being walked and the bytes still wanted.
     /// - Returns: the bytes freed.
-    /// - Complexity: O(n) when everything goes; else O(n) plus O(log n) per entry examined.
+    /// - Complexity: O(n) when everything goes; else, in the default order, O(1) amortized per
+    ///   entry removed (O(n) when many are in use), and in the others O(n) plus O(log n) per
+    ///   entry examined.
     @inlinable
     public func release(_ request: ReleaseRequest) -> Int {
         lock.lock()

@@ -52,8 +52,9 @@ struct RenderLoad: Service {
             done.continuation.finish()
             group.cancelAll()
         }
-        let seconds = Double((clock.now - start).components.seconds) + Double((clock.now - start).components.attoseconds) / 1e18
-        logger.notice("renders completed: \(completed) in \(Int(seconds.rounded())) s")
+        let (seconds, attoseconds) = (clock.now - start).components
+        let tenths = Int((Double(seconds) * 10 + Double(attoseconds) / 1e17).rounded())
+        logger.notice("renders completed: \(completed) in \(tenths / 10).\(tenths % 10) s")
     }
 
     private func render(_ id: Int) async throws {

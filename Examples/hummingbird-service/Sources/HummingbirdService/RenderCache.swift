@@ -6,8 +6,9 @@ import Metrics
 ///
 /// A `DiscardableCache` (NSCache's API) with no `totalCostLimit`: the cache may use whatever
 /// memory the service does not, and memwarn sizes it to the cgroup. On a warning the release
-/// coordinator takes entries back (largest cost first, none that is being read) until usage is
-/// back below the recovery mark, with headroom for the growth it measured; the next request for
+/// coordinator takes entries back (as the cache's own eviction would, none that is being read)
+/// until usage is back below the recovery mark (just under the warning mark while the level
+/// stays at warning), with headroom for the growth it measured; the next request for
 /// a released report renders it again. The cost of an entry is its bytes.
 ///
 /// `--cache-budget` gives it a `totalCostLimit` instead: a fixed budget, what a careful user

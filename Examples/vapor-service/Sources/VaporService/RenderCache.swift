@@ -5,8 +5,9 @@ import NIOCore
 ///
 /// A `DiscardableCache` (NSCache's API) with no `totalCostLimit`: the cache may use whatever
 /// memory the service does not, and memwarn sizes it to the cgroup. On a warning the release
-/// coordinator takes entries back (largest cost first, none that is being read) until usage is
-/// back below the recovery mark; the next request for a released report queries its row and
+/// coordinator takes entries back (as the cache's own eviction would, none that is being read)
+/// until usage is back below the recovery mark (just under the warning mark while the level
+/// stays at warning); the next request for a released report queries its row and
 /// renders it again. The cost of an entry is its bytes.
 final class RenderCache: Sendable {
     private let cache = DiscardableCache<Int, ByteBuffer>()  // registers with ReleaseCoordinator.shared
