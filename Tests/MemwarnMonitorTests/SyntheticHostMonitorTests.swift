@@ -41,7 +41,10 @@ struct SyntheticHostMonitorTests {
             #expect(first.snapshot.capacityBytes == Self.limit, "the namespace root's limit: \(String(describing: first.snapshot.capacityBytes))")
             try host.setUsage(0.85)
             let event = try await next(&iterator, within: .seconds(5))
-            #expect(event.level == .warning && event.source == .usageSample, "\(event.level) from \(event.source)")
+            // Found by the usage sampler, or by a reading another source took first (the PSI
+            // poll's, on a busy machine): either reads the root's usage against its limit.
+            #expect(event.level == .warning && [.usageSample, .poll].contains(event.source), "\(event.level) from \(event.source)")
+            #expect(event.snapshot.capacityBytes == Self.limit)
         }
     }
 
