@@ -44,24 +44,29 @@ struct ReleaseDepthTests {
         #expect(marks.repeatReleaseRatio(growthBytesPerSecond: 0) == 0.79)
     }
 
-    @Test func aReleaseWhileTheLevelStaysRaisedTakesUsageJustUnderTheWarningMark() throws {
+    /// The first request of the release a reading asks for, with usage at `share` of the limit,
+    /// and the bytes usage stands over the mark at `ratio` (what a release to that mark asks).
+    static func firstRequest(
+        atUsage share: Double, _ reading: (Bench) throws -> MonitorReading
+    ) throws -> (request: ReleaseRequest, overMark: (Double) -> Int) {
         let bench = try Bench()
-        try bench.host.setUsage(0.85)
-        bench.handle(try bench.reading(rise: nil, releaseLevel: .warning))
-        let first = try #require(bench.consumer.requests.first)
-        let usage = try bench.sampler.sample().usageBytes
+        try bench.host.setUsage(share)
+        bench.handle(try reading(bench))
+        let request = try #require(bench.consumer.requests.first)
+        let usage = Int(try bench.sampler.sample().usageBytes)
+        return (request, { ratio in usage - Int(LevelMarks.bytes(ratio, of: Self.limit)) })
+    }
+
+    @Test func aReleaseWhileTheLevelStaysRaisedTakesUsageJustUnderTheWarningMark() throws {
+        let (first, overMark) = try Self.firstRequest(atUsage: 0.85) { try $0.reading(rise: nil, releaseLevel: .warning) }
         #expect(first.level == .warning)
-        #expect(first.targetBytes == Int(usage) - Int(LevelMarks.bytes(0.775, of: Self.limit)), "to 77.5 % of the limit: \(first.targetBytes)")
+        #expect(first.targetBytes == overMark(0.775), "to 77.5 % of the limit: \(first.targetBytes)")
     }
 
     @Test func aReleaseWhileRaisedUnderFastGrowthTakesUsageBelowTheRecoveryMark() throws {
-        let bench = try Bench()
-        try bench.host.setUsage(0.85)
         // 64 MiB/s under 128 MiB: half the limit a second, past the quarter second's room.
-        bench.handle(try bench.reading(rise: nil, releaseLevel: .warning, growth: 64 * 1_048_576))
-        let first = try #require(bench.consumer.requests.first)
-        let usage = try bench.sampler.sample().usageBytes
-        #expect(first.targetBytes >= Int(usage) - Int(LevelMarks.bytes(0.70, of: Self.limit)), "at least to 70 % of the limit: \(first.targetBytes)")
+        let (first, overMark) = try Self.firstRequest(atUsage: 0.85) { try $0.reading(rise: nil, releaseLevel: .warning, growth: 64 * 1_048_576) }
+        #expect(first.targetBytes >= overMark(0.70), "at least to 70 % of the limit: \(first.targetBytes)")
     }
 
     /// A reading handed over with the given levels (the monitor's before and after it), asking
@@ -79,30 +84,18 @@ struct ReleaseDepthTests {
         (.warning, .normal),  // a step up the engine did not count as a rise
     ])
     func aReleaseAtWarningGoesBelowTheRecoveryMarkUnlessTheLevelStayedAtWarning(level: MemoryPressureLevel, previous: MemoryPressureLevel?) throws {
-        let bench = try Bench()
-        try bench.host.setUsage(0.85)
-        bench.handle(try Self.repeatAtWarning(bench, level: level, previous: previous))
-        let first = try #require(bench.consumer.requests.first)
-        let usage = try bench.sampler.sample().usageBytes
-        #expect(first.targetBytes == Int(usage) - Int(LevelMarks.bytes(0.70, of: Self.limit)), "to 70 % of the limit: \(first.targetBytes)")
+        let (first, overMark) = try Self.firstRequest(atUsage: 0.85) { try Self.repeatAtWarning($0, level: level, previous: previous) }
+        #expect(first.targetBytes == overMark(0.70), "to 70 % of the limit: \(first.targetBytes)")
     }
 
     @Test func aRiseTakesUsageBelowTheRecoveryMark() throws {
-        let bench = try Bench()
-        try bench.host.setUsage(0.85)
-        bench.handle(try bench.reading(rise: .warning, releaseLevel: .warning))
-        let first = try #require(bench.consumer.requests.first)
-        let usage = try bench.sampler.sample().usageBytes
-        #expect(first.targetBytes == Int(usage) - Int(LevelMarks.bytes(0.70, of: Self.limit)), "to 70 % of the limit: \(first.targetBytes)")
+        let (first, overMark) = try Self.firstRequest(atUsage: 0.85) { try $0.reading(rise: .warning, releaseLevel: .warning) }
+        #expect(first.targetBytes == overMark(0.70), "to 70 % of the limit: \(first.targetBytes)")
     }
 
     @Test func aReleaseAtCriticalWhileRaisedTakesUsageBelowTheRecoveryMark() throws {
-        let bench = try Bench()
-        try bench.host.setUsage(0.95)
-        bench.handle(try bench.reading(rise: nil, releaseLevel: .critical))
-        let first = try #require(bench.consumer.requests.first)
-        let usage = try bench.sampler.sample().usageBytes
+        let (first, overMark) = try Self.firstRequest(atUsage: 0.95) { try $0.reading(rise: nil, releaseLevel: .critical) }
         #expect(first.level == .critical)
-        #expect(first.targetBytes == Int(usage) - Int(LevelMarks.bytes(0.70, of: Self.limit)), "to 70 % of the limit: \(first.targetBytes)")
+        #expect(first.targetBytes == overMark(0.70), "to 70 % of the limit: \(first.targetBytes)")
     }
 }
