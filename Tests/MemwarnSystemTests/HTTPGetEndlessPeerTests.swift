@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// `HTTPGet` against a real local TCP peer that never stops sending (issue 37, item 3): a reply
+/// `HTTPGet` against a real local TCP peer that never stops sending: a reply
 /// that keeps coming without a pause must not hold `--ready-url`'s wait or the service watch
 /// (and SIGTERM with them) past the exchange's deadline, nor fill memory.
 @Suite struct HTTPGetEndlessPeerTests {
@@ -75,25 +75,39 @@ import Glibc
         }
     }
 
-    /// `HTTPGet.get` with `timeout` on a thread of its own; the server is stopped after `patience`
-    /// whatever happened, so that a client that would read forever ends all the same.
+    /// `HTTPGet.get` with `timeout` on a thread of its own; the server is stopped `patience` after
+    /// the exchange began, whatever happened, so that a client that would read forever ends all
+    /// the same. The exchange runs on a system thread, not a task: on a loaded machine a task may
+    /// wait for a pool thread longer than the patience (22 s in one CI run), and the peer would be
+    /// stopped before it was ever asked.
     static func get(
         from peer: EndlessPeer, timeout: Duration, patience: Duration
     ) async throws -> (result: Result<HTTPGet.Response, SystemError>, took: Duration) {
         let address = HTTPGet.Address(host: "127.0.0.1", port: peer.port, path: "/metrics")
-        let started = ContinuousClock.now
-        let exchange = Task.detached { () -> Result<HTTPGet.Response, SystemError> in
-            do throws(SystemError) { return .success(try HTTPGet.get(address, timeout: timeout)) } catch { return .failure(error) }
+        return try await withCheckedThrowingContinuation { continuation in
+            do {
+                try SystemThread.start(name: "test-exchange") {
+                    let ended = ConditionLock(false)
+                    let started = ContinuousClock.now
+                    do {
+                        try SystemThread.start(name: "test-watchdog") {
+                            if ended.wait(timeout: patience, until: { $0 ? true : nil }) == nil { peer.stop() }  // else the exchange ended
+                        }
+                    } catch {
+                        continuation.resume(throwing: error)
+                        return
+                    }
+                    let result: Result<HTTPGet.Response, SystemError>
+                    do throws(SystemError) { result = .success(try HTTPGet.get(address, timeout: timeout)) } catch { result = .failure(error) }
+                    let took = ContinuousClock.now - started
+                    ended.withLock { $0 = true }
+                    peer.stop()
+                    continuation.resume(returning: (result, took))
+                }
+            } catch {
+                continuation.resume(throwing: error)
+            }
         }
-        let ended = ConditionLock(false)
-        try SystemThread.start(name: "test-watchdog") {
-            if ended.wait(timeout: patience, until: { $0 ? true : nil }) == nil { peer.stop() }  // else the exchange ended
-        }
-        let result = await exchange.value
-        let took = ContinuousClock.now - started
-        ended.withLock { $0 = true }
-        peer.stop()
-        return (result, took)
     }
 
     @Test func anEndlessBodyIsCutAtItsBoundNotReadUntilTheDeadline() async throws {
