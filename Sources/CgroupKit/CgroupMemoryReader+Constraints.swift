@@ -21,6 +21,20 @@ extension CgroupMemoryReader {
         try constraints(along: includingAncestors ? limitedAncestors() : nil)
     }
 
+    /// ``constraints(includingAncestors:)``, each usage less its cgroup's inactive page cache
+    /// when `leavingOutInactiveFile` (``MemoryConstraint/inactiveFileBytes``; the policy's
+    /// `inactive_page_cache = ignore`).
+    ///
+    /// - Parameters:
+    ///   - includingAncestors: `false` reads the cgroup's own limit alone.
+    ///   - leavingOutInactiveFile: whether each usage is read less its inactive page cache.
+    /// - Returns: the constraints, nearest first; empty when no limit applies.
+    /// - Throws: ``CgroupError`` as ``constraints(includingAncestors:)``, and `.malformed` for a
+    ///   `memory.stat` without its inactive page cache line.
+    public func constraints(includingAncestors: Bool = true, leavingOutInactiveFile: Bool) throws(CgroupError) -> [MemoryConstraint] {
+        try constraints(along: includingAncestors ? limitedAncestors() : nil, leavingOutInactiveFile: leavingOutInactiveFile)
+    }
+
     /// Finds which ancestors set a limit (``LimitedAncestors``): a walk up the mount reading each
     /// level's limit (and on v1 `memory.use_hierarchy`, and the cgroup's `memory.stat` for a limit
     /// set above the namespace). Costlier than a reading; the result stays valid until an
@@ -58,6 +72,19 @@ extension CgroupMemoryReader {
     /// - Returns: the constraints, nearest first; empty when no limit applies.
     /// - Throws: ``CgroupError`` as ``constraints(includingAncestors:)``.
     public func constraints(along ancestors: LimitedAncestors?) throws(CgroupError) -> [MemoryConstraint] {
+        try constraints(along: ancestors, leavingOutInactiveFile: false)
+    }
+
+    /// ``constraints(along:)``, each usage less its cgroup's inactive page cache when
+    /// `leavingOutInactiveFile` (``MemoryConstraint/inactiveFileBytes``): `memory.stat` is read
+    /// beside each usage file.
+    ///
+    /// - Parameters:
+    ///   - ancestors: what ``limitedAncestors()`` found, or `nil` for the own limit alone.
+    ///   - leavingOutInactiveFile: whether each usage is read less its inactive page cache.
+    /// - Returns: the constraints, nearest first; empty when no limit applies.
+    /// - Throws: ``CgroupError`` as ``constraints(includingAncestors:leavingOutInactiveFile:)``.
+    public func constraints(along ancestors: LimitedAncestors?, leavingOutInactiveFile: Bool) throws(CgroupError) -> [MemoryConstraint] {
         if location.version == .v2 {
             guard files.exists(location.directory) else { throw CgroupError(.notFound, "no such cgroup", path: files.path(location.directory)) }
             guard files.exists(location.file("memory.current")) else {
@@ -65,25 +92,26 @@ extension CgroupMemoryReader {
             }
         }
         var found: [MemoryConstraint] = []
-        var ownUsage: UInt64?
+        var ownUsage: MeasuredUsage?
         if let own = try ownLimit() {
-            let usage = try usage()
+            let usage = try measuredUsage(leavingOutInactiveFile: leavingOutInactiveFile)
             ownUsage = usage
-            found.append(MemoryConstraint(cgroupPath: location.path, usageBytes: usage, limit: own))
+            found.append(MemoryConstraint(cgroupPath: location.path, usageBytes: usage.bytes, limit: own, inactiveFileBytes: usage.inactiveFileBytes))
         }
         for ancestor in ancestors?.cgroups ?? [] {
             let reader = CgroupMemoryReader(location: ancestor, files: files)
             guard let limit = try reader.ownLimit() else { continue }
-            found.append(MemoryConstraint(cgroupPath: ancestor.path, usageBytes: try reader.usage(), limit: limit))
+            let usage = try reader.measuredUsage(leavingOutInactiveFile: leavingOutInactiveFile)
+            found.append(MemoryConstraint(cgroupPath: ancestor.path, usageBytes: usage.bytes, limit: limit, inactiveFileBytes: usage.inactiveFileBytes))
         }
         if let hidden = ancestors?.hiddenLimitBytes {
-            let usage: UInt64
-            if let ownUsage { usage = ownUsage } else { usage = try self.usage() }
+            let usage: MeasuredUsage
+            if let ownUsage { usage = ownUsage } else { usage = try measuredUsage(leavingOutInactiveFile: leavingOutInactiveFile) }
             found.append(
                 MemoryConstraint(
-                    cgroupPath: location.path, usageBytes: usage,
+                    cgroupPath: location.path, usageBytes: usage.bytes,
                     limit: EffectiveLimit(bytes: hidden, file: "hierarchical_memory_limit", cgroupPath: location.path),
-                    isHidden: true))
+                    isHidden: true, inactiveFileBytes: usage.inactiveFileBytes))
         }
         return found
     }

@@ -92,6 +92,43 @@ public struct CgroupMemoryReader: Sendable {
         try CgroupValues.number(read(usageFile), path: files.path(location.file(usageFile)))
     }
 
+    /// The `memory.stat` key of the cgroup's inactive page cache, its children's included:
+    /// `total_inactive_file` on cgroup v1 (`inactive_file` there is the cgroup's own pages
+    /// alone), `inactive_file` on v2 (where every count is hierarchical).
+    public var inactiveFileKey: String { location.version == .v1 ? "total_inactive_file" : "inactive_file" }
+
+    /// The cgroup's inactive page cache, its children's included (``inactiveFileKey``): file
+    /// pages not used lately, which the kernel takes back first at the limit.
+    ///
+    /// - Returns: the bytes.
+    /// - Throws: ``CgroupError`` `.notFound` when the cgroup is gone, `.noMemoryController`
+    ///   when a file is missing in a cgroup that exists, `.malformed` when the key is missing or
+    ///   its value is not a number.
+    public func inactiveFileBytes() throws(CgroupError) -> UInt64 {
+        guard let bytes = try stat()[inactiveFileKey] else {
+            throw CgroupError(.malformed, "no \(inactiveFileKey) line", path: files.path(location.file("memory.stat")))
+        }
+        return bytes
+    }
+
+    /// Usage as the monitor measures it: the usage file's value, less the inactive page cache
+    /// when it is left out.
+    package struct MeasuredUsage: Sendable, Hashable {
+        /// The usage counted against a limit.
+        package var bytes: UInt64
+        /// The inactive page cache left out of ``bytes``, or `nil` when it is counted.
+        package var inactiveFileBytes: UInt64?
+    }
+
+    /// Reads usage, less the inactive page cache when `leavingOutInactiveFile` (both files are
+    /// read, usage first; a difference below 0, page cache counted since the usage was read, is 0).
+    package func measuredUsage(leavingOutInactiveFile: Bool) throws(CgroupError) -> MeasuredUsage {
+        let usage = try usage()
+        guard leavingOutInactiveFile else { return MeasuredUsage(bytes: usage) }
+        let inactive = try inactiveFileBytes()
+        return MeasuredUsage(bytes: usage - min(usage, inactive), inactiveFileBytes: inactive)
+    }
+
     /// `memory.stat`, by key.
     ///
     /// - Returns: every line's value, by its key (such as `anon` or `file`).

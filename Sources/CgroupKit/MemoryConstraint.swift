@@ -10,8 +10,15 @@ public struct MemoryConstraint: Sendable, Hashable, Codable {
     public var cgroupPath: String
     /// That cgroup's usage in bytes (`memory.usage_in_bytes`, `memory.current`): for an ancestor,
     /// the usage of every cgroup below it. For a hidden limit (``isHidden``), the watched cgroup's
-    /// own usage, the only part of the unknown usage that can be read.
+    /// own usage, the only part of the unknown usage that can be read. When inactive page cache is
+    /// left out (``inactiveFileBytes`` is set), that much less: the working set, as the kubelet
+    /// measures it.
     public var usageBytes: UInt64
+    /// The inactive page cache left out of ``usageBytes`` (`memory.stat`'s `total_inactive_file`
+    /// on cgroup v1, `inactive_file` on v2), or `nil` when it is counted (the default). These are
+    /// file pages not used lately: at the limit the kernel takes them back before it reclaims or
+    /// kills anything else, so they never cause an OOM kill.
+    public var inactiveFileBytes: UInt64?
     /// The limit: its bytes, file and cgroup.
     public var limit: EffectiveLimit
     /// Whether the limit is set above the cgroup namespace's root (cgroup v1: `memory.stat`'s
@@ -28,10 +35,24 @@ public struct MemoryConstraint: Sendable, Hashable, Codable {
     ///   - limit: the limit.
     ///   - isHidden: whether the limit is set above the cgroup namespace's root.
     public init(cgroupPath: String, usageBytes: UInt64, limit: EffectiveLimit, isHidden: Bool = false) {
+        self.init(cgroupPath: cgroupPath, usageBytes: usageBytes, limit: limit, isHidden: isHidden, inactiveFileBytes: nil)
+    }
+
+    /// Creates a constraint whose usage may leave inactive page cache out.
+    ///
+    /// - Parameters:
+    ///   - cgroupPath: the cgroup whose limit it is, inside the mount.
+    ///   - usageBytes: that cgroup's usage, less `inactiveFileBytes`.
+    ///   - limit: the limit.
+    ///   - isHidden: whether the limit is set above the cgroup namespace's root.
+    ///   - inactiveFileBytes: the inactive page cache left out of `usageBytes`, or `nil` when it
+    ///     is counted.
+    public init(cgroupPath: String, usageBytes: UInt64, limit: EffectiveLimit, isHidden: Bool = false, inactiveFileBytes: UInt64?) {
         self.cgroupPath = cgroupPath
         self.usageBytes = usageBytes
         self.limit = limit
         self.isHidden = isHidden
+        self.inactiveFileBytes = inactiveFileBytes
     }
 
     /// The node's floor as a limit, for a node agent that guards the node the way the kubelet's

@@ -18,7 +18,10 @@ import Musl
 package final class UsageFile {
     /// What the file holds.
     package struct Format: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: Sendable, Hashable { case bytes, meminfo }
+        private enum Base: Sendable, Hashable {
+            case bytes, meminfo
+            case keyed([UInt8])
+        }
         private let base: Base
 
         /// One decimal number of bytes and a newline: cgroup v2 `memory.current`, v1
@@ -26,13 +29,34 @@ package final class UsageFile {
         package static let bytes = Format(base: .bytes)
         /// `/proc/meminfo`: usage is `MemTotal - MemAvailable` (both in kB, among the first lines).
         package static let meminfo = Format(base: .meminfo)
+        /// One line `<key> <bytes>` of a flat keyed file such as `memory.stat`.
+        package static func keyed(_ key: String) -> Format { Format(base: .keyed(Array(key.utf8))) }
 
-        package var description: String { base == .bytes ? "bytes" : "meminfo" }
+        package var description: String {
+            switch base {
+            case .bytes: "bytes"
+            case .meminfo: "meminfo"
+            case .keyed(let key): "the \(String(decoding: key, as: UTF8.self)) line"
+            }
+        }
+
+        /// The bytes read at most: a decimal number fits in 21; `MemTotal` and `MemAvailable` are
+        /// the first and third lines of `/proc/meminfo` (about 90 bytes); `memory.stat` is under
+        /// 1 KiB on cgroup v1 here and about 1.5 KiB on a v2 kernel of 2024, with room to grow.
+        var bufferSize: Int {
+            if case .keyed = base { return 16 << 10 }
+            return 512
+        }
+
+        /// The value the bytes read hold, in this format.
+        func parse(_ bytes: UnsafeRawBufferPointer, path: String) throws(CgroupError) -> UInt64 {
+            switch base {
+            case .bytes: try UsageFile.parseBytes(bytes, path: path)
+            case .meminfo: try UsageFile.parseMeminfo(bytes, path: path)
+            case .keyed(let key): try UsageFile.parseKeyed(key, in: bytes, path: path)
+            }
+        }
     }
-
-    /// The bytes read at most: a decimal number fits in 21; `MemTotal` and `MemAvailable` are
-    /// the first and third lines of `/proc/meminfo` (about 90 bytes).
-    static let bufferSize = 512
 
     /// The file, as a host path (for messages and `PressureMonitor.watchedSources`).
     package let hostPath: String
@@ -63,7 +87,7 @@ package final class UsageFile {
         }
         self.hostPath = hostPath
         self.format = format
-        buffer = .allocate(byteCount: Self.bufferSize, alignment: 8)
+        buffer = .allocate(byteCount: format.bufferSize, alignment: 8)
     }
 
     deinit {
@@ -86,10 +110,31 @@ package final class UsageFile {
             throw CgroupError(code, "read failed: \(error.reason)", path: realPath, errno: error.errno)
         }
         let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-        switch format {
-        case .bytes: return try Self.parseBytes(bytes, path: realPath)
-        default: return try Self.parseMeminfo(bytes, path: realPath)
+        return try format.parse(bytes, path: realPath)
+    }
+
+    /// Parses one line `<key> <decimal>` and a newline of a flat keyed file (`memory.stat`): the first line
+    /// whose key is `key` exactly.
+    ///
+    /// - Throws: ``CgroupError`` `.malformed` when no whole line has the key (a file cut off by
+    ///   the buffer's end included) or its value is not a number.
+    package static func parseKeyed(_ key: [UInt8], in bytes: UnsafeRawBufferPointer, path: String) throws(CgroupError) -> UInt64 {
+        var lineStart = 0
+        while lineStart < bytes.count {
+            var lineEnd = lineStart
+            while lineEnd < bytes.count && bytes[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
+            let named = lineEnd - lineStart > key.count && bytes[lineStart + key.count] == UInt8(ascii: " ")
+            if named, (0..<key.count).allSatisfy({ bytes[lineStart + $0] == key[$0] }) {
+                // A line the buffer's end cut off has no newline: the kernel ends every line with one.
+                let valueStart = lineStart + key.count + 1
+                guard lineEnd < bytes.count, lineEnd > valueStart, let value = number(bytes, from: valueStart, to: lineEnd) else {
+                    throw CgroupError(.malformed, "a \(String(decoding: key, as: UTF8.self)) line that is not \"<key> <bytes>\"", path: path)
+                }
+                return value
+            }
+            lineStart = lineEnd + 1
         }
+        throw CgroupError(.malformed, "no \(String(decoding: key, as: UTF8.self)) line in its first \(bytes.count) bytes", path: path)
     }
 
     /// Parses one unsigned decimal and an optional trailing newline.
@@ -124,7 +169,7 @@ package final class UsageFile {
             lineStart = lineEnd + 1
         }
         guard let total, let available else {
-            throw CgroupError(.malformed, "MemTotal or MemAvailable missing from its first \(bufferSize) bytes", path: path)
+            throw CgroupError(.malformed, "MemTotal or MemAvailable missing from its first \(Format.meminfo.bufferSize) bytes", path: path)
         }
         return total - min(total, available)
     }

@@ -91,7 +91,7 @@ struct StatusCommand: AsyncParsableCommand {
             if !tree.failures.isEmpty { throw ExitCode(1) }
             return
         }
-        let sampler = SnapshotSampler(layout: layout, includesAncestors: policy.countsAncestorLimits)
+        let sampler = SnapshotSampler(layout: layout, policy: policy)
         // A monitor armed here as a service's would be (this user, this environment): how long
         // arming takes and how usage reaches it. Its thresholds register while growth is measured.
         var logger = Logger(label: "memwarn")

@@ -62,6 +62,9 @@ struct StatusReport: Encodable {
         var binding: Bool
         /// Set above the cgroup namespace: usage is the cgroup's own, a lower bound.
         var hidden: Bool
+        /// The inactive page cache left out of `usageBytes` (`inactive_page_cache = ignore`);
+        /// absent when it is counted.
+        var inactiveFileBytes: UInt64?
         /// Where the policy's marks lie on this limit.
         var marks: Marks
     }
@@ -119,7 +122,7 @@ struct StatusReport: Encodable {
             Limit(
                 cgroup: constraint.cgroupPath, file: constraint.limit.file, usageBytes: constraint.usageBytes, limitBytes: constraint.limit.bytes,
                 headroomBytes: constraint.headroomBytes, binding: constraint == binding, hidden: constraint.isHidden,
-                marks: Marks(policy: policy, limitBytes: constraint.limit.bytes))
+                inactiveFileBytes: constraint.inactiveFileBytes, marks: Marks(policy: policy, limitBytes: constraint.limit.bytes))
         }
         coordinatedCgroups = snapshot.coordinatedCgroups
         limitBytes = snapshot.limit?.bytes
@@ -150,6 +153,11 @@ struct StatusReport: Encodable {
             notes.append(
                 "a limit of \(Self.bytes(hidden.limit.bytes)) is set above the cgroup namespace (hierarchical_memory_limit): "
                     + "its cgroup cannot be read here, so only this cgroup's own usage is measured against it")
+        }
+        if !policy.countsInactivePageCache {
+            notes.append(
+                "inactive page cache is left out (inactive_page_cache = ignore): each usage is the cgroup's less its inactive file pages, "
+                    + "which the kernel takes back first at the limit")
         }
         if let memory = layout.memory, memory.version == .v1, !FileSystem.isWritable(memory.file("cgroup.event_control")) {
             notes.append("cgroup.event_control is root's: a monitor run by this user samples usage instead of v1 notifications")
@@ -231,7 +239,8 @@ struct StatusReport: Encodable {
         for limit in limits {
             lines.append(
                 (limit.binding ? "binds     " : "limit     ") + "\(limit.cgroup): \(Self.bytes(limit.usageBytes)) of \(Self.bytes(limit.limitBytes)) "
-                    + "(\(limit.file)), \(Self.bytes(limit.headroomBytes)) left" + (limit.hidden ? " [set above the cgroup namespace]" : ""))
+                    + "(\(limit.file)), \(Self.bytes(limit.headroomBytes)) left" + (limit.hidden ? " [set above the cgroup namespace]" : "")
+                    + (limit.inactiveFileBytes.map { " [less \(Self.bytes($0)) of inactive page cache]" } ?? ""))
         }
         for cgroup in coordinatedCgroups { lines.append("agent     coordinated by the node agent: \(cgroup) (lease)") }
         for source in processMonitorSources ?? [] { lines.append("process   its monitor: \(source)") }

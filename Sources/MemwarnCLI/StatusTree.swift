@@ -20,7 +20,7 @@ struct StatusTree {
         for location in Self.cgroups(below: root, files: files).sorted(by: { $0.path < $1.path }) {
             do throws(CgroupError) {
                 let layout = try discovery.layout(cgroupPath: location.directory)
-                let snapshot = try SnapshotSampler(layout: layout, files: files, includesAncestors: policy.countsAncestorLimits).sample()
+                let snapshot = try SnapshotSampler(layout: layout, files: files, policy: policy).sample()
                 reports.append(
                     StatusReport(layout: layout, snapshot: snapshot, level: PressureMonitor.level(of: snapshot, policy: policy), forecast: nil, policy: policy))
             } catch  where error.code == .notFound || error.code == .noMemoryController || !files.isDirectory(location.directory) {

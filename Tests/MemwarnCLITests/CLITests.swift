@@ -38,6 +38,37 @@ struct CLITests {
         }
     }
 
+    /// `inactive_page_cache = ignore`: status measures the limit against usage less the page cache
+    /// a file written from inside the cgroup left there, says so, and shows what it left out; a
+    /// value that is neither `count` nor `ignore` is an error naming the variable.
+    @Test func statusWithInactivePageCacheLeftOutShowsWhatWasLeftOut() async throws {
+        try await withTestCgroup(limit: Self.limit) { cgroup in
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("memwarn-status-page-cache-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let written = try ChildProcess.run(["/bin/dd", "if=/dev/zero", "of=\(file)", "bs=1M", "count=56", "conv=fsync", "status=none"], in: cgroup)
+            try #require(written.status == 0, "\(written.standardError)")
+            let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+            let ignoring = environment + ["MEMWARN_INACTIVE_PAGE_CACHE=ignore"]
+            let result = try ChildProcess.run([Self.memwarn, "status", "--json", "--cgroup", cgroup.location.path], environment: ignoring)
+            #expect(result.status == 0, "\(result.standardError)")
+            let status = try Self.object(result.standardOutput)
+            let limit = try #require((status["limits"] as? [[String: Any]])?.first)
+            let leftOut = try #require(limit["inactiveFileBytes"] as? Int, "\(limit)")
+            #expect(leftOut >= 40 << 20)
+            #expect(try #require(status["usageBytes"] as? Int) + leftOut <= Int(Self.limit))
+            #expect(status["level"] as? String == "normal")
+            #expect((status["notes"] as? [String])?.contains { $0.hasPrefix("inactive page cache is left out") } == true, "\(status)")
+            let text = try ChildProcess.run([Self.memwarn, "status", "--cgroup", cgroup.location.path], environment: ignoring)
+            #expect(text.standardOutput.contains("of inactive page cache]"), "\(text.standardOutput)")
+            let counted = try Self.object(try ChildProcess.run([Self.memwarn, "status", "--json", "--cgroup", cgroup.location.path]).standardOutput)
+            #expect((counted["limits"] as? [[String: Any]])?.first?["inactiveFileBytes"] == nil)
+            #expect(counted["level"] as? String != "normal", "counted, the page cache is past the warning mark")
+            let bad = try ChildProcess.run(
+                [Self.memwarn, "status", "--cgroup", cgroup.location.path], environment: environment + ["MEMWARN_INACTIVE_PAGE_CACHE=maybe"])
+            #expect(bad.status != 0 && bad.standardError.contains("inactive_page_cache must be count or ignore"), "\(bad.standardError)")
+        }
+    }
+
     /// runc on a hybrid host mounts the v1 hierarchies only; the kernel still writes `0::/` in
     /// /proc/self/cgroup. memwarn in such a container must read its v1 limit and arm, not fail
     /// on the cgroup2 group it cannot place (it did: "no v2 mount shows this cgroup").

@@ -38,7 +38,9 @@ final class DrivenEngine {
         let discovery = CgroupDiscovery(files: files)
         let layout = try cgroupPath.map { try discovery.layout(cgroupPath: $0) } ?? discovery.layout()
         leases = AgentLeases(policy: policy, clock: clock.clock)
-        sampler = SnapshotSampler(layout: layout, files: files, includesAncestors: policy.countsAncestorLimits, leases: leases)
+        sampler = SnapshotSampler(
+            layout: layout, files: files, includesAncestors: policy.countsAncestorLimits, countsInactivePageCache: policy.countsInactivePageCache,
+            leases: leases)
         samples = UsageSampleCount(metrics: metrics)
         let ledger = ReleaseLedger()
         let readingAsk = ReadingAsk(loop: loop)

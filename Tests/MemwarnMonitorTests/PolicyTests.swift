@@ -28,6 +28,16 @@ struct PolicyTests {
         #expect(policy.holdTime == .milliseconds(250))
     }
 
+    @Test func inactivePageCacheIsCountedUnlessThePolicySaysIgnore() throws {
+        #expect(try PressurePolicy.load(file: Self.configFile, environment: [:]).countsInactivePageCache)
+        #expect(try !PressurePolicy.load(file: Self.configFile, environment: ["MEMWARN_INACTIVE_PAGE_CACHE": "ignore"]).countsInactivePageCache)
+        var policy = PressurePolicy()
+        try policy.apply(fileText: "inactive_page_cache = ignore\ninactive_page_cache = count\n", path: "p.conf")
+        #expect(policy.countsInactivePageCache)
+        let error = #expect(throws: PolicyError.self) { try policy.apply(fileText: "inactive_page_cache = yes", path: "p.conf") }
+        #expect(error?.code == .badValue && error?.message.contains("must be count or ignore") == true, "\(String(describing: error))")
+    }
+
     @Test func aFileWithWindowsLineBreaksIsReadLineByLine() throws {
         // Issue 28 item 5: "\r\n" is one Character; split on "\n" alone, a file that starts with a
         // comment was one comment line, and the defaults applied without a word.

@@ -55,6 +55,15 @@ struct IdleBenchmark {
 
     var seconds: Double
     var cli: String
+    /// The policy's `inactive_page_cache` for every watcher: `true` counts it (the default).
+    var countsInactivePageCache = true
+
+    /// The policy every watcher runs with: the default, but for ``countsInactivePageCache``.
+    var policy: PressurePolicy {
+        var policy = PressurePolicy()
+        policy.countsInactivePageCache = countsInactivePageCache
+        return policy
+    }
 
     struct Cost {
         var name: String
@@ -67,6 +76,7 @@ struct IdleBenchmark {
         var seconds: Double
         var costs: [Cost]
         var watchedSources: [[String]]
+        var countsInactivePageCache: Bool
     }
 
     /// A thread measured: where its counters are read.
@@ -90,7 +100,7 @@ struct IdleBenchmark {
     }
 
     private func measure(cgroups: [TestCgroup]) async throws -> Result {
-        let policy = PressurePolicy()
+        let policy = self.policy
         var hogs: [MemoryHog] = []
         var movers: [Task<Void, any Error>] = []
         defer {
@@ -127,14 +137,16 @@ struct IdleBenchmark {
         }
         for (cgroup, position) in zip(cgroups, Self.positions) {
             let before = Set(ThreadCPU.threads(named: "memwarn-monitor"))
-            let monitor = PressureMonitor(configuration: MonitorConfiguration(cgroupPath: cgroup.location.directory, environment: [:]), logger: quietLogger)
+            let monitor = PressureMonitor(
+                configuration: MonitorConfiguration(policy: policy, cgroupPath: cgroup.location.directory, environment: [:]), logger: quietLogger)
             guard let tid = ThreadCPU.threads(named: "memwarn-monitor").first(where: { !before.contains($0) }) else {
                 throw BenchmarkError("no new memwarn-monitor thread")
             }
             monitors.append(monitor)
             runs.append(Task { try await monitor.run() })
             measured.append(Measured(name: "events (root), \(position.name)", pid: getpid(), tid: tid, note: ""))
-            let watch = try SampledWatch(cli: cli, cgroupPath: cgroup.location.path, environment: [:])
+            let watch = try SampledWatch(
+                cli: cli, cgroupPath: cgroup.location.path, environment: countsInactivePageCache ? [:] : ["MEMWARN_INACTIVE_PAGE_CACHE": "ignore"])
             watches.append(watch)
             guard let childTid = ThreadCPU.threads(named: "memwarn-monitor", in: watch.pid).first else {
                 throw BenchmarkError("memwarn watch (pid \(watch.pid)) has no memwarn-monitor thread")
@@ -178,7 +190,8 @@ struct IdleBenchmark {
             Cost(name: measured[index].name, nanoseconds: after[index].0 - before[index].0, switches: after[index].1 - before[index].1,
                  note: measured[index].note)
         }
-        return Result(seconds: elapsed, costs: costs, watchedSources: monitors.map(\.watchedSources))
+        return Result(
+            seconds: elapsed, costs: costs, watchedSources: monitors.map(\.watchedSources), countsInactivePageCache: countsInactivePageCache)
     }
 }
 
@@ -231,7 +244,7 @@ extension IdleBenchmark.Result {
                          cost.switches == 0 ? "-" : fixed(Double(cost.nanoseconds) / Double(cost.switches) / 1e3, 1), cost.note])
         }
         return """
-        idle: \(fixed(seconds, 1)) s watching \(IdleBenchmark.positions.count) idle test cgroups (default policy), every watcher side by side
+        idle: \(fixed(seconds, 1)) s watching \(IdleBenchmark.positions.count) idle test cgroups (\(countsInactivePageCache ? "default policy" : "default policy but inactive_page_cache = ignore")), every watcher side by side
         CPU = the watcher's monitor thread's time on a CPU (/proc/PID/task/TID/schedstat); wake-ups = its context switches
         (one per wake-up; a sampled wake-up reads usage once)
 
@@ -246,6 +259,7 @@ extension IdleBenchmark.Result {
         .object([
             ("benchmark", .string("idle")),
             ("seconds", .double(seconds, digits: 3)),
+            ("inactive_page_cache", .string(countsInactivePageCache ? "count" : "ignore")),
             ("watchers", .array(costs.map { cost in
                 .object([
                     ("name", .string(cost.name)),

@@ -9,7 +9,7 @@ struct MemwarnBench {
     usage: memwarn-bench latency [--crossings N] [--above KIB] [--json]   (N defaults to 200; the final step ends KIB past
                                                             the mark, 512 by default: smaller leaves more crossings
                                                             unreported by the kernel, for the guard bands)
-           memwarn-bench idle [--seconds S] [--json]        (S defaults to 60)
+           memwarn-bench idle [--seconds S] [--inactive-page-cache count|ignore] [--json]   (S defaults to 60)
            memwarn-bench armed [--runs N] [--json]          (time from a service's exec to its monitor armed, as root
                                                             and as nobody; N defaults to 20)
            memwarn-bench cache [--sizes N,N,...] [--json]   (sizes default to 20000,100000,1000000;
@@ -59,7 +59,11 @@ struct MemwarnBench {
                 let seconds = try options.number("--seconds", default: 60)
                 guard seconds > 0 else { throw UsageError("--seconds must be positive") }
                 if isatty(2) == 1 { writeError("idling for \(fixed(seconds, 1)) s...\n") }
-                let result = try await IdleBenchmark(seconds: seconds, cli: try cliPath()).run()
+                let pageCache = options.values["--inactive-page-cache"] ?? "count"
+                guard ["count", "ignore"].contains(pageCache) else { throw UsageError("--inactive-page-cache must be count or ignore") }
+                var benchmark = IdleBenchmark(seconds: seconds, cli: try cliPath())
+                benchmark.countsInactivePageCache = pageCache == "count"
+                let result = try await benchmark.run()
                 emit(report: result.report, json: json ? result.json : nil)
             case "armed":
                 let runs = try options.integer("--runs", default: 20)
@@ -193,7 +197,7 @@ struct MemwarnBench {
             index += 1
         }
         let known: Set = ["--crossings", "--seconds", "--sizes", "--limits", "--rates", "--total", "--repeats", "--keys", "--requests", "--peers", "--above",
-                          "--position", "--runs", "--repeat", "--budget"]
+                          "--position", "--runs", "--repeat", "--budget", "--inactive-page-cache"]
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) { throw UsageError("unknown option \(unknown)") }
         return Options(values: values)
     }

@@ -71,6 +71,7 @@ package struct SharedLimitWatch {
         let mode: CgroupMode = configuration.parent?.version == .v2 ? .v2 : .v1
         sampler = SnapshotSampler(
             layout: CgroupLayout(mode: mode, memory: configuration.parent, unified: nil), files: configuration.files, includesAncestors: false,
+            countsInactivePageCache: configuration.policy.countsInactivePageCache,
             leases: nil, nodeFloorBytes: configuration.nodeFloorBytes, requiresLimit: true)
         ledger = ReleaseLedger()
         let metrics = MonitorMetrics(factory: NOOPMetricsHandler.instance)  // the agent writes its own

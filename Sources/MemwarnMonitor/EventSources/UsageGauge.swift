@@ -11,9 +11,19 @@ final class UsageGauge {
     /// full reading without building the key.
     let constraint: (cgroupPath: String, limitFile: String)?
     let file: UsageFile
+    /// The `memory.stat` line of the cgroup's inactive page cache, read beside ``file`` and taken
+    /// off its usage when the policy leaves inactive page cache out (`nil` when it counts).
+    let inactiveFile: UsageFile?
     /// Whether the kernel reports this usage's crossings (cgroup v1 thresholds registered on it):
-    /// then it is read only inside the guard bands below the marks.
-    var isGuarded = false
+    /// then it is read only inside the guard bands below the marks. When page cache is left out
+    /// (``inactiveFile``), the kernel's thresholds count it: they report usage with the page cache
+    /// crossing, which usage less it can only follow. So they still stand in for reads, and the
+    /// guard bands are those of usage less the page cache, except where the page cache hides a
+    /// mark: usage with it at or past the mark's guard bands, usage less it below them. Usage less
+    /// the page cache can then reach the mark while usage with it crosses nothing (anonymous
+    /// memory taking the place of page cache the kernel reclaims at the limit), and it is read by
+    /// the rule.
+    private(set) var isGuarded = false
 
     private let processors: Int
 
@@ -34,22 +44,27 @@ final class UsageGauge {
     private var slack: UInt64 = 0
 
     private(set) var last: (usage: UInt64, at: ContinuousClock.Instant)?
+    /// Usage with the inactive page cache at the last reading, where it is left out (``inactiveFile``).
+    private var lastWithPageCache: UInt64?
     private var position = 0
     private(set) var rising = 0.0
     private(set) var falling = 0.0
     /// Guarded: a crossing one read saw, which the kernel has not reported yet.
     private var unconfirmedCrossing = false
 
-    init(constraint: (cgroupPath: String, limitFile: String)?, file: UsageFile, processors: Int) {
+    init(constraint: (cgroupPath: String, limitFile: String)?, file: UsageFile, inactiveFile: UsageFile? = nil, processors: Int) {
         self.constraint = constraint
         key = constraint.map { $0.cgroupPath + "|" + $0.limitFile } ?? "system"
         self.file = file
+        self.inactiveFile = inactiveFile
         self.processors = processors
     }
 
-    /// Takes in a full reading of this limit: its capacity (a new one moves every mark) and usage.
-    func observe(usage: UInt64, capacity: UInt64, policy: PressurePolicy, at now: ContinuousClock.Instant) {
+    /// Takes in a full reading of this limit: its capacity (a new one moves every mark), usage, and
+    /// the inactive page cache left out of it (`nil` when counted).
+    func observe(usage: UInt64, inactiveFileBytes: UInt64? = nil, capacity: UInt64, policy: PressurePolicy, at now: ContinuousClock.Instant) {
         if capacity != self.capacity { plan(capacity: capacity, policy: policy) }
+        lastWithPageCache = inactiveFileBytes.map { usage + $0 }
         record(usage, at: now)
         position = thresholds.count(where: { $0 <= usage })
         unconfirmedCrossing = false
@@ -87,6 +102,12 @@ final class UsageGauge {
                 fallingBytesPerSecond: falling)
         }
         if unconfirmedCrossing { return SamplingRule.shortestInterval }
+        if let withPageCache = lastWithPageCache, levelMarks.contains(where: { usage + 2 * band < $0 && withPageCache + 2 * band >= $0 }) {
+            // Page cache left out hides a mark: usage with it is at or past the mark's guard, so the
+            // kernel's thresholds will not report usage less it reaching the mark.
+            return rule.interval(
+                usage: usage, marksAbove: marksAbove, marksBelow: levelMarks, risingBytesPerSecond: rising, fallingBytesPerSecond: falling)
+        }
         // Two band widths, not one: once the kernel has reported its guard crossed, it does not
         // report the guard again (what starts this sampling) until one of its checks sees usage
         // back under it. A reading a little under the guard (usage fell back by a few pages, or
@@ -105,7 +126,11 @@ final class UsageGauge {
     ///   position, so only a crossing it did not report counts here).
     /// - Throws: CgroupKit's `CgroupError` when the file cannot be read.
     func read(at now: ContinuousClock.Instant) throws(CgroupError) -> Bool {
-        let usage = try file.read()
+        var usage = try file.read()
+        if let inactiveFile {
+            lastWithPageCache = usage
+            usage -= min(usage, try inactiveFile.read())
+        }
         record(usage, at: now)
         let crossed = thresholds.count(where: { $0 <= usage })
         let fell = thresholds.count(where: { $0 <= usage + slack }) < position
@@ -113,7 +138,8 @@ final class UsageGauge {
             unconfirmedCrossing = false
             return false
         }
-        if isGuarded && !unconfirmedCrossing {
+        // The kernel's thresholds report usage with the page cache, never usage less it.
+        if isGuarded && inactiveFile == nil && !unconfirmedCrossing {
             unconfirmedCrossing = true
             return false
         }

@@ -89,7 +89,7 @@ final class UsageSampling {
 
     /// What it reads and when, for ``PressureMonitor/watchedSources``.
     var description: String {
-        let read = gauges.isEmpty ? firstFile : gauges.map(\.file.hostPath).joined(separator: ", ")
+        let read = gauges.isEmpty ? firstFile : gauges.map(reads).joined(separator: ", ")
         let guarded = gauges.filter(\.isGuarded).map(\.file.hostPath)
         switch mode {
         case .continuous where rule.isAdaptive:
@@ -101,10 +101,19 @@ final class UsageSampling {
         case .guarded:
             return "sample \(read) while usage is in a guard band below a mark, every \(text(SamplingRule.shortestInterval)) to "
                 + "\(text(SamplingRule.guardLongestInterval)) (the kernel checks usage thresholds only every 128 page events per CPU)"
+                + (gauges.contains { $0.inactiveFile != nil }
+                    ? "; with inactive page cache left out, adaptively while the page cache hides a mark (usage with it past the mark's guard)" : "")
         }
     }
 
     private func text(_ duration: Duration) -> String { PressurePolicy.formatDuration(duration) }
+
+    /// What a read of a gauge reads, for ``description``: the usage file, and the `memory.stat`
+    /// line taken off it when inactive page cache is left out.
+    private func reads(_ gauge: UsageGauge) -> String {
+        guard let inactiveFile = gauge.inactiveFile else { return gauge.file.hostPath }
+        return "\(gauge.file.hostPath) less \(inactiveFile.format) of \(inactiveFile.hostPath)"
+    }
 
     /// The gauge key of a constraint (``UsageGauge/key``).
     static func key(of constraint: MemoryConstraint) -> String { constraint.cgroupPath + "|" + constraint.limit.file }
@@ -152,7 +161,9 @@ final class UsageSampling {
                 gauges[0].observe(usage: snapshot.usageBytes, capacity: snapshot.capacityBytes ?? 0, policy: policy, at: now)
             } else {
                 for (gauge, constraint) in zip(gauges, constraints) {
-                    gauge.observe(usage: constraint.usageBytes, capacity: constraint.limit.bytes, policy: policy, at: now)
+                    gauge.observe(
+                        usage: constraint.usageBytes, inactiveFileBytes: constraint.inactiveFileBytes, capacity: constraint.limit.bytes, policy: policy,
+                        at: now)
                 }
             }
             return false
@@ -170,22 +181,27 @@ final class UsageSampling {
             } else if let constraint, let cgroup {
                 let location =
                     constraint.isHidden ? cgroup : CgroupLocation(version: cgroup.version, mountPoint: cgroup.mountPoint, path: constraint.cgroupPath)
+                let inactiveFile: UsageFile? =
+                    policy.countsInactivePageCache
+                    ? nil : try open(location.file("memory.stat"), format: .keyed(CgroupMemoryReader(location: location, files: files).inactiveFileKey))
                 gauge = UsageGauge(
                     constraint: (constraint.cgroupPath, constraint.limit.file),
-                    file: try open(Self.usagePath(of: location, files: files), format: .bytes), processors: processors)
+                    file: try open(Self.usagePath(of: location, files: files), format: .bytes), inactiveFile: inactiveFile, processors: processors)
             } else {
                 gauge = UsageGauge(constraint: nil, file: try open("/proc/meminfo", format: .meminfo), processors: processors)
             }
             if guardedKeys.contains(gauge.key) && !gauge.isGuarded { gauge.guardFromNow() }
             if let constraint {
-                gauge.observe(usage: constraint.usageBytes, capacity: constraint.limit.bytes, policy: policy, at: now)
+                gauge.observe(
+                    usage: constraint.usageBytes, inactiveFileBytes: constraint.inactiveFileBytes, capacity: constraint.limit.bytes, policy: policy,
+                    at: now)
             } else {
                 gauge.observe(usage: snapshot.usageBytes, capacity: snapshot.capacityBytes ?? 0, policy: policy, at: now)
             }
             next.append(gauge)
         }
         gauges = next
-        openFiles = openFiles.filter { _, file in gauges.contains { $0.file === file } }
+        openFiles = openFiles.filter { _, file in gauges.contains { $0.file === file || $0.inactiveFile === file } }
         return true
     }
 

@@ -66,6 +66,7 @@ final class MonitorSession: Sendable {
         }
         let sampler = SnapshotSampler(
             layout: layout, files: configuration.files, includesAncestors: configuration.policy.countsAncestorLimits,
+            countsInactivePageCache: configuration.policy.countsInactivePageCache,
             leases: parts.leases)
         let ledger = ReleaseLedger()
         let readingAsk = ReadingAsk(loop: loop)

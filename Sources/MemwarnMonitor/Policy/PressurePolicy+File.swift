@@ -83,7 +83,7 @@ extension PressurePolicy {
     package static let keys = [
         "warning_ratio", "critical_ratio", "recovery_ratio", "psi_some_warning_percent", "psi_full_critical_percent",
         "psi_window", "hold_time", "recheck_interval", "poll_interval", "pressure_level_quiet_time",
-        "forecast_horizon", "growth_window", "worst_case_growth", "ancestor_limits", "trim_interval", "trim_step_percent",
+        "forecast_horizon", "growth_window", "worst_case_growth", "ancestor_limits", "inactive_page_cache", "trim_interval", "trim_step_percent",
         "trim_stall_percent",
     ]
 
@@ -127,6 +127,12 @@ extension PressurePolicy {
             case "watch": countsAncestorLimits = true
             case "ignore": countsAncestorLimits = false
             default: throw PolicyError(.badValue, "\(origin): \(key) must be watch or ignore, is \(Self.quoted(value))")
+            }
+        case "inactive_page_cache":
+            switch value {
+            case "count": countsInactivePageCache = true
+            case "ignore": countsInactivePageCache = false
+            default: throw PolicyError(.badValue, "\(origin): \(key) must be count or ignore, is \(Self.quoted(value))")
             }
         default: throw PolicyError(.unknownKey, "\(origin): unknown key \(Self.quoted(key)) (known: \(Self.keys.joined(separator: ", ")))")
         }

@@ -44,6 +44,17 @@ public struct PressurePolicy: Sendable, Hashable {
     /// handle. A node agent that coordinates a parent (`memwarn agent`) takes that parent out for
     /// as long as it runs, whatever this says.
     public var countsAncestorLimits = true
+    /// Whether inactive page cache counts as usage (`inactive_page_cache = count`, the default).
+    /// `ignore` measures every limit against usage less the cgroup's inactive file pages
+    /// (`memory.stat`'s `total_inactive_file` on cgroup v1, `inactive_file` on v2): the working
+    /// set, as the kubelet measures it. Those pages are files read or written and not used lately;
+    /// at the limit the kernel takes them back before it reclaims or kills anything else, so a
+    /// service that reads or writes files stops releasing its caches to make room for pages the
+    /// kernel would drop anyway. The price: `memory.stat` is read beside each usage file, and on
+    /// cgroup v1 as root usage is sampled by the rule wherever the page cache hides a mark (usage
+    /// with it past the mark's guard band, usage less it below), since the kernel's usage
+    /// thresholds count the page cache. The article "Levels and policy" says when to choose it.
+    public var countsInactivePageCache = true
     /// The quiet time after a v1 `memory.pressure_level` notification before the next one
     /// is listened to (the kernel sends tens of thousands a second under thrash).
     public var pressureLevelQuietTime: Duration = .milliseconds(100)

@@ -16,6 +16,10 @@ public struct SnapshotSampler: Sendable {
     public let pressureFile: String?
     /// Whether the limits of the cgroup's ancestors count (the policy's `ancestor_limits`).
     public let includesAncestors: Bool
+    /// Whether inactive page cache counts as usage (the policy's `inactive_page_cache`): when
+    /// not, each usage read is less its cgroup's inactive file pages
+    /// (``/CgroupKit/MemoryConstraint/inactiveFileBytes``).
+    public let countsInactivePageCache: Bool
     /// The ancestors a node agent coordinates for this process, left out while their leases hold.
     let leases: AgentLeases?
     /// A node agent's floor on the node's `MemAvailable`: read as one more limit
@@ -54,15 +58,28 @@ public struct SnapshotSampler: Sendable {
         self.init(layout: layout, files: files, includesAncestors: includesAncestors, leases: nil)
     }
 
+    /// A sampler that reads as `policy` says (its `ancestor_limits` and `inactive_page_cache`).
+    ///
+    /// - Parameters:
+    ///   - layout: the cgroups to read, as CgroupKit's `CgroupDiscovery` finds them.
+    ///   - files: where the kernel's files are read; the real host by default.
+    ///   - policy: the policy whose reading settings apply.
+    public init(layout: CgroupLayout, files: KernelFiles = .host, policy: PressurePolicy) {
+        self.init(
+            layout: layout, files: files, includesAncestors: policy.countsAncestorLimits, countsInactivePageCache: policy.countsInactivePageCache,
+            leases: nil)
+    }
+
     /// A sampler with a node agent's leases, or a node agent's own: its parent's limit and the
     /// node's floor, and no fallback to the system's memory.
     package init(
-        layout: CgroupLayout, files: KernelFiles, includesAncestors: Bool, leases: AgentLeases?, nodeFloorBytes: UInt64? = nil,
-        requiresLimit: Bool = false
+        layout: CgroupLayout, files: KernelFiles, includesAncestors: Bool, countsInactivePageCache: Bool = true, leases: AgentLeases?,
+        nodeFloorBytes: UInt64? = nil, requiresLimit: Bool = false
     ) {
         self.layout = layout
         self.files = files
         self.includesAncestors = includesAncestors
+        self.countsInactivePageCache = countsInactivePageCache
         self.leases = leases
         self.nodeFloorBytes = nodeFloorBytes
         self.requiresLimit = requiresLimit
@@ -107,12 +124,13 @@ public struct SnapshotSampler: Sendable {
         var coordinated: [String] = []
         var watched: [MemoryConstraint] = []
         if let reader {
-            constraints = try reader.constraints(along: includesAncestors ? limitedAncestors(reader) : nil)
+            constraints = try reader.constraints(
+                along: includesAncestors ? limitedAncestors(reader) : nil, leavingOutInactiveFile: !countsInactivePageCache)
             // The own limit's reading, when there is one: the same number, not a second read.
             if let own = constraints.first(where: { $0.cgroupPath == reader.location.path && !$0.isHidden }) {
                 cgroupUsage = own.usageBytes
             } else {
-                cgroupUsage = try reader.usage()
+                cgroupUsage = try reader.measuredUsage(leavingOutInactiveFile: !countsInactivePageCache).bytes
             }
             watched = constraints
             if let leases {
