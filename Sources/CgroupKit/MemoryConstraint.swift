@@ -16,8 +16,8 @@ public struct MemoryConstraint: Sendable, Hashable, Codable {
     public var usageBytes: UInt64
     /// The inactive page cache left out of ``usageBytes`` (`memory.stat`'s `total_inactive_file`
     /// on cgroup v1, `inactive_file` on v2), or `nil` when it is counted (the default). These are
-    /// file pages not used lately: at the limit the kernel takes them back before it reclaims or
-    /// kills anything else, so they never cause an OOM kill.
+    /// file pages not used lately: at the limit the kernel reclaims them first, clean ones at once
+    /// and dirty ones once written back.
     public var inactiveFileBytes: UInt64?
     /// The limit: its bytes, file and cgroup.
     public var limit: EffectiveLimit

@@ -22,9 +22,10 @@ struct StatusReport: Encodable {
     /// `cgroup` when usage is measured against a cgroup limit, `system` when no limit applies.
     var measure: String
     var usageBytes: UInt64
-    /// The memory cgroup's own charge (`memory.usage_in_bytes`, `memory.current`): the same
-    /// as `usageBytes` when measured against a limit, and still the cgroup's when the
-    /// system is measured; `nil` without a readable memory cgroup.
+    /// The memory cgroup's own charge (`memory.usage_in_bytes`, `memory.current`, less its
+    /// inactive page cache under `inactive_page_cache = ignore`): the same as `usageBytes` when
+    /// measured against its own limit, and still the cgroup's when the system is measured; `nil`
+    /// without a readable memory cgroup.
     var cgroupUsageBytes: UInt64?
     var limitBytes: UInt64?
     var limitFile: String?
@@ -63,10 +64,29 @@ struct StatusReport: Encodable {
         /// Set above the cgroup namespace: usage is the cgroup's own, a lower bound.
         var hidden: Bool
         /// The inactive page cache left out of `usageBytes` (`inactive_page_cache = ignore`);
-        /// absent when it is counted.
+        /// `null` when it is counted.
         var inactiveFileBytes: UInt64?
         /// Where the policy's marks lie on this limit.
         var marks: Marks
+
+        private enum CodingKeys: String, CodingKey {
+            case cgroup, file, usageBytes, limitBytes, headroomBytes, binding, hidden, inactiveFileBytes, marks
+        }
+
+        /// Every key, `inactiveFileBytes` as `null` when page cache is counted, as every other
+        /// key of `status --json` that has no value.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(cgroup, forKey: .cgroup)
+            try container.encode(file, forKey: .file)
+            try container.encode(usageBytes, forKey: .usageBytes)
+            try container.encode(limitBytes, forKey: .limitBytes)
+            try container.encode(headroomBytes, forKey: .headroomBytes)
+            try container.encode(binding, forKey: .binding)
+            try container.encode(hidden, forKey: .hidden)
+            try container.encode(inactiveFileBytes, forKey: .inactiveFileBytes)
+            try container.encode(marks, forKey: .marks)
+        }
     }
 
     /// The policy's marks on one limit: where `warning` and `critical` begin, and `recovery`,
@@ -154,10 +174,10 @@ struct StatusReport: Encodable {
                 "a limit of \(Self.bytes(hidden.limit.bytes)) is set above the cgroup namespace (hierarchical_memory_limit): "
                     + "its cgroup cannot be read here, so only this cgroup's own usage is measured against it")
         }
-        if !policy.countsInactivePageCache {
+        if snapshot.constraints.contains(where: { $0.inactiveFileBytes != nil }) {
             notes.append(
-                "inactive page cache is left out (inactive_page_cache = ignore): each usage is the cgroup's less its inactive file pages, "
-                    + "which the kernel takes back first at the limit")
+                "inactive page cache is left out (inactive_page_cache = ignore): each limit's usage is its cgroup's less its inactive "
+                    + "file pages, which the kernel reclaims first at the limit")
         }
         if let memory = layout.memory, memory.version == .v1, !FileSystem.isWritable(memory.file("cgroup.event_control")) {
             notes.append("cgroup.event_control is root's: a monitor run by this user samples usage instead of v1 notifications")
@@ -238,9 +258,10 @@ struct StatusReport: Encodable {
         ]
         for limit in limits {
             lines.append(
-                (limit.binding ? "binds     " : "limit     ") + "\(limit.cgroup): \(Self.bytes(limit.usageBytes)) of \(Self.bytes(limit.limitBytes)) "
-                    + "(\(limit.file)), \(Self.bytes(limit.headroomBytes)) left" + (limit.hidden ? " [set above the cgroup namespace]" : "")
-                    + (limit.inactiveFileBytes.map { " [less \(Self.bytes($0)) of inactive page cache]" } ?? ""))
+                (limit.binding ? "binds     " : "limit     ") + "\(limit.cgroup): \(Self.bytes(limit.usageBytes))"
+                    + (limit.inactiveFileBytes.map { " (less \(Self.bytes($0)) of inactive page cache)" } ?? "")
+                    + " of \(Self.bytes(limit.limitBytes)) (\(limit.file)), \(Self.bytes(limit.headroomBytes)) left"
+                    + (limit.hidden ? " [set above the cgroup namespace]" : ""))
         }
         for cgroup in coordinatedCgroups { lines.append("agent     coordinated by the node agent: \(cgroup) (lease)") }
         for source in processMonitorSources ?? [] { lines.append("process   its monitor: \(source)") }

@@ -55,13 +55,16 @@ struct CLITests {
             let limit = try #require((status["limits"] as? [[String: Any]])?.first)
             let leftOut = try #require(limit["inactiveFileBytes"] as? Int, "\(limit)")
             #expect(leftOut >= 40 << 20)
-            #expect(try #require(status["usageBytes"] as? Int) + leftOut <= Int(Self.limit))
+            // Usage less what was left out, within what the page cache and the kernel's per-CPU
+            // charge batches move between the two reads.
+            let raw = Int(try cgroup.usage())
+            #expect(abs(try #require(status["usageBytes"] as? Int) + leftOut - raw) <= 2 << 20, "\(status["usageBytes"] ?? "-") + \(leftOut) against \(raw)")
             #expect(status["level"] as? String == "normal")
             #expect((status["notes"] as? [String])?.contains { $0.hasPrefix("inactive page cache is left out") } == true, "\(status)")
             let text = try ChildProcess.run([Self.memwarn, "status", "--cgroup", cgroup.location.path], environment: ignoring)
-            #expect(text.standardOutput.contains("of inactive page cache]"), "\(text.standardOutput)")
+            #expect(text.standardOutput.contains("of inactive page cache) of "), "\(text.standardOutput)")
             let counted = try Self.object(try ChildProcess.run([Self.memwarn, "status", "--json", "--cgroup", cgroup.location.path]).standardOutput)
-            #expect((counted["limits"] as? [[String: Any]])?.first?["inactiveFileBytes"] == nil)
+            #expect((counted["limits"] as? [[String: Any]])?.first?["inactiveFileBytes"] is NSNull, "present, null when counted")
             #expect(counted["level"] as? String != "normal", "counted, the page cache is past the warning mark")
             let bad = try ChildProcess.run(
                 [Self.memwarn, "status", "--cgroup", cgroup.location.path], environment: environment + ["MEMWARN_INACTIVE_PAGE_CACHE=maybe"])

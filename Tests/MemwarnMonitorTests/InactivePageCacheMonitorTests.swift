@@ -90,8 +90,8 @@ struct InactivePageCacheMonitorTests {
                 let (events, running) = try await Self.run(monitor)
                 defer { running.cancel() }
                 #expect(events.withLock { $0.first?.level } == .normal)
-                // As root, once the kernel's thresholds are in: they count the page cache, so from
-                // the lowest guard up usage less it is sampled beside them, not only in the bands.
+                // As root, once the kernel's thresholds are in: they count the page cache, so where
+                // it hides a mark usage less it is sampled beside them, not only in the bands.
                 if geteuid() == 0 { try await waitForUsageThresholds(monitor) }
                 // Usage with the page cache stays at the limit while the kernel reclaims it for
                 // the hog's anonymous memory: only usage less the page cache moves, past the
@@ -109,10 +109,11 @@ struct InactivePageCacheMonitorTests {
 
 /// cgroup v1 as root, page cache left out, on a manual clock: the kernel's usage thresholds count
 /// the page cache, so they still stand in for reads while usage with it is far below the marks;
-/// once page cache fills the cgroup past the lowest guard, usage less it is read by the rule.
+/// once page cache fills the cgroup past the marks' guards (hiding them: usage less it is far
+/// below), usage less it is read by the rule.
 @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct InactivePageCacheGuardTests {
-    @Test func farBelowTheMarksNothingIsReadAndPastTheLowestGuardUsageLessThePageCacheIs() async throws {
+    @Test func farBelowTheMarksNothingIsReadAndWherePageCacheHidesAMarkUsageLessItIs() async throws {
         try await withTestCgroup(limit: InactivePageCacheMonitorTests.limit) { cgroup in
             var policy = PressurePolicy()
             policy.countsInactivePageCache = false
@@ -128,7 +129,7 @@ struct InactivePageCacheGuardTests {
                 try engine.turn(until: { engine.decisions.value > decided }, "a reading after the page cache crossed the thresholds")
                 let before = engine.samples.value
                 for _ in 0..<100 { try engine.advance(by: .milliseconds(100)) }
-                #expect(engine.samples.value - before >= 10, "\(engine.samples.value - before) reads in 10 s past the lowest guard")
+                #expect(engine.samples.value - before >= 10, "\(engine.samples.value - before) reads in 10 s with the marks hidden")
                 #expect(engine.level == .normal, "usage less the page cache is far below the marks")
             }
         }

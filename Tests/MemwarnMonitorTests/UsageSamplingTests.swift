@@ -156,4 +156,63 @@ struct UsageSamplingTests {
         try sampler.observe(halved, at: start)
         #expect(sampler.nextRead(after: start) == start + SamplingRule.shortestInterval, "at the new limit: read as often as allowed")
     }
+
+    /// The limit of the page cache cases: large enough that a guard band is a small share of it
+    /// on any number of CPUs.
+    static let pageCacheLimit: UInt64 = 4 << 30
+
+    /// A guarded sampler that leaves inactive page cache out, on a host whose `memory.stat` says
+    /// `inactive`; and a reading of usage less it (`usage`), with it left out.
+    static func guardedLeavingPageCacheOut(inactive: UInt64) throws -> (host: SyntheticHost, sampler: UsageSampling, band: UInt64) {
+        let host = try SyntheticHost(limit: pageCacheLimit)
+        try host.write(host.cgroup.file("memory.stat"), "anon 0\ninactive_file \(inactive)\nactive_file 0\n")
+        var policy = PressurePolicy()
+        policy.countsInactivePageCache = false
+        let sampler = try Self.sampler(host, policy: policy)
+        sampler.enterGuardedMode(for: ["\(host.cgroup.path)|memory.max"])
+        return (host, sampler, sampler.guardBand(capacity: pageCacheLimit))
+    }
+
+    static func snapshot(_ host: SyntheticHost, usage: Double, inactive: Double?) -> PressureSnapshot {
+        var snapshot = Self.snapshot(host, usage)
+        let limit = EffectiveLimit(bytes: host.limit, file: "memory.max", cgroupPath: "/app")
+        snapshot.constraints = [
+            MemoryConstraint(
+                cgroupPath: "/app", usageBytes: UInt64(Double(host.limit) * usage), limit: limit,
+                inactiveFileBytes: inactive.map { UInt64(Double(host.limit) * $0) })
+        ]
+        return snapshot
+    }
+
+    /// Guarded, page cache left out: the kernel's thresholds (on usage with the page cache) stand
+    /// in for reads unless the page cache hides a mark; usage with it past the lowest guard is not
+    /// enough. Marks at 70, 80 and 90 % of the limit.
+    @Test func leavingPageCacheOutAGuardedGaugeReadsOnlyWherePageCacheHidesAMark() throws {
+        let (host, sampler, band) = try Self.guardedLeavingPageCacheOut(inactive: 0)
+        let start = ContinuousClock.now
+        try #require(Double(band) / Double(Self.pageCacheLimit) < 0.025, "the cases below assume a band under 2.5 % of the limit")
+        try sampler.observe(Self.snapshot(host, usage: 0.3, inactive: 0.2), at: start)
+        #expect(sampler.nextRead(after: start) == nil, "with the page cache, 50 %: below every guard")
+        try sampler.observe(Self.snapshot(host, usage: 0.72, inactive: 0.02), at: start)
+        #expect(sampler.nextRead(after: start) == nil, "74 % with it, 72 % without: past the lowest guard, no mark hidden, in no band")
+        try sampler.observe(Self.snapshot(host, usage: 0.72, inactive: 0.1), at: start)
+        #expect(sampler.nextRead(after: start) != nil, "82 % with it, 72 % without: the warning mark is hidden")
+        try sampler.observe(Self.snapshot(host, usage: 0.3, inactive: 0.65), at: start)
+        #expect(sampler.nextRead(after: start) != nil, "95 % with it, 30 % without: every mark is hidden")
+        try sampler.observe(Self.snapshot(host, 0.3), at: start)
+        #expect(sampler.nextRead(after: start) != nil, "a reading that does not say how much page cache there is: read")
+    }
+
+    /// Where the page cache hides a mark, usage less it crossing a threshold wakes the monitor at
+    /// the first look: the kernel never reports usage less the page cache.
+    @Test func leavingPageCacheOutACrossingOfUsageLessItWakesAtTheFirstLook() throws {
+        let (host, sampler, _) = try Self.guardedLeavingPageCacheOut(inactive: UInt64(Double(Self.pageCacheLimit) * 0.1))
+        let start = ContinuousClock.now
+        try sampler.observe(Self.snapshot(host, usage: 0.72, inactive: 0.1), at: start)
+        try host.setUsage(0.82)
+        #expect(Self.isQuiet(sampler.sample(at: start + .milliseconds(10))), "unchanged: 72 % less the page cache")
+        // Anonymous memory takes the page cache's place: usage with it stays at 82 %.
+        try host.overwrite(host.cgroup.file("memory.stat"), "anon 0\ninactive_file \(UInt64(Double(Self.pageCacheLimit) * 0.04))\nactive_file 0\n")
+        #expect(Self.isWake(sampler.sample(at: start + .milliseconds(20)), .usageSample), "78 % less the page cache: across 75 %")
+    }
 }

@@ -16,13 +16,16 @@ final class UsageGauge {
     let inactiveFile: UsageFile?
     /// Whether the kernel reports this usage's crossings (cgroup v1 thresholds registered on it):
     /// then it is read only inside the guard bands below the marks. When page cache is left out
-    /// (``inactiveFile``), the kernel's thresholds count it: they report usage with the page cache
-    /// crossing, which usage less it can only follow. So they still stand in for reads, and the
-    /// guard bands are those of usage less the page cache, except where the page cache hides a
-    /// mark: usage with it at or past the mark's guard bands, usage less it below them. Usage less
-    /// the page cache can then reach the mark while usage with it crosses nothing (anonymous
-    /// memory taking the place of page cache the kernel reclaims at the limit), and it is read by
-    /// the rule.
+    /// (``inactiveFile``), the kernel's thresholds count it. Usage less the page cache is never
+    /// above usage with it, so while usage with it is below a mark's guard bands, the kernel
+    /// reports it rising into them first, and the thresholds still stand in for reads; the guard
+    /// bands read are those of usage less the page cache. Where the page cache hides a mark (usage
+    /// with it at or past the mark's guard bands, usage less it below them, or no reading yet
+    /// says how much page cache there is), usage less it can reach the mark while usage with it
+    /// crosses nothing (anonymous memory taking the place of page cache the kernel reclaims at
+    /// the limit): it is read by the rule there. A fall, page cache taking the place of anonymous
+    /// memory at the limit, is not read for: while the level is raised the monitor's recheck
+    /// (every `recheck_interval`) finds it.
     private(set) var isGuarded = false
 
     private let processors: Int
@@ -102,7 +105,9 @@ final class UsageGauge {
                 fallingBytesPerSecond: falling)
         }
         if unconfirmedCrossing { return SamplingRule.shortestInterval }
-        if let withPageCache = lastWithPageCache, levelMarks.contains(where: { usage + 2 * band < $0 && withPageCache + 2 * band >= $0 }) {
+        if inactiveFile != nil,
+            lastWithPageCache.map({ withPageCache in levelMarks.contains { usage + 2 * band < $0 && withPageCache + 2 * band >= $0 } }) ?? true
+        {
             // Page cache left out hides a mark: usage with it is at or past the mark's guard, so the
             // kernel's thresholds will not report usage less it reaching the mark.
             return rule.interval(

@@ -48,9 +48,10 @@ public struct PressurePolicy: Sendable, Hashable {
     /// `ignore` measures every limit against usage less the cgroup's inactive file pages
     /// (`memory.stat`'s `total_inactive_file` on cgroup v1, `inactive_file` on v2): the working
     /// set, as the kubelet measures it. Those pages are files read or written and not used lately;
-    /// at the limit the kernel takes them back before it reclaims or kills anything else, so a
-    /// service that reads or writes files stops releasing its caches to make room for pages the
-    /// kernel would drop anyway. The price: `memory.stat` is read beside each usage file, and on
+    /// at the limit the kernel reclaims them first (clean ones at once, dirty ones once written
+    /// back), so a service that reads or writes files stops releasing its caches, at the usage
+    /// marks, to make room for pages the kernel would drop anyway. PSI and v1's
+    /// `memory.pressure_level` still raise the level when that reclaim stalls the service. The price: `memory.stat` is read beside each usage file, and on
     /// cgroup v1 as root usage is sampled by the rule wherever the page cache hides a mark (usage
     /// with it past the mark's guard band, usage less it below), since the kernel's usage
     /// thresholds count the page cache. The article "Levels and policy" says when to choose it.
