@@ -1,4 +1,4 @@
-// swift-tools-version:6.2
+// swift-tools-version:6.3
 // The manifest is the architecture, bottom to top (each target uses only those above it here):
 //   CLibcgroup      libcgroup alone (Debian's libcgroup-dev), as a system library
 //   CLinuxCalls     the Linux calls Swift's Glibc module does not export: epoll, eventfd, inotify,
@@ -7,7 +7,8 @@
 //                   the epoll EventLoop (registration ids, loop-thread assertions), sockets, pipes,
 //                   inotify, threads, the package's lock (a pthread mutex the thread sanitizer sees), a futex word,
 //                   spawning into a cgroup, line streams, sizes
-//   CgroupKit       the kernel side: discovery, file readers and strict parsers, libcgroup calls
+//   CgroupKit       the kernel side: discovery, file readers and strict parsers, libcgroup calls (public:
+//                   only the values a reading carries)
 //   MemwarnRelease  the release core: levels, tiers, the coordinator, the consumer protocol, reports,
 //                   memory-warning responders, the one fan-out (Broadcaster)
 //   MemwarnStores   the stores on that core: the discardable cache, purgeable data, media, shared
@@ -15,7 +16,7 @@
 //   MemwarnMonitor  detection: readings, policy, growth, event sources, the pressure monitor and its
 //                   release thread, admission, a node agent's leases
 //   MemwarnControl  the control endpoint and client (memwarn status/trigger/agent speak to it)
-//   Memwarn         the library services link: re-exports the four above, and the DocC articles
+//   Memwarn         the library services link: re-exports CgroupKit and the four above, and the DocC articles
 //   MemwarnConfiguration  the policy from apple/swift-configuration's ConfigReader, and a running
 //                   monitor that follows it (a product of its own: a service that does not use
 //                   swift-configuration does not build it)
@@ -41,34 +42,35 @@
 //   memwarn-v2-scenarios  the cgroup v2 scenarios, run as a static executable inside a VM (Scripts/v2-vm-test)
 //   memwarn-fuzz    every parser under libFuzzer (Scripts/fuzz), or a replay of inputs (tests)
 // A target of this package depends on the layers it uses, not on the umbrella Memwarn, so that
-// Scripts/check-layers sees them; memwarn-demo and the probes import Memwarn as a service does.
-// A test target a module: CgroupKitTests, MemwarnSystemTests, MemwarnReleaseTests, MemwarnStoresTests,
-// MemwarnMonitorTests, MemwarnControlTests, MemwarnConfigurationTests, MemwarnAgentTests (in process, on
-// fixtures), MemwarnLifeCycleTests, and MemwarnCLITests (the executables, and the soak).
+// Scripts/check-layers sees them; memwarn-demo and the probes import Memwarn as a service does (and
+// MemwarnMonitor by @_spi(Diagnostics), for the diagnostics they print).
+// A test target a module, in the same order: MemwarnSystemTests, CgroupKitTests, MemwarnReleaseTests,
+// MemwarnStoresTests, MemwarnMonitorTests, MemwarnControlTests, MemwarnConfigurationTests,
+// MemwarnLifeCycleTests, MemwarnAgentTests (in process, on fixtures), and MemwarnCLITests (the
+// executables, and the soak).
+// Every Swift target gets strictSettings, in the loop at the end of the file.
+// Linux only, so no `platforms:` (it sets minimum versions of Apple's systems, none of them Linux;
+// the C targets include Linux's own headers, epoll and futex, so nothing here builds on macOS).
+// The tools version, 6.3, is the oldest Swift that builds it (`weak let` needs it); 6.3.1 is the one tested.
 import PackageDescription
-
-let strictSettings: [SwiftSetting] = [
-    .swiftLanguageMode(.v6),
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
-]
 
 let package = Package(
     name: "memwarn",
-    platforms: [.macOS(.v15)],
     products: [
-        // Memwarn and the four layers it re-exports, named: their API is the product's (and what
-        // Scripts/api-check compares with the last release).
-        .library(name: "Memwarn", targets: ["Memwarn", "MemwarnRelease", "MemwarnStores", "MemwarnMonitor", "MemwarnControl"]),
+        // The libraries in the order of the layers (above). CgroupKit is not one of its own: its
+        // public part is the values a reading carries (limits, constraints, pressure stalls), which
+        // Memwarn re-exports; how the files are found and read is the package's own.
         // The stores alone (the cache, purgeable data, media, shared resources) on the release
         // core: no monitor, no libcgroup.
         .library(name: "MemwarnStores", targets: ["MemwarnStores"]),
+        // Memwarn and the five layers it re-exports, named: their API is the product's (and what
+        // Scripts/api-check compares with the last release).
+        .library(name: "Memwarn", targets: ["Memwarn", "CgroupKit", "MemwarnRelease", "MemwarnStores", "MemwarnMonitor", "MemwarnControl"]),
         // The policy from a swift-configuration ConfigReader, followed while the monitor runs.
         .library(name: "MemwarnConfiguration", targets: ["MemwarnConfiguration"]),
         // The life cycle, with the Memwarn module its clients import beside it (the target itself
         // depends on the layers it uses, not on the umbrella).
         .library(name: "MemwarnLifeCycle", targets: ["MemwarnLifeCycle", "Memwarn"]),
-        .library(name: "CgroupKit", targets: ["CgroupKit"]),
         .executable(name: "memwarn", targets: ["MemwarnCLI"]),
         .executable(name: "memwarn-demo", targets: ["MemwarnDemo"]),
         // Test support, labelled as such: test cgroups, the hog and line-speaking children, for
@@ -102,18 +104,15 @@ let package = Package(
         ),
         .target(
             name: "MemwarnSystem",
-            dependencies: ["CLinuxCalls"],
-            swiftSettings: strictSettings
+            dependencies: ["CLinuxCalls"]
         ),
         .target(
             name: "CgroupKit",
-            dependencies: ["CLibcgroup", "MemwarnSystem"],
-            swiftSettings: strictSettings
+            dependencies: ["CLibcgroup", "MemwarnSystem"]
         ),
         .target(
             name: "MemwarnRelease",
-            dependencies: ["MemwarnSystem"],
-            swiftSettings: strictSettings
+            dependencies: ["MemwarnSystem"]
         ),
         .target(
             name: "MemwarnStores",
@@ -121,8 +120,7 @@ let package = Package(
                 "MemwarnRelease",
                 "MemwarnSystem",
                 .product(name: "HeapModule", package: "swift-collections"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .target(
             name: "MemwarnMonitor",
@@ -133,8 +131,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .target(
             name: "MemwarnControl",
@@ -145,13 +142,11 @@ let package = Package(
                 "MemwarnSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .target(
             name: "Memwarn",
-            dependencies: ["MemwarnControl", "MemwarnMonitor", "MemwarnRelease", "MemwarnStores"],
-            swiftSettings: strictSettings
+            dependencies: ["CgroupKit", "MemwarnControl", "MemwarnMonitor", "MemwarnRelease", "MemwarnStores"]
         ),
         .target(
             name: "MemwarnConfiguration",
@@ -159,8 +154,7 @@ let package = Package(
                 "MemwarnMonitor",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .target(
             name: "MemwarnLifeCycle",
@@ -171,31 +165,7 @@ let package = Package(
                 "MemwarnSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strictSettings
-        ),
-        .target(
-            name: "MemwarnTestKit",
-            dependencies: ["CgroupKit", "MemwarnSystem"],
-            swiftSettings: strictSettings
-        ),
-        .target(
-            name: "MemwarnTestTraits",
-            dependencies: ["MemwarnTestKit"],
-            swiftSettings: strictSettings
-        ),
-        .target(
-            name: "MemwarnTestFixtures",
-            dependencies: [
-                "CgroupKit",
-                "MemwarnMonitor",
-                "MemwarnRelease",
-                "MemwarnStores",
-                "MemwarnSystem",
-                "MemwarnTestKit",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .target(
             name: "MemwarnAgent",
@@ -203,8 +173,7 @@ let package = Package(
                 "CgroupKit", "MemwarnControl", "MemwarnMonitor", "MemwarnRelease", "MemwarnSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .target(
             name: "MemwarnSoak",
@@ -215,24 +184,7 @@ let package = Package(
                 "MemwarnRelease",
                 "MemwarnSystem",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
-        ),
-        .executableTarget(
-            name: "memwarn-fuzz",
-            dependencies: ["CgroupKit", "MemwarnControl", "MemwarnMonitor", "MemwarnSoak", "MemwarnStores", "MemwarnSystem"],
-            path: "Sources/MemwarnFuzz",
-            swiftSettings: strictSettings
-        ),
-        .executableTarget(
-            name: "MemwarnDemo",
-            dependencies: [
-                "Memwarn",
-                "MemwarnSystem",
-                "MemwarnLifeCycle",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .executableTarget(
             name: "MemwarnCLI",
@@ -248,8 +200,70 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "MemwarnDemo",
+            dependencies: [
+                "Memwarn",
+                "MemwarnMonitor",  // its diagnostics, by @_spi(Diagnostics), for its status lines
+                "MemwarnSystem",
+                "MemwarnLifeCycle",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "MemwarnTestKit",
+            dependencies: ["CgroupKit", "MemwarnSystem"]
+        ),
+        .target(
+            name: "MemwarnTestTraits",
+            dependencies: ["MemwarnTestKit"]
+        ),
+        .target(
+            name: "MemwarnTestFixtures",
+            dependencies: [
+                "CgroupKit",
+                "MemwarnMonitor",
+                "MemwarnRelease",
+                "MemwarnStores",
+                "MemwarnSystem",
+                "MemwarnTestKit",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "memwarn-hog",
+            dependencies: ["MemwarnSystem"],
+            path: "Sources/MemwarnHog"
+        ),
+        .executableTarget(
+            name: "memwarn-release-probe",
+            dependencies: ["Memwarn", "MemwarnMonitor", "MemwarnSystem", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/MemwarnReleaseProbe"
+        ),
+        .executableTarget(
+            name: "memwarn-lifecycle-probe",
+            dependencies: [
+                "Memwarn",
+                "MemwarnSystem",
+                "MemwarnLifeCycle",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strictSettings
+            path: "Sources/MemwarnLifeCycleProbe"
+        ),
+        .executableTarget(
+            name: "memwarn-growth-probe",
+            dependencies: [
+                "Memwarn",
+                "MemwarnMonitor",  // its diagnostics, by @_spi(Diagnostics), for the armed line
+                "MemwarnSystem",
+                "CgroupKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Sources/MemwarnGrowthProbe"
         ),
         .executableTarget(
             name: "memwarn-v2-scenarios",
@@ -261,65 +275,29 @@ let package = Package(
                 "CgroupKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/MemwarnV2Scenarios",
-            swiftSettings: strictSettings
+            path: "Sources/MemwarnV2Scenarios"
         ),
         .executableTarget(
-            name: "memwarn-hog",
-            dependencies: ["MemwarnSystem"],
-            path: "Sources/MemwarnHog",
-            swiftSettings: strictSettings
+            name: "memwarn-fuzz",
+            dependencies: ["CgroupKit", "MemwarnControl", "MemwarnMonitor", "MemwarnSoak", "MemwarnStores", "MemwarnSystem"],
+            path: "Sources/MemwarnFuzz"
         ),
-        .executableTarget(
-            name: "memwarn-release-probe",
-            dependencies: ["Memwarn", "MemwarnSystem", .product(name: "Logging", package: "swift-log")],
-            path: "Sources/MemwarnReleaseProbe",
-            swiftSettings: strictSettings
-        ),
-        .executableTarget(
-            name: "memwarn-growth-probe",
-            dependencies: [
-                "Memwarn",
-                "MemwarnSystem",
-                "CgroupKit",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            path: "Sources/MemwarnGrowthProbe",
-            swiftSettings: strictSettings
-        ),
-        .executableTarget(
-            name: "memwarn-lifecycle-probe",
-            dependencies: [
-                "Memwarn",
-                "MemwarnSystem",
-                "MemwarnLifeCycle",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            path: "Sources/MemwarnLifeCycleProbe",
-            swiftSettings: strictSettings
+        .testTarget(
+            name: "MemwarnSystemTests",
+            dependencies: ["MemwarnSystem"]
         ),
         .testTarget(
             name: "CgroupKitTests",
             dependencies: ["CLibcgroup", "CgroupKit", "MemwarnTestKit", "MemwarnTestTraits"],
-            resources: [.copy("Fixtures")],
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "MemwarnSystemTests",
-            dependencies: ["MemwarnSystem"],
-            swiftSettings: strictSettings
+            resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "MemwarnReleaseTests",
-            dependencies: ["CgroupKit", "MemwarnMonitor", "MemwarnRelease", "MemwarnStores", "MemwarnTestFixtures"],
-            swiftSettings: strictSettings
+            dependencies: ["CgroupKit", "MemwarnMonitor", "MemwarnRelease", "MemwarnStores", "MemwarnTestFixtures"]
         ),
         .testTarget(
             name: "MemwarnStoresTests",
-            dependencies: ["MemwarnRelease", "MemwarnStores", "MemwarnSystem", "MemwarnTestFixtures", "MemwarnTestKit"],
-            swiftSettings: strictSettings
+            dependencies: ["MemwarnRelease", "MemwarnStores", "MemwarnSystem", "MemwarnTestFixtures", "MemwarnTestKit"]
         ),
         .testTarget(
             name: "MemwarnMonitorTests",
@@ -334,8 +312,7 @@ let package = Package(
                 "MemwarnTestTraits",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .testTarget(
             name: "MemwarnControlTests",
@@ -350,8 +327,7 @@ let package = Package(
                 "MemwarnTestKit",
                 "MemwarnTestTraits",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .testTarget(
             name: "MemwarnConfigurationTests",
@@ -368,22 +344,7 @@ let package = Package(
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
-            ],
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "MemwarnAgentTests",
-            dependencies: [
-                "CgroupKit",
-                "MemwarnAgent",
-                "MemwarnControl",
-                "MemwarnMonitor",
-                "MemwarnRelease",
-                "MemwarnSystem",
-                "MemwarnTestFixtures",
-                "MemwarnTestKit",
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .testTarget(
             name: "MemwarnLifeCycleTests",
@@ -396,8 +357,20 @@ let package = Package(
                 "MemwarnTestKit",
                 "MemwarnTestTraits",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
+            ]
+        ),
+        .testTarget(
+            name: "MemwarnAgentTests",
+            dependencies: [
+                "CgroupKit",
+                "MemwarnAgent",
+                "MemwarnControl",
+                "MemwarnMonitor",
+                "MemwarnRelease",
+                "MemwarnSystem",
+                "MemwarnTestFixtures",
+                "MemwarnTestKit",
+            ]
         ),
         .testTarget(
             name: "MemwarnCLITests",
@@ -408,8 +381,26 @@ let package = Package(
                 "MemwarnSoak",
                 "MemwarnSystem",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
     ]
 )
+
+// The same settings on every Swift target, in one place (as apple/swift-configuration's manifest
+// does): Swift 6, `any` written for existentials, imports internal unless marked otherwise.
+// Not on the C targets: the system library CLibcgroup (a module map) and CLinuxCalls (C sources).
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+let cTargets: Set<String> = ["CLibcgroup", "CLinuxCalls"]
+
+for target in package.targets where !cTargets.contains(target.name) {
+    switch target.type {
+    case .regular, .executable, .test:
+        target.swiftSettings = (target.swiftSettings ?? []) + strictSettings
+    default:
+        break
+    }
+}

@@ -35,7 +35,6 @@ let package = Package(
             name: "memwarn-bench",
             dependencies: [
                 .product(name: "Memwarn", package: "memwarn"),
-                .product(name: "CgroupKit", package: "memwarn"),
                 .product(name: "MemwarnTestKit", package: "memwarn"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,7 +1,7 @@
 /// Whether this process holds a Linux capability, read from `/proc/self/status` (`CapEff`).
-public enum Capabilities {
+package enum Capabilities {
     /// `CAP_SYS_RESOURCE`: lets a PSI trigger use a window that is not a multiple of 2 s.
-    public static let sysResource = 24
+    package static let sysResource = 24
 
     /// Whether the effective capability set holds `capability`.
     ///
@@ -9,8 +9,8 @@ public enum Capabilities {
     ///   - capability: the capability's number, such as ``sysResource``.
     ///   - files: where `/proc` is read; the real host by default.
     /// - Returns: whether the capability is effective.
-    /// - Throws: ``CgroupError`` when `/proc/self/status` cannot be read or has no `CapEff`.
-    public static func effective(_ capability: Int, files: KernelFiles = .host) throws(CgroupError) -> Bool {
+    /// - Throws: `CgroupError` when `/proc/self/status` cannot be read or has no `CapEff`.
+    package static func effective(_ capability: Int, files: KernelFiles = .host) throws(CgroupError) -> Bool {
         let path = "/proc/self/status"
         for line in try files.read(path).split(separator: "\n") where line.hasPrefix("CapEff:") {
             guard let mask = UInt64(CgroupValues.trimmed(line.dropFirst("CapEff:".count)), radix: 16) else {

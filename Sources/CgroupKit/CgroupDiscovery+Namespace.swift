@@ -24,7 +24,7 @@ extension CgroupDiscovery {
     ///   - pid: the process whose cgroup it is (`nil`: a path named by an operator, which is
     ///     never placed below a namespace root it cannot name).
     /// - Returns: the cgroup in the first mount that shows it.
-    /// - Throws: ``CgroupError``: when a mount would show the cgroup but it cannot be placed
+    /// - Throws: `CgroupError`: when a mount would show the cgroup but it cannot be placed
     ///   there, the first such mount's reason; else why the first mount cannot show it.
     func locate(_ cgroupPath: String, version: CgroupVersion, in mounts: [MountEntry], pid: Int32?) throws(CgroupError) -> CgroupLocation {
         var refusal: CgroupError?
@@ -80,7 +80,7 @@ extension CgroupDiscovery {
     /// Resolves a `/proc/PID/cgroup` path against a mountinfo root. Both are relative to the
     /// reader's cgroup-namespace root, and `..` may only lead them (the kernel writes no other).
     ///
-    /// - Throws: ``CgroupError`` `.malformed` for `..` after a name (or a `.`), `.notFound`
+    /// - Throws: `CgroupError` `.malformed` for `..` after a name (or a `.`), `.notFound`
     ///   when the mount does not contain the cgroup, `.outsideNamespace` when the cgroup lies
     ///   above the namespace root and the mount shows nothing above it.
     static func resolve(cgroupPath: String, mountRoot: String) throws(CgroupError) -> Resolution {
@@ -128,7 +128,7 @@ extension CgroupDiscovery {
     /// Places a cgroup `up` levels above the namespace root, then `rest`, in a mount whose root
     /// is `depth` levels above it: the namespace root is found by this process's own cgroup.
     ///
-    /// - Throws: ``CgroupError`` `.outsideNamespace` when the namespace root cannot be found
+    /// - Throws: `CgroupError` `.outsideNamespace` when the namespace root cannot be found
     ///   exactly, `.notFound` when the cgroup it places is not there (it has gone).
     func placeBeside(
         _ cgroupPath: String, up: Int, depth: Int, rest: String, mount: MountEntry, version: CgroupVersion
@@ -152,7 +152,7 @@ extension CgroupDiscovery {
 
     /// This process's own cgroup in a mount's hierarchy, as `/proc/self/cgroup` writes it.
     ///
-    /// - Throws: ``CgroupError`` `.malformed` when the file has no line for the hierarchy,
+    /// - Throws: `CgroupError` `.malformed` when the file has no line for the hierarchy,
     ///   `.outsideNamespace` when this process's own cgroup lies outside its namespace.
     func ownCgroupPath(in mount: MountEntry, version: CgroupVersion) throws(CgroupError) -> String {
         let procPath = "/proc/self/cgroup"
@@ -176,7 +176,7 @@ extension CgroupDiscovery {
     ///
     /// - Parameters:
     ///   - path: the cgroup path an error names.
-    /// - Throws: ``CgroupError`` `.outsideNamespace` when no directory or more than one does.
+    /// - Throws: `CgroupError` `.outsideNamespace` when no directory or more than one does.
     private func namespaceRoot(
         in mount: MountEntry, version: CgroupVersion, depth: Int, holding pid: Int32, at rest: String, path: String
     ) throws(CgroupError) -> String {

@@ -10,22 +10,25 @@ import Glibc
 /// (`cgroup_get_current_controller_path`) is asked beside it, and where the two differ the
 /// layout's notes say so (libcgroup 2.0.2 stops at a space in the path, and cannot name cgroup2
 /// paths at all).
-public struct CgroupDiscovery: Sendable {
+package struct CgroupDiscovery: Sendable {
     /// Where the kernel files are read.
-    public var files: KernelFiles
+    package var files: KernelFiles
 
-    /// Discovery on the given files (the real host by default).
-    ///
-    /// - Parameter files: where the kernel files are read.
-    public init(files: KernelFiles = .host) {
+    /// Discovery on this host.
+    package init() {
+        self.init(files: .host)
+    }
+
+    /// Discovery on the given files (a directory of captured files in tests).
+    package init(files: KernelFiles) {
         self.files = files
     }
 
     /// The cgroup mounts visible to this process.
     ///
     /// - Returns: the `cgroup` and `cgroup2` entries of `/proc/self/mountinfo`, in its order.
-    /// - Throws: ``CgroupError`` when `mountinfo` cannot be read or is malformed.
-    public func mounts() throws(CgroupError) -> [MountEntry] {
+    /// - Throws: `CgroupError` when `mountinfo` cannot be read or is malformed.
+    package func mounts() throws(CgroupError) -> [MountEntry] {
         let path = "/proc/self/mountinfo"
         return try MountEntry.parse(files.read(path), path: files.path(path))
             .filter { $0.fileSystemType == "cgroup" || $0.fileSystemType == "cgroup2" }
@@ -33,10 +36,10 @@ public struct CgroupDiscovery: Sendable {
 
     /// The host's cgroup mode.
     ///
-    /// - Parameter mounts: the cgroup mounts, as ``mounts()`` returns them.
+    /// - Parameter mounts: the cgroup mounts, as `mounts()` returns them.
     /// - Returns: `.v1`, `.v2` or `.hybrid` (both mounted).
-    /// - Throws: ``CgroupError`` `.unsupported` when no cgroup filesystem is mounted.
-    public func mode(mounts: [MountEntry]) throws(CgroupError) -> CgroupMode {
+    /// - Throws: `CgroupError` `.unsupported` when no cgroup filesystem is mounted.
+    package func mode(mounts: [MountEntry]) throws(CgroupError) -> CgroupMode {
         let hasV1 = mounts.contains { $0.fileSystemType == "cgroup" }
         let hasV2 = mounts.contains { $0.fileSystemType == "cgroup2" }
         switch (hasV1, hasV2) {
@@ -57,9 +60,9 @@ public struct CgroupDiscovery: Sendable {
     ///
     /// - Parameter pid: the process; `nil` means this process (`/proc/self`).
     /// - Returns: the mode, the memory cgroup and the cgroup2 group.
-    /// - Throws: ``CgroupError`` when a file is missing or malformed, or the cgroup lies
+    /// - Throws: `CgroupError` when a file is missing or malformed, or the cgroup lies
     ///   outside this process's cgroup namespace and no mount shows it.
-    public func layout(pid: Int32? = nil) throws(CgroupError) -> CgroupLayout {
+    package func layout(pid: Int32? = nil) throws(CgroupError) -> CgroupLayout {
         try layout(pid: pid, preferringMountAt: nil)
     }
 
@@ -81,11 +84,11 @@ public struct CgroupDiscovery: Sendable {
     ///   - mountPoint: the mount point to try first for each hierarchy; `nil` keeps
     ///     `mountinfo`'s order.
     /// - Returns: the mode, the memory cgroup and the cgroup2 group.
-    /// - Throws: ``CgroupError`` when a file is missing or malformed (`.malformed` for a path
+    /// - Throws: `CgroupError` when a file is missing or malformed (`.malformed` for a path
     ///   with `..` after a name), or `.outsideNamespace` when the cgroup lies outside this
     ///   process's cgroup namespace and no mount shows it, or the namespace root cannot be found
     ///   exactly under the mount that would.
-    public func layout(pid: Int32?, preferringMountAt mountPoint: String?) throws(CgroupError) -> CgroupLayout {
+    package func layout(pid: Int32?, preferringMountAt mountPoint: String?) throws(CgroupError) -> CgroupLayout {
         let found = try mounts()
         let mounts = mountPoint.map { point in found.filter { $0.mountPoint == point } + found.filter { $0.mountPoint != point } } ?? found
         let mode = try mode(mounts: mounts)
@@ -138,9 +141,9 @@ public struct CgroupDiscovery: Sendable {
     /// - Parameter cgroupPath: a path as written in `/proc/PID/cgroup` (`/system.slice/app`)
     ///   or an absolute path under a cgroup mount (`/sys/fs/cgroup/memory/app`).
     /// - Returns: the mode, the memory cgroup and (when it exists) the cgroup2 group.
-    /// - Throws: ``CgroupError`` `.notFound` when no such cgroup exists, `.malformed` for a
+    /// - Throws: `CgroupError` `.notFound` when no such cgroup exists, `.malformed` for a
     ///   path with `..`, `.noMemoryController` when no memory controller is mounted.
-    public func layout(cgroupPath: String) throws(CgroupError) -> CgroupLayout {
+    package func layout(cgroupPath: String) throws(CgroupError) -> CgroupLayout {
         let components = cgroupPath.split(separator: "/")
         guard cgroupPath.hasPrefix("/"), !components.contains("..") else {
             throw CgroupError(.malformed, "a cgroup path must be absolute and free of \"..\"", path: cgroupPath)

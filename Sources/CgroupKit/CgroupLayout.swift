@@ -1,5 +1,5 @@
 /// How a host mounts cgroups.
-public enum CgroupMode: String, Sendable, Codable {
+package enum CgroupMode: String, Sendable, Codable {
     /// Only cgroup v1 hierarchies.
     case v1
     /// Only the cgroup2 unified hierarchy.
@@ -44,10 +44,10 @@ public struct CgroupLocation: Sendable, Hashable {
     ///
     /// - Parameter name: the file's name, such as `memory.current`.
     /// - Returns: the file's host path.
-    public func file(_ name: String) -> String { directory + "/" + name }
+    package func file(_ name: String) -> String { directory + "/" + name }
 
     /// The parent cgroup inside the same mount, or `nil` at the mount's root.
-    public var parent: CgroupLocation? {
+    package var parent: CgroupLocation? {
         guard path != "/" else { return nil }
         let trimmed = path[..<(path.lastIndex(of: "/") ?? path.startIndex)]
         return CgroupLocation(version: version, mountPoint: mountPoint, path: trimmed.isEmpty ? "/" : String(trimmed))
@@ -57,25 +57,25 @@ public struct CgroupLocation: Sendable, Hashable {
     ///
     /// - Parameter name: the child's directory name.
     /// - Returns: the child's location in the same mount.
-    public func child(_ name: String) -> CgroupLocation {
+    package func child(_ name: String) -> CgroupLocation {
         CgroupLocation(version: version, mountPoint: mountPoint, path: path == "/" ? "/" + name : path + "/" + name)
     }
 }
 
 /// What memwarn found about a process's cgroups.
-public struct CgroupLayout: Sendable, Hashable {
+package struct CgroupLayout: Sendable, Hashable {
     /// The host's cgroup mode.
-    public var mode: CgroupMode
+    package var mode: CgroupMode
     /// The cgroup whose memory controller accounts the process (v1 `memory` hierarchy, or
     /// the cgroup2 group when the memory controller is on cgroup2); `nil` when no memory
     /// controller is mounted.
-    public var memory: CgroupLocation?
+    package var memory: CgroupLocation?
     /// The process's cgroup2 group, where `memory.pressure`, `cgroup.freeze` and
     /// `cgroup.kill` live; `nil` when no cgroup2 hierarchy is mounted.
-    public var unified: CgroupLocation?
+    package var unified: CgroupLocation?
     /// Things discovery had to decide that an operator should know (for example that
     /// libcgroup could not resolve the path and `/proc/PID/cgroup` was used).
-    public var notes: [String]
+    package var notes: [String]
 
     /// Creates a layout.
     ///
@@ -84,7 +84,7 @@ public struct CgroupLayout: Sendable, Hashable {
     ///   - memory: the cgroup whose memory controller accounts the process, or `nil`.
     ///   - unified: the process's cgroup2 group, or `nil`.
     ///   - notes: what discovery decided that an operator should know.
-    public init(mode: CgroupMode, memory: CgroupLocation?, unified: CgroupLocation?, notes: [String] = []) {
+    package init(mode: CgroupMode, memory: CgroupLocation?, unified: CgroupLocation?, notes: [String] = []) {
         self.mode = mode
         self.memory = memory
         self.unified = unified

@@ -15,9 +15,9 @@ extension CgroupMemoryReader {
     /// - Parameter includingAncestors: `false` reads the cgroup's own limit alone (the policy's
     ///   `ancestor_limits = ignore`).
     /// - Returns: the constraints, nearest first; empty when no limit applies.
-    /// - Throws: ``CgroupError`` `.notFound` when the cgroup is gone, `.noMemoryController` when a
+    /// - Throws: `CgroupError` `.notFound` when the cgroup is gone, `.noMemoryController` when a
     ///   file is missing in a cgroup that exists, `.malformed` for a file that cannot be parsed.
-    public func constraints(includingAncestors: Bool = true) throws(CgroupError) -> [MemoryConstraint] {
+    package func constraints(includingAncestors: Bool = true) throws(CgroupError) -> [MemoryConstraint] {
         try constraints(along: includingAncestors ? limitedAncestors() : nil)
     }
 
@@ -29,21 +29,21 @@ extension CgroupMemoryReader {
     ///   - includingAncestors: `false` reads the cgroup's own limit alone.
     ///   - leavingOutInactiveFile: whether each usage is read less its inactive page cache.
     /// - Returns: the constraints, nearest first; empty when no limit applies.
-    /// - Throws: ``CgroupError`` as ``constraints(includingAncestors:)``, and `.malformed` for a
+    /// - Throws: `CgroupError` as ``constraints(includingAncestors:)``, and `.malformed` for a
     ///   `memory.stat` without its inactive page cache line.
-    public func constraints(includingAncestors: Bool = true, leavingOutInactiveFile: Bool) throws(CgroupError) -> [MemoryConstraint] {
+    package func constraints(includingAncestors: Bool = true, leavingOutInactiveFile: Bool) throws(CgroupError) -> [MemoryConstraint] {
         try constraints(along: includingAncestors ? limitedAncestors() : nil, leavingOutInactiveFile: leavingOutInactiveFile)
     }
 
-    /// Finds which ancestors set a limit (``LimitedAncestors``): a walk up the mount reading each
+    /// Finds which ancestors set a limit (`LimitedAncestors`): a walk up the mount reading each
     /// level's limit (and on v1 `memory.use_hierarchy`, and the cgroup's `memory.stat` for a limit
     /// set above the namespace). Costlier than a reading; the result stays valid until an
     /// ancestor gains or loses a limit, so a frequent reader walks now and then
     /// (``constraints(along:)`` reads the limits and usage it names each time).
     ///
     /// - Returns: the limited ancestors, nearest first, and a hidden limit (v1).
-    /// - Throws: ``CgroupError`` as ``constraints(includingAncestors:)``.
-    public func limitedAncestors() throws(CgroupError) -> LimitedAncestors {
+    /// - Throws: `CgroupError` as ``constraints(includingAncestors:)``.
+    package func limitedAncestors() throws(CgroupError) -> LimitedAncestors {
         var found = LimitedAncestors(cgroups: [], hiddenLimitBytes: nil)
         var lowest = UInt64.max
         if let own = try ownLimit() { lowest = own.bytes }
@@ -68,10 +68,10 @@ extension CgroupMemoryReader {
     /// whose limit was removed since is left out), and the hidden limit it names, each with the
     /// usage it is measured against.
     ///
-    /// - Parameter ancestors: what ``limitedAncestors()`` found, or `nil` for the own limit alone.
+    /// - Parameter ancestors: what `limitedAncestors()` found, or `nil` for the own limit alone.
     /// - Returns: the constraints, nearest first; empty when no limit applies.
-    /// - Throws: ``CgroupError`` as ``constraints(includingAncestors:)``.
-    public func constraints(along ancestors: LimitedAncestors?) throws(CgroupError) -> [MemoryConstraint] {
+    /// - Throws: `CgroupError` as ``constraints(includingAncestors:)``.
+    package func constraints(along ancestors: LimitedAncestors?) throws(CgroupError) -> [MemoryConstraint] {
         try constraints(along: ancestors, leavingOutInactiveFile: false)
     }
 
@@ -80,11 +80,11 @@ extension CgroupMemoryReader {
     /// beside each usage file.
     ///
     /// - Parameters:
-    ///   - ancestors: what ``limitedAncestors()`` found, or `nil` for the own limit alone.
+    ///   - ancestors: what `limitedAncestors()` found, or `nil` for the own limit alone.
     ///   - leavingOutInactiveFile: whether each usage is read less its inactive page cache.
     /// - Returns: the constraints, nearest first; empty when no limit applies.
-    /// - Throws: ``CgroupError`` as ``constraints(includingAncestors:leavingOutInactiveFile:)``.
-    public func constraints(along ancestors: LimitedAncestors?, leavingOutInactiveFile: Bool) throws(CgroupError) -> [MemoryConstraint] {
+    /// - Throws: `CgroupError` as ``constraints(includingAncestors:leavingOutInactiveFile:)``.
+    package func constraints(along ancestors: LimitedAncestors?, leavingOutInactiveFile: Bool) throws(CgroupError) -> [MemoryConstraint] {
         if location.version == .v2 {
             guard files.exists(location.directory) else { throw CgroupError(.notFound, "no such cgroup", path: files.path(location.directory)) }
             guard files.exists(location.file("memory.current")) else {
@@ -142,7 +142,7 @@ extension CgroupMemoryReader {
     /// cgroup v1 reports such a limit itself (a hidden constraint), so this is `false` there.
     ///
     /// - Returns: whether the mount's root is a cgroup namespace's root (cgroup v2 only).
-    public func ancestorsHiddenByNamespace() -> Bool {
+    package func ancestorsHiddenByNamespace() -> Bool {
         guard location.version == .v2 else { return false }
         var root = location
         while let parent = root.parent { root = parent }

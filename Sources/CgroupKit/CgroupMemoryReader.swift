@@ -16,7 +16,7 @@ public struct EffectiveLimit: Sendable, Hashable, Codable {
     ///   - bytes: the limit in bytes.
     ///   - file: the file that sets it.
     ///   - cgroupPath: the cgroup that sets it, inside the mount.
-    public init(bytes: UInt64, file: String, cgroupPath: String) {
+    package init(bytes: UInt64, file: String, cgroupPath: String) {
         self.bytes = bytes
         self.file = file
         self.cgroupPath = cgroupPath
@@ -28,19 +28,19 @@ public struct EffectiveLimit: Sendable, Hashable, Codable {
 /// cgroup v2: `memory.events` (`low high max oom oom_kill oom_group_kill`). cgroup v1 has
 /// only `oom_kill` (from `memory.oom_control`) and `max` (from `memory.failcnt`, the times
 /// usage hit the limit); the others stay 0.
-public struct MemoryEventCounters: Sendable, Hashable, Codable {
+package struct MemoryEventCounters: Sendable, Hashable, Codable {
     /// Times usage went below `memory.low` protection and was reclaimed anyway.
-    public var low: UInt64 = 0
+    package var low: UInt64 = 0
     /// Times usage went over `memory.high` and was throttled.
-    public var high: UInt64 = 0
+    package var high: UInt64 = 0
     /// Times usage was about to go over the hard limit.
-    public var max: UInt64 = 0
+    package var max: UInt64 = 0
     /// Times the cgroup ran out of memory.
-    public var oom: UInt64 = 0
+    package var oom: UInt64 = 0
     /// Processes killed by the OOM killer in the cgroup.
-    public var oomKill: UInt64 = 0
+    package var oomKill: UInt64 = 0
     /// Group OOM kills.
-    public var oomGroupKill: UInt64 = 0
+    package var oomGroupKill: UInt64 = 0
 
     /// Creates counters; each parameter sets the counter of the same name.
     ///
@@ -51,7 +51,7 @@ public struct MemoryEventCounters: Sendable, Hashable, Codable {
     ///   - oom: times the cgroup ran out of memory.
     ///   - oomKill: processes killed by the OOM killer in the cgroup.
     ///   - oomGroupKill: group OOM kills.
-    public init(low: UInt64 = 0, high: UInt64 = 0, max: UInt64 = 0, oom: UInt64 = 0, oomKill: UInt64 = 0, oomGroupKill: UInt64 = 0) {
+    package init(low: UInt64 = 0, high: UInt64 = 0, max: UInt64 = 0, oom: UInt64 = 0, oomKill: UInt64 = 0, oomGroupKill: UInt64 = 0) {
         self.low = low
         self.high = high
         self.max = max
@@ -64,47 +64,50 @@ public struct MemoryEventCounters: Sendable, Hashable, Codable {
 /// Reads a memory cgroup's usage, limits, statistics and events, for v1 and v2 alike.
 ///
 /// Each call reads the kernel's files afresh; nothing is cached.
-public struct CgroupMemoryReader: Sendable {
+package struct CgroupMemoryReader: Sendable {
     /// The cgroup read.
-    public var location: CgroupLocation
+    package var location: CgroupLocation
     /// Where the files are read.
-    public var files: KernelFiles
+    package var files: KernelFiles
 
-    /// A reader for one cgroup.
+    /// A reader for one cgroup of this host.
     ///
-    /// - Parameters:
-    ///   - location: the memory cgroup to read.
-    ///   - files: where the files are read; the real host by default.
-    public init(location: CgroupLocation, files: KernelFiles = .host) {
+    /// - Parameter location: the memory cgroup to read.
+    package init(location: CgroupLocation) {
+        self.init(location: location, files: .host)
+    }
+
+    /// A reader for one cgroup, its files read under `files` (a directory of captured files in tests).
+    package init(location: CgroupLocation, files: KernelFiles) {
         self.location = location
         self.files = files
     }
 
     /// The name of the usage file: `memory.usage_in_bytes` (v1) or `memory.current` (v2).
-    public var usageFile: String { location.version == .v1 ? "memory.usage_in_bytes" : "memory.current" }
+    package var usageFile: String { location.version == .v1 ? "memory.usage_in_bytes" : "memory.current" }
 
     /// Current usage in bytes.
     ///
     /// - Returns: the usage file's value, in bytes.
-    /// - Throws: ``CgroupError`` `.noMemoryController` when the file is missing in a cgroup
+    /// - Throws: `CgroupError` `.noMemoryController` when the file is missing in a cgroup
     ///   that exists, `.notFound` when the cgroup itself is gone, `.malformed`.
-    public func usage() throws(CgroupError) -> UInt64 {
+    package func usage() throws(CgroupError) -> UInt64 {
         try CgroupValues.number(read(usageFile), path: files.path(location.file(usageFile)))
     }
 
     /// The `memory.stat` key of the cgroup's inactive page cache, its children's included:
     /// `total_inactive_file` on cgroup v1 (`inactive_file` there is the cgroup's own pages
     /// alone), `inactive_file` on v2 (where every count is hierarchical).
-    public var inactiveFileKey: String { location.version == .v1 ? "total_inactive_file" : "inactive_file" }
+    package var inactiveFileKey: String { location.version == .v1 ? "total_inactive_file" : "inactive_file" }
 
-    /// The cgroup's inactive page cache, its children's included (``inactiveFileKey``): file
+    /// The cgroup's inactive page cache, its children's included (`inactiveFileKey`): file
     /// pages not used lately, which the kernel takes back first at the limit.
     ///
     /// - Returns: the bytes.
-    /// - Throws: ``CgroupError`` `.notFound` when the cgroup is gone, `.noMemoryController`
+    /// - Throws: `CgroupError` `.notFound` when the cgroup is gone, `.noMemoryController`
     ///   when a file is missing in a cgroup that exists, `.malformed` when the key is missing or
     ///   its value is not a number.
-    public func inactiveFileBytes() throws(CgroupError) -> UInt64 {
+    package func inactiveFileBytes() throws(CgroupError) -> UInt64 {
         guard let bytes = try stat()[inactiveFileKey] else {
             throw CgroupError(.malformed, "no \(inactiveFileKey) line", path: files.path(location.file("memory.stat")))
         }
@@ -132,9 +135,9 @@ public struct CgroupMemoryReader: Sendable {
     /// `memory.stat`, by key.
     ///
     /// - Returns: every line's value, by its key (such as `anon` or `file`).
-    /// - Throws: ``CgroupError`` `.notFound` when the cgroup is gone, `.noMemoryController`
+    /// - Throws: `CgroupError` `.notFound` when the cgroup is gone, `.noMemoryController`
     ///   when a file is missing in a cgroup that exists, `.malformed`.
-    public func stat() throws(CgroupError) -> [String: UInt64] {
+    package func stat() throws(CgroupError) -> [String: UInt64] {
         try CgroupValues.flatKeyed(read("memory.stat"), path: files.path(location.file("memory.stat")))
     }
 
@@ -146,9 +149,9 @@ public struct CgroupMemoryReader: Sendable {
     /// v2: the lowest `memory.max` or `memory.high` from the cgroup up to the mount's root.
     ///
     /// - Returns: the lowest limit and where it is set, or `nil` when none is.
-    /// - Throws: ``CgroupError`` `.notFound` when the cgroup is gone, `.noMemoryController`
+    /// - Throws: `CgroupError` `.notFound` when the cgroup is gone, `.noMemoryController`
     ///   when a file is missing in a cgroup that exists, `.malformed`.
-    public func effectiveLimit() throws(CgroupError) -> EffectiveLimit? {
+    package func effectiveLimit() throws(CgroupError) -> EffectiveLimit? {
         var best: EffectiveLimit?
         func consider(_ bytes: UInt64?, _ file: String, _ path: String) {
             guard let bytes, bytes < (best?.bytes ?? .max) else { return }
@@ -184,9 +187,9 @@ public struct CgroupMemoryReader: Sendable {
     /// `memory.peak`), or `nil` on a v2 kernel without `memory.peak` (before 5.19).
     ///
     /// - Returns: the peak in bytes, or `nil`.
-    /// - Throws: ``CgroupError`` `.notFound` when the cgroup is gone, `.noMemoryController`
+    /// - Throws: `CgroupError` `.notFound` when the cgroup is gone, `.noMemoryController`
     ///   when a file is missing in a cgroup that exists, `.malformed`.
-    public func peakUsage() throws(CgroupError) -> UInt64? {
+    package func peakUsage() throws(CgroupError) -> UInt64? {
         let name = location.version == .v1 ? "memory.max_usage_in_bytes" : "memory.peak"
         guard location.version == .v1 || files.exists(location.file(name)) else { return nil }
         return try CgroupValues.number(read(name), path: files.path(location.file(name)))
@@ -195,9 +198,9 @@ public struct CgroupMemoryReader: Sendable {
     /// The cgroup's memory event counters.
     ///
     /// - Returns: v2's `memory.events`; on v1, `oom_kill` and `max` (`memory.failcnt`).
-    /// - Throws: ``CgroupError`` `.notFound` when the cgroup is gone, `.noMemoryController`
+    /// - Throws: `CgroupError` `.notFound` when the cgroup is gone, `.noMemoryController`
     ///   when a file is missing in a cgroup that exists, `.malformed`.
-    public func events() throws(CgroupError) -> MemoryEventCounters {
+    package func events() throws(CgroupError) -> MemoryEventCounters {
         switch location.version {
         case .v2:
             let values = try CgroupValues.flatKeyed(read("memory.events"), path: files.path(location.file("memory.events")))

@@ -2,11 +2,11 @@
 /// unlimited, and flat keyed files such as `memory.stat` and `memory.events`.
 ///
 /// They never trap: empty, truncated, garbage or out-of-range input throws a
-/// ``CgroupError`` with code `.malformed` naming the file.
-public enum CgroupValues {
+/// `CgroupError` with code `.malformed` naming the file.
+package enum CgroupValues {
     /// The value cgroup v1 reports for "no limit" on x86-64 (`PAGE_COUNTER_MAX` in bytes,
     /// rounded down to a page). Any value at or above it means unlimited.
-    public static let v1Unlimited: UInt64 = 9_223_372_036_854_771_712
+    package static let v1Unlimited: UInt64 = 9_223_372_036_854_771_712
 
     /// Parses a file holding one unsigned decimal number, such as `memory.usage_in_bytes`.
     ///
@@ -14,8 +14,8 @@ public enum CgroupValues {
     ///   - text: the file's content; one trailing newline is allowed.
     ///   - path: the file's path, for the error message.
     /// - Returns: the number.
-    /// - Throws: ``CgroupError`` `.malformed`.
-    public static func number(_ text: String, path: String) throws(CgroupError) -> UInt64 {
+    /// - Throws: `CgroupError` `.malformed`.
+    package static func number(_ text: String, path: String) throws(CgroupError) -> UInt64 {
         let value = trimmed(text)
         guard !value.isEmpty else { throw CgroupError(.malformed, "empty; expected a number", path: path) }
         guard let number = UInt64(value) else {
@@ -33,8 +33,8 @@ public enum CgroupValues {
     ///   - text: the file's content.
     ///   - path: the file's path, for the error message.
     /// - Returns: the limit in bytes, or `nil` when there is none.
-    /// - Throws: ``CgroupError`` `.malformed`.
-    public static func limit(_ text: String, path: String) throws(CgroupError) -> UInt64? {
+    /// - Throws: `CgroupError` `.malformed`.
+    package static func limit(_ text: String, path: String) throws(CgroupError) -> UInt64? {
         let value = trimmed(text)
         if value == "max" || value == "-1" { return nil }
         let bytes = try number(value, path: path)
@@ -48,9 +48,9 @@ public enum CgroupValues {
     ///   - text: the file's content.
     ///   - path: the file's path, for the error message.
     /// - Returns: the values by key.
-    /// - Throws: ``CgroupError`` `.malformed` for a line without a value, a value that is not
+    /// - Throws: `CgroupError` `.malformed` for a line without a value, a value that is not
     ///   an unsigned number, or a repeated key.
-    public static func flatKeyed(_ text: String, path: String) throws(CgroupError) -> [String: UInt64] {
+    package static func flatKeyed(_ text: String, path: String) throws(CgroupError) -> [String: UInt64] {
         var values: [String: UInt64] = [:]
         var lineNumber = 0
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {

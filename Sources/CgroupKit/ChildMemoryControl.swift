@@ -14,7 +14,7 @@ import Glibc
 /// `Delegate=yes`. When the only process there is this one, it moves itself into a leaf of its
 /// own first (`leafName`), which leaves the parent free to delegate; with other processes there,
 /// the error says so and what to do. cgroup v1 has no such rule: nothing is done there.
-public enum ChildMemoryControl {
+package enum ChildMemoryControl {
     /// Makes sure `parent`'s children can have memory limits.
     ///
     /// - Parameters:
@@ -26,10 +26,10 @@ public enum ChildMemoryControl {
     ///     it (a run takes its lock there, so that the leaf is never seen unclaimed with this
     ///     process in it); an error it throws removes the leaf and is rethrown.
     /// - Returns: the leaf this process moved into, or `nil` when it did not move.
-    /// - Throws: ``CgroupError``: `.unsupported` when other processes share `parent` (the
+    /// - Throws: `CgroupError`: `.unsupported` when other processes share `parent` (the
     ///   message says why and how to arrange it), or what the kernel said.
     @discardableResult
-    public static func enable(
+    package static func enable(
         below parent: CgroupLocation, leafName: String,
         beforeMoving: (CgroupLocation) throws(CgroupError) -> Void = { _ in }
     ) throws(CgroupError) -> CgroupLocation? {

@@ -11,9 +11,9 @@ import Musl
 /// The root is `/` on a real host. Tests point it at a directory of captured files (a
 /// "fixture tree" laid out like `/proc` and `/sys/fs/cgroup`), so every parser and every
 /// discovery rule runs on the same code path as in production.
-public struct KernelFiles: Sendable, Hashable {
+package struct KernelFiles: Sendable, Hashable {
     /// The directory that stands for `/`.
-    public var root: String
+    package var root: String
 
     /// Failures to force on reads, for tests (``ReadFaultPlan``); `nil`, as on the real host,
     /// leaves every read to the kernel. Copies share the plan, and compare equal only with it.
@@ -21,15 +21,15 @@ public struct KernelFiles: Sendable, Hashable {
 
     /// The largest kernel file memwarn reads. `memory.stat` is about 1.5 KiB and
     /// `mountinfo` a few KiB on busy hosts; anything bigger is not a kernel file of ours.
-    public static let maximumFileSize = 1 << 20
+    package static let maximumFileSize = 1 << 20
 
     /// The real host.
-    public static let host = KernelFiles(root: "/")
+    package static let host = KernelFiles(root: "/")
 
     /// Files below `root`.
     ///
     /// - Parameter root: the directory that stands for `/`; a trailing `/` is dropped.
-    public init(root: String) {
+    package init(root: String) {
         self.root = root.hasSuffix("/") && root != "/" ? String(root.dropLast()) : root
     }
 
@@ -37,7 +37,7 @@ public struct KernelFiles: Sendable, Hashable {
     ///
     /// - Parameter hostPath: an absolute path as on the host.
     /// - Returns: the path below ``root``; `hostPath` itself on the real host.
-    public func path(_ hostPath: String) -> String {
+    package func path(_ hostPath: String) -> String {
         root == "/" ? hostPath : root + hostPath
     }
 
@@ -45,7 +45,7 @@ public struct KernelFiles: Sendable, Hashable {
     ///
     /// - Parameter hostPath: an absolute path as on the host.
     /// - Returns: whether something exists there.
-    public func exists(_ hostPath: String) -> Bool {
+    package func exists(_ hostPath: String) -> Bool {
         FileSystem.exists(path(hostPath))
     }
 
@@ -53,7 +53,7 @@ public struct KernelFiles: Sendable, Hashable {
     ///
     /// - Parameter hostPath: an absolute path as on the host.
     /// - Returns: whether it names a directory.
-    public func isDirectory(_ hostPath: String) -> Bool {
+    package func isDirectory(_ hostPath: String) -> Bool {
         FileType.at(path(hostPath)) == .directory
     }
 
@@ -61,9 +61,9 @@ public struct KernelFiles: Sendable, Hashable {
     ///
     /// - Parameter hostPath: an absolute path as on the host, such as `/proc/self/cgroup`.
     /// - Returns: the file's text.
-    /// - Throws: ``CgroupError`` `.notFound` when it does not exist, `.unreadable` when it
+    /// - Throws: `CgroupError` `.notFound` when it does not exist, `.unreadable` when it
     ///   cannot be read, `.malformed` when it is larger than ``maximumFileSize`` or not UTF-8.
-    public func read(_ hostPath: String) throws(CgroupError) -> String {
+    package func read(_ hostPath: String) throws(CgroupError) -> String {
         let realPath = path(hostPath)
         let bytes: [UInt8]
         do throws(SystemError) {
@@ -92,8 +92,8 @@ public struct KernelFiles: Sendable, Hashable {
     /// - Parameters:
     ///   - text: what to write, such as `"1"` or `"max"`.
     ///   - hostPath: the control file, an absolute path as on the host.
-    /// - Throws: ``CgroupError`` `.notFound`, `.permissionDenied` or `.unwritable`.
-    public func write(_ text: String, to hostPath: String) throws(CgroupError) {
+    /// - Throws: `CgroupError` `.notFound`, `.permissionDenied` or `.unwritable`.
+    package func write(_ text: String, to hostPath: String) throws(CgroupError) {
         let realPath = path(hostPath)
         do throws(SystemError) {
             let file = try FileDescriptor.open(realPath, O_WRONLY)
@@ -109,9 +109,9 @@ public struct KernelFiles: Sendable, Hashable {
     ///
     /// - Parameter hostPath: the directory, an absolute path as on the host.
     /// - Returns: the names, sorted.
-    /// - Throws: ``CgroupError`` `.notFound`, `.permissionDenied` or `.unreadable` when the
+    /// - Throws: `CgroupError` `.notFound`, `.permissionDenied` or `.unreadable` when the
     ///   directory cannot be opened.
-    public func list(_ hostPath: String) throws(CgroupError) -> [String] {
+    package func list(_ hostPath: String) throws(CgroupError) -> [String] {
         let realPath = path(hostPath)
         do {
             return try FileSystem.entries(of: realPath).map(\.name).sorted()
@@ -129,7 +129,7 @@ public struct KernelFiles: Sendable, Hashable {
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     /// - Returns: the error, naming `path` and carrying `error`.
-    public static func openError(_ error: Int32, _ path: String, writing: Bool, file: String = #fileID, line: Int = #line) -> CgroupError {
+    package static func openError(_ error: Int32, _ path: String, writing: Bool, file: String = #fileID, line: Int = #line) -> CgroupError {
         let reason = String(cString: strerror(error))
         switch error {
         case ENOENT, ENOTDIR, ENODEV: return CgroupError(.notFound, "does not exist (\(reason))", path: path, errno: error, file: file, line: line)

@@ -10,7 +10,7 @@ import Glibc
 /// libcgroup keeps global state, so every call runs under one lock, and `cgroup_init` runs
 /// once. libcgroup 2.0.2 works on cgroup v1 hierarchies only for the calls used here: it
 /// cannot name cgroup2 paths (see `LINUX-SIGNALS.md`).
-public enum Libcgroup {
+package enum Libcgroup {
     private static let lock = Locked<Bool>(false)
 
     /// Runs `body` under the library lock, after `cgroup_init` has succeeded once.
@@ -34,7 +34,7 @@ public enum Libcgroup {
     ///   - callErrno: for `ECGOTHER`, the `errno` the call left, used when libcgroup recorded none.
     /// - Returns: the text; for `ECGOTHER`, the text of the `errno` libcgroup recorded, or else of
     ///   `callErrno`, or else that libcgroup gave no reason (never "Success").
-    public static func message(for status: Int32, callErrno: Int32 = 0) -> String {
+    package static func message(for status: Int32, callErrno: Int32 = 0) -> String {
         if status == Int32(ECGOTHER) {
             let recorded = otherErrno(callErrno: callErrno)
             return recorded == 0 ? "libcgroup gave no reason" : String(cString: strerror(recorded))
@@ -52,7 +52,7 @@ public enum Libcgroup {
     }
 
     /// The error for a libcgroup call that returned `status`, thrown where the caller is
-    /// (`file` and `line`: the caller's by default, as ``CgroupError`` records them).
+    /// (`file` and `line`: the caller's by default, as `CgroupError` records them).
     static func error(
         _ status: Int32, _ call: String, path: String? = nil, callErrno: Int32 = 0, file: String = #fileID, line: Int = #line
     ) -> CgroupError {
@@ -74,8 +74,8 @@ public enum Libcgroup {
     ///   - pid: the process.
     ///   - controller: a v1 controller name, such as `memory`.
     /// - Returns: the path relative to the hierarchy's root, starting with `/`.
-    /// - Throws: ``CgroupError`` `.libcgroup` when libcgroup cannot resolve it.
-    public static func currentPath(pid: Int32, controller: String) throws(CgroupError) -> String {
+    /// - Throws: `CgroupError` `.libcgroup` when libcgroup cannot resolve it.
+    package static func currentPath(pid: Int32, controller: String) throws(CgroupError) -> String {
         try withLibrary { () throws(CgroupError) -> String in
             var raw: UnsafeMutablePointer<CChar>?
             let status = cgroup_get_current_controller_path(pid, controller, &raw)
@@ -90,8 +90,8 @@ public enum Libcgroup {
     ///
     /// - Parameter controller: a v1 controller name, such as `memory`.
     /// - Returns: the hierarchy's mount point, such as `/sys/fs/cgroup/memory`.
-    /// - Throws: ``CgroupError`` when libcgroup cannot find it (no such v1 hierarchy).
-    public static func mountPoint(controller: String) throws(CgroupError) -> String {
+    /// - Throws: `CgroupError` when libcgroup cannot find it (no such v1 hierarchy).
+    package static func mountPoint(controller: String) throws(CgroupError) -> String {
         try withLibrary { () throws(CgroupError) -> String in
             var raw: UnsafeMutablePointer<CChar>?
             let status = cgroup_get_subsys_mount_point(controller, &raw)
@@ -109,8 +109,8 @@ public enum Libcgroup {
     ///   - path: the new cgroup's path relative to the hierarchy's root.
     ///   - controller: the controller, such as `memory`.
     ///   - values: control files and their values, such as `memory.limit_in_bytes`.
-    /// - Throws: ``CgroupError`` when libcgroup fails; nothing is left behind then.
-    public static func createCgroup(path: String, controller: String, values: [(String, UInt64)]) throws(CgroupError) {
+    /// - Throws: `CgroupError` when libcgroup fails; nothing is left behind then.
+    package static func createCgroup(path: String, controller: String, values: [(String, UInt64)]) throws(CgroupError) {
         try withGroup(path: path, controller: controller) { (group, handle) throws(CgroupError) in
             try add(values, to: handle, path: path)
             let status = cgroup_create_cgroup(group, 0)
@@ -128,8 +128,8 @@ public enum Libcgroup {
     ///   - file: the control file, such as `memory.limit_in_bytes`.
     ///   - path: the cgroup's path relative to the hierarchy's root.
     ///   - controller: the controller, such as `memory`.
-    /// - Throws: ``CgroupError`` when libcgroup fails.
-    public static func setValue(_ value: UInt64, file: String, path: String, controller: String) throws(CgroupError) {
+    /// - Throws: `CgroupError` when libcgroup fails.
+    package static func setValue(_ value: UInt64, file: String, path: String, controller: String) throws(CgroupError) {
         try withGroup(path: path, controller: controller) { (group, handle) throws(CgroupError) in
             try add([(file, value)], to: handle, path: path)
             let status = cgroup_modify_cgroup(group)
@@ -142,8 +142,8 @@ public enum Libcgroup {
     /// - Parameters:
     ///   - path: the cgroup's path relative to the hierarchy's root.
     ///   - controller: the controller, such as `memory`.
-    /// - Throws: ``CgroupError`` when libcgroup fails (for example while processes remain).
-    public static func deleteCgroup(path: String, controller: String) throws(CgroupError) {
+    /// - Throws: `CgroupError` when libcgroup fails (for example while processes remain).
+    package static func deleteCgroup(path: String, controller: String) throws(CgroupError) {
         try withGroup(path: path, controller: controller) { (group, _) throws(CgroupError) in
             let status = cgroup_delete_cgroup(group, 0)
             guard status == 0 else { throw error(status, "cgroup_delete_cgroup", path: path) }

@@ -8,13 +8,13 @@ import Glibc
 /// put processes in. On cgroup v1 it is made through libcgroup (`memory.limit_in_bytes`); on
 /// cgroup v2 with `mkdir` and by writing `memory.max` and `memory.high` (libcgroup 2.0.2
 /// cannot name cgroup2 paths).
-public final class MemoryCgroup: Sendable {
+package final class MemoryCgroup: Sendable {
     /// Where it is.
-    public let location: CgroupLocation
+    package let location: CgroupLocation
     /// Its hard limit in bytes.
-    public let maximumBytes: UInt64
+    package let maximumBytes: UInt64
     /// Its throttling limit in bytes (cgroup v2 only).
-    public let highBytes: UInt64?
+    package let highBytes: UInt64?
 
     /// Creates `name` below `parent`, a memory cgroup of the same hierarchy, with its limits.
     ///
@@ -23,10 +23,10 @@ public final class MemoryCgroup: Sendable {
     ///   - name: the new cgroup's directory name; an existing cgroup is never adopted.
     ///   - maximumBytes: the hard limit (`memory.max`, or v1's `memory.limit_in_bytes`).
     ///   - highBytes: the throttling limit (`memory.high`), cgroup v2 only.
-    /// - Throws: ``CgroupError``: `.unsupported` for `highBytes` on cgroup v1 (it has no
+    /// - Throws: `CgroupError`: `.unsupported` for `highBytes` on cgroup v1 (it has no
     ///   `memory.high`), `.permissionDenied` (with how to get a cgroup) when this user may not
     ///   create one, or what libcgroup or the kernel said. Nothing is left behind on failure.
-    public init(parent: CgroupLocation, name: String, maximumBytes: UInt64, highBytes: UInt64? = nil) throws(CgroupError) {
+    package init(parent: CgroupLocation, name: String, maximumBytes: UInt64, highBytes: UInt64? = nil) throws(CgroupError) {
         let location = parent.child(name)
         do throws(CgroupError) {
             switch parent.version {
@@ -88,29 +88,29 @@ public final class MemoryCgroup: Sendable {
     /// Moves a process into the cgroup.
     ///
     /// - Parameter pid: the process.
-    /// - Throws: ``CgroupError`` when `cgroup.procs` cannot be written (no such process, or
+    /// - Throws: `CgroupError` when `cgroup.procs` cannot be written (no such process, or
     ///   no permission).
-    public func add(pid: Int32) throws(CgroupError) {
+    package func add(pid: Int32) throws(CgroupError) {
         try KernelFiles.host.write(String(pid), to: location.file("cgroup.procs"))
     }
 
     /// The processes in it.
     ///
     /// - Returns: the pids in `cgroup.procs`.
-    /// - Throws: ``CgroupError`` when `cgroup.procs` cannot be read.
-    public func processes() throws(CgroupError) -> [Int32] {
+    /// - Throws: `CgroupError` when `cgroup.procs` cannot be read.
+    package func processes() throws(CgroupError) -> [Int32] {
         try KernelFiles.host.read(location.file("cgroup.procs")).split(separator: "\n").compactMap { Int32($0) }
     }
 
     /// A reader for its memory files.
-    public var reader: CgroupMemoryReader { CgroupMemoryReader(location: location) }
+    package var reader: CgroupMemoryReader { CgroupMemoryReader(location: location) }
 
     /// Removes it, retrying for up to a second while the kernel still holds it busy (a
     /// process that just exited is released a little later).
     ///
-    /// - Throws: ``CgroupError``, the last failure, when it still exists after a second
+    /// - Throws: `CgroupError`, the last failure, when it still exists after a second
     ///   (processes remain in it, say).
-    public func remove() throws(CgroupError) {
+    package func remove() throws(CgroupError) {
         var lastError: CgroupError?
         for _ in 0..<50 {
             do throws(CgroupError) {

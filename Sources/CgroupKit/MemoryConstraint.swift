@@ -4,7 +4,7 @@
 ///
 /// The limit that binds is not the smallest but the one with the least headroom (limit minus
 /// that cgroup's usage): a 256 MiB parent holding a sibling's 200 MiB leaves a child without a
-/// limit of its own 56 MiB, whatever the child itself uses (``binding(_:)``).
+/// limit of its own 56 MiB, whatever the child itself uses (a snapshot's `binding`).
 public struct MemoryConstraint: Sendable, Hashable, Codable {
     /// The cgroup whose limit it is (its path inside the mount).
     public var cgroupPath: String
@@ -34,7 +34,7 @@ public struct MemoryConstraint: Sendable, Hashable, Codable {
     ///   - usageBytes: that cgroup's usage.
     ///   - limit: the limit.
     ///   - isHidden: whether the limit is set above the cgroup namespace's root.
-    public init(cgroupPath: String, usageBytes: UInt64, limit: EffectiveLimit, isHidden: Bool = false) {
+    package init(cgroupPath: String, usageBytes: UInt64, limit: EffectiveLimit, isHidden: Bool = false) {
         self.init(cgroupPath: cgroupPath, usageBytes: usageBytes, limit: limit, isHidden: isHidden, inactiveFileBytes: nil)
     }
 
@@ -47,7 +47,7 @@ public struct MemoryConstraint: Sendable, Hashable, Codable {
     ///   - isHidden: whether the limit is set above the cgroup namespace's root.
     ///   - inactiveFileBytes: the inactive page cache left out of `usageBytes`, or `nil` when it
     ///     is counted.
-    public init(cgroupPath: String, usageBytes: UInt64, limit: EffectiveLimit, isHidden: Bool = false, inactiveFileBytes: UInt64?) {
+    package init(cgroupPath: String, usageBytes: UInt64, limit: EffectiveLimit, isHidden: Bool = false, inactiveFileBytes: UInt64?) {
         self.cgroupPath = cgroupPath
         self.usageBytes = usageBytes
         self.limit = limit
@@ -85,11 +85,11 @@ public struct MemoryConstraint: Sendable, Hashable, Codable {
     public var ratio: Double { limit.bytes == 0 ? 1 : Double(usageBytes) / Double(limit.bytes) }
 
     /// The constraint that binds: the least headroom; on a tie the first (the nearest to the
-    /// watched cgroup, as ``CgroupMemoryReader/constraints(includingAncestors:)`` orders them).
+    /// watched cgroup, as `constraints(includingAncestors:)` orders them).
     ///
     /// - Parameter constraints: the constraints, nearest first.
     /// - Returns: the binding one, or `nil` when there is none.
-    public static func binding(_ constraints: [MemoryConstraint]) -> MemoryConstraint? {
+    package static func binding(_ constraints: [MemoryConstraint]) -> MemoryConstraint? {
         var best: MemoryConstraint?
         for constraint in constraints where constraint.headroomBytes < best?.headroomBytes ?? .max { best = constraint }
         return best

@@ -1,15 +1,15 @@
 /// One line of `/proc/PID/mountinfo` (see `proc(5)`).
-public struct MountEntry: Sendable, Hashable {
+package struct MountEntry: Sendable, Hashable {
     /// The mount's root within its filesystem, relative to the reader's cgroup-namespace
     /// root for cgroup filesystems: `/`, `/docker/abc`, or `/../..` when the mount shows
     /// cgroups above the namespace root.
-    public var root: String
+    package var root: String
     /// Where it is mounted.
-    public var mountPoint: String
+    package var mountPoint: String
     /// The filesystem type: `cgroup`, `cgroup2`, `tmpfs`, ….
-    public var fileSystemType: String
+    package var fileSystemType: String
     /// The per-superblock options; for cgroup v1 they name the controllers (`rw,memory`).
-    public var superOptions: [String]
+    package var superOptions: [String]
 
     /// Creates an entry.
     ///
@@ -18,7 +18,7 @@ public struct MountEntry: Sendable, Hashable {
     ///   - mountPoint: where it is mounted.
     ///   - fileSystemType: the filesystem type, such as `cgroup2`.
     ///   - superOptions: the per-superblock options.
-    public init(root: String, mountPoint: String, fileSystemType: String, superOptions: [String]) {
+    package init(root: String, mountPoint: String, fileSystemType: String, superOptions: [String]) {
         self.root = root
         self.mountPoint = mountPoint
         self.fileSystemType = fileSystemType
@@ -31,9 +31,9 @@ public struct MountEntry: Sendable, Hashable {
     ///   - text: the content of a `mountinfo` file.
     ///   - path: the file's path, for error messages.
     /// - Returns: every mount, in the file's order.
-    /// - Throws: ``CgroupError`` `.malformed` for a line without the ` - ` separator or with
+    /// - Throws: `CgroupError` `.malformed` for a line without the ` - ` separator or with
     ///   too few fields, and for a file with no lines.
-    public static func parse(_ text: String, path: String) throws(CgroupError) -> [MountEntry] {
+    package static func parse(_ text: String, path: String) throws(CgroupError) -> [MountEntry] {
         var entries: [MountEntry] = []
         for line in text.split(separator: "\n") where !line.isEmpty {
             let fields = line.split(separator: " ")

@@ -22,7 +22,7 @@ public struct PressureStall: Sendable, Hashable, Codable {
         ///   - avg60: percent of time stalled over the last 60 seconds.
         ///   - avg300: percent of time stalled over the last 300 seconds.
         ///   - total: total stall time since boot, in microseconds.
-        public init(avg10: Double, avg60: Double, avg300: Double, total: UInt64) {
+        package init(avg10: Double, avg60: Double, avg300: Double, total: UInt64) {
             self.avg10 = avg10
             self.avg60 = avg60
             self.avg300 = avg300
@@ -40,7 +40,7 @@ public struct PressureStall: Sendable, Hashable, Codable {
     /// - Parameters:
     ///   - some: the `some` line.
     ///   - full: the `full` line, when the file has one.
-    public init(some: Line, full: Line?) {
+    package init(some: Line, full: Line?) {
         self.some = some
         self.full = full
     }
@@ -51,9 +51,9 @@ public struct PressureStall: Sendable, Hashable, Codable {
     ///   - text: the content of a PSI file, such as `memory.pressure`.
     ///   - path: the file's path, for error messages.
     /// - Returns: the reading.
-    /// - Throws: ``CgroupError`` `.malformed` when the `some` line is missing, a field is
+    /// - Throws: `CgroupError` `.malformed` when the `some` line is missing, a field is
     ///   missing or not a number, or a percentage is outside 0…100.
-    public static func parse(_ text: String, path: String) throws(CgroupError) -> PressureStall {
+    package static func parse(_ text: String, path: String) throws(CgroupError) -> PressureStall {
         var some: Line?
         var full: Line?
         for line in text.split(separator: "\n") where !line.allSatisfy(\.isWhitespace) {

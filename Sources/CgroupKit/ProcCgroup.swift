@@ -1,16 +1,16 @@
 /// One line of `/proc/PID/cgroup`: a hierarchy and the process's cgroup in it.
-public struct CgroupMembership: Sendable, Hashable {
+package struct CgroupMembership: Sendable, Hashable {
     /// The hierarchy ID; `0` is the cgroup2 (unified) hierarchy.
-    public var hierarchyID: Int
+    package var hierarchyID: Int
     /// The controllers bound to the hierarchy (`["memory"]`, `["cpu", "cpuacct"]`,
     /// `["name=systemd"]`); empty for cgroup2.
-    public var controllers: [String]
+    package var controllers: [String]
     /// The cgroup's path relative to the reader's cgroup-namespace root. It starts with
     /// `/..` when the cgroup lies outside that namespace.
-    public var path: String
+    package var path: String
 
     /// Whether this is the cgroup2 line (`0::/path`).
-    public var isUnified: Bool { hierarchyID == 0 && controllers.isEmpty }
+    package var isUnified: Bool { hierarchyID == 0 && controllers.isEmpty }
 
     /// Creates a membership.
     ///
@@ -18,7 +18,7 @@ public struct CgroupMembership: Sendable, Hashable {
     ///   - hierarchyID: the hierarchy ID; `0` for cgroup2.
     ///   - controllers: the controllers bound to the hierarchy; empty for cgroup2.
     ///   - path: the cgroup's path relative to the cgroup-namespace root.
-    public init(hierarchyID: Int, controllers: [String], path: String) {
+    package init(hierarchyID: Int, controllers: [String], path: String) {
         self.hierarchyID = hierarchyID
         self.controllers = controllers
         self.path = path
@@ -30,9 +30,9 @@ public struct CgroupMembership: Sendable, Hashable {
     ///   - text: the content of `/proc/PID/cgroup`.
     ///   - path: the file's path, for error messages.
     /// - Returns: one membership a line, in the file's order.
-    /// - Throws: ``CgroupError`` `.malformed` for a line with too few fields, a bad ID or a
+    /// - Throws: `CgroupError` `.malformed` for a line with too few fields, a bad ID or a
     ///   path that is not absolute, and for a file with no lines.
-    public static func parse(_ text: String, path: String) throws(CgroupError) -> [CgroupMembership] {
+    package static func parse(_ text: String, path: String) throws(CgroupError) -> [CgroupMembership] {
         var memberships: [CgroupMembership] = []
         for line in text.split(separator: "\n") where !line.isEmpty {
             let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)

@@ -5,12 +5,12 @@ import MemwarnSystem
 ///
 /// The kernel keeps the start time in clock ticks (`sysconf(_SC_CLK_TCK)`, 100 a second on
 /// Linux), so the age is good to 10 ms.
-public enum ProcessAge {
+package enum ProcessAge {
     /// The age now, or `nil` when `/proc/self/stat` cannot be read or parsed.
     ///
     /// - Parameter files: where `/proc` is read (a fixture tree in tests).
     /// - Returns: the time since the process started, to a clock tick.
-    public static func now(files: KernelFiles = .host) -> Duration? {
+    package static func now(files: KernelFiles = .host) -> Duration? {
         guard let text = try? files.read("/proc/self/stat"), let ticks = startTicks(stat: text) else { return nil }
         guard let boot = KernelClock.sinceBoot() else { return nil }
         let perSecond = UInt64(SystemConfiguration.clockTicksPerSecond)
@@ -26,7 +26,7 @@ public enum ProcessAge {
     ///
     /// - Parameter stat: the file's text.
     /// - Returns: the start time, or `nil` when the line has too few fields or it is not a number.
-    public static func startTicks(stat: String) -> UInt64? {
+    package static func startTicks(stat: String) -> UInt64? {
         guard let close = stat.lastIndex(of: ")") else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ", omittingEmptySubsequences: true)
         // After the name come field 3 (state) onwards: field 22 is the 20th of them.

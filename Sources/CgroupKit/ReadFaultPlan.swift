@@ -2,13 +2,13 @@ import MemwarnSystem
 
 /// Failures forced on the reads of kernel files, for tests: "fail the next N opens or reads of
 /// the files whose path ends so, with this `errno`", as swift-system's mocking driver forces an
-/// `errno` on its next calls. A test sets one on ``KernelFiles/faultPlan`` (and so on a monitor's
+/// `errno` on its next calls. A test sets one on `faultPlan` (and so on a monitor's
 /// `MonitorConfiguration.files`), then turns failures on and off while the monitor runs: the
 /// transient-error handling is proven on plain files, without root and without exhausting the
 /// process's descriptors or memory.
 ///
-/// ``KernelFiles/read(_:)`` and ``UsageFile`` (its `open` and each `pread`) consult it, and only
-/// when one is set: ``KernelFiles/host`` has none, so a read in production pays one `nil` check.
+/// `read(_:)` and ``UsageFile`` (its `open` and each `pread`) consult it, and only
+/// when one is set: `host` has none, so a read in production pays one `nil` check.
 /// Thread-safe: the monitor's threads read through it while a test changes it.
 package final class ReadFaultPlan: Sendable, Hashable {
     /// The step of a read that fails.
@@ -105,7 +105,7 @@ package final class ReadFaultPlan: Sendable, Hashable {
         throw SystemError(step == .open ? "open" : "read", errno: errno, path: realPath)
     }
 
-    /// Plans are the same only when they are one object: a copy of ``KernelFiles`` shares its plan.
+    /// Plans are the same only when they are one object: a copy of `KernelFiles` shares its plan.
     package static func == (lhs: ReadFaultPlan, rhs: ReadFaultPlan) -> Bool { lhs === rhs }
 
     /// Hashes the object's identity, as ``==(_:_:)`` compares it.

@@ -14,7 +14,7 @@ public struct SystemMemory: Sendable, Hashable, Codable {
     /// - Parameters:
     ///   - totalBytes: `MemTotal`, in bytes.
     ///   - availableBytes: `MemAvailable`, in bytes.
-    public init(totalBytes: UInt64, availableBytes: UInt64) {
+    package init(totalBytes: UInt64, availableBytes: UInt64) {
         self.totalBytes = totalBytes
         self.availableBytes = availableBytes
     }
@@ -26,8 +26,8 @@ public struct SystemMemory: Sendable, Hashable, Codable {
     ///   - text: the content of `/proc/meminfo`.
     ///   - path: the file's path, for error messages.
     /// - Returns: the reading, in bytes.
-    /// - Throws: ``CgroupError`` `.malformed` when either is missing or not a number.
-    public static func parse(_ text: String, path: String) throws(CgroupError) -> SystemMemory {
+    /// - Throws: `CgroupError` `.malformed` when either is missing or not a number.
+    package static func parse(_ text: String, path: String) throws(CgroupError) -> SystemMemory {
         var total: UInt64?
         var available: UInt64?
         for line in text.split(separator: "\n") {

@@ -74,7 +74,7 @@ package final class UsageFile {
     ///   - hostPath: the file, as a path on the host (`/sys/fs/cgroup/app/memory.current`).
     ///   - format: how it is parsed.
     ///   - files: where kernel files are read (fixture trees in tests).
-    /// - Throws: ``CgroupError`` `.notFound`, `.permissionDenied` or `.unreadable` when it cannot
+    /// - Throws: `CgroupError` `.notFound`, `.permissionDenied` or `.unreadable` when it cannot
     ///   be opened.
     package init(_ hostPath: String, format: Format, files: KernelFiles = .host) throws(CgroupError) {
         realPath = files.path(hostPath)
@@ -97,8 +97,8 @@ package final class UsageFile {
     /// Reads the file afresh.
     ///
     /// - Returns: usage in bytes (for `/proc/meminfo`, the system's used memory).
-    /// - Throws: ``CgroupError``: `.notFound` when the file's cgroup was removed (`ENODEV`),
-    ///   `.unreadable` for another failed read (``CgroupError/isTransient`` tells whether it may
+    /// - Throws: `CgroupError`: `.notFound` when the file's cgroup was removed (`ENODEV`),
+    ///   `.unreadable` for another failed read (`isTransient` tells whether it may
     ///   pass), `.malformed` when the content is not in its format.
     package func read() throws(CgroupError) -> UInt64 {
         let count: Int
@@ -116,7 +116,7 @@ package final class UsageFile {
     /// Parses one line `<key> <decimal>` and a newline of a flat keyed file (`memory.stat`): the first line
     /// whose key is `key` exactly.
     ///
-    /// - Throws: ``CgroupError`` `.malformed` when no whole line has the key (a file cut off by
+    /// - Throws: `CgroupError` `.malformed` when no whole line has the key (a file cut off by
     ///   the buffer's end included) or its value is not a number.
     package static func parseKeyed(_ key: [UInt8], in bytes: UnsafeRawBufferPointer, path: String) throws(CgroupError) -> UInt64 {
         var lineStart = 0
@@ -139,7 +139,7 @@ package final class UsageFile {
 
     /// Parses one unsigned decimal and an optional trailing newline.
     ///
-    /// - Throws: ``CgroupError`` `.malformed` for an empty file, anything but digits, or a
+    /// - Throws: `CgroupError` `.malformed` for an empty file, anything but digits, or a
     ///   number beyond `UInt64`.
     package static func parseBytes(_ bytes: UnsafeRawBufferPointer, path: String) throws(CgroupError) -> UInt64 {
         var end = bytes.count
@@ -154,7 +154,7 @@ package final class UsageFile {
     /// Parses `MemTotal` and `MemAvailable` (kB) from the start of `/proc/meminfo`.
     ///
     /// - Returns: `MemTotal - MemAvailable`, in bytes (0 when available exceeds total).
-    /// - Throws: ``CgroupError`` `.malformed` when either line is missing from the bytes read
+    /// - Throws: `CgroupError` `.malformed` when either line is missing from the bytes read
     ///   or its value is not a number of kB.
     package static func parseMeminfo(_ bytes: UnsafeRawBufferPointer, path: String) throws(CgroupError) -> UInt64 {
         var total: UInt64?

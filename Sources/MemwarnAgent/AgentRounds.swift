@@ -9,7 +9,7 @@ import MemwarnSystem
 /// release (the level machine's `releaseLevel`: a rise, or usage at the warning mark while the
 /// level is raised) starts asking the services — the largest first by kernel-measured usage,
 /// one at a time, each for what brings the parent under its recovery mark with room for the
-/// growth expected before it can be asked again (``/MemwarnRelease/ReleaseTarget``, as a service
+/// growth expected before it can be asked again (`ReleaseTarget`, as a service
 /// sizes its own), the parent measured again after each answer — until the parent is under its
 /// recovery mark. Whom to ask, and when, is ``AskPacing``'s: only services with something to
 /// give, a few asks a second at most, less often while asks free little.
@@ -233,7 +233,7 @@ final class AgentRounds: MonitorReadingConsumer, @unchecked Sendable {
     }
 
     /// What an ask would be for now: enough to bring the parent under its recovery mark with room
-    /// for the growth expected until a service can be asked again (``/MemwarnRelease/ReleaseTarget``,
+    /// for the growth expected until a service can be asked again (`ReleaseTarget`,
     /// as a service sizes its own releases), and the smallest release worth asking for; `nil`
     /// without a limit.
     private func need(for snapshot: PressureSnapshot, reading: MonitorReading) -> (bytes: UInt64, smallest: UInt64)? {

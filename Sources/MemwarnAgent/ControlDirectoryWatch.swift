@@ -55,7 +55,7 @@ final class ControlDirectoryWatch {
 
     /// Starts watching and searches at once.
     func start() {
-        loop.assertOnLoop()
+        loop.preconditionOnLoop()
         do {
             let watch = Inotify(try InotifyWatch(modificationsOf: []))
             registration = try loop.watch(watch.events.descriptor, for: .readable) { [unowned self] _ in drain() }

@@ -4,20 +4,20 @@ import MemwarnSystem
 /// `memwarn`: see what the memory monitor sees.
 @main
 struct MemwarnCommand: AsyncParsableCommand {
-    /// Checks that the descriptors libdispatch needs can be had and arms its timers first
-    /// (`DispatchTimers`: before descriptors can run out), then parses and runs. Too few
+    /// Checks that the descriptors libdispatch needs can be had and reserves them first
+    /// (`DispatchDescriptors`: before descriptors can run out), then parses and runs. Too few
     /// descriptors: one line "Error: ..." and the subcommand's status for "could not be carried
     /// out" (``startFailureStatus(of:)``). Bad arguments, `--help` and `--version` are left to
     /// the parser, which needs no descriptors.
     static func main() async {
         if let command = try? parseAsRoot() {
-            do throws(DispatchTimers.DescriptorShortage) {
-                try DispatchTimers.checkDescriptors()
+            do throws(DispatchDescriptors.DescriptorShortage) {
+                try DispatchDescriptors.checkAvailable()
             } catch {
                 StandardStream.error.writeLine("Error: \(error)")
                 Self.exit(withError: ExitCode(startFailureStatus(of: command)))
             }
-            await DispatchTimers.prepare()
+            await DispatchDescriptors.reserve()
         }
         await main(nil)
     }

@@ -11,7 +11,7 @@ import Glibc
 enum ServiceEndpoint {
     /// The socket of `pid`'s endpoint: the first of `directories` that holds one.
     ///
-    /// - Throws: ``ControlError`` `.noEndpoint` when the process does not exist or has none, saying
+    /// - Throws: `ControlError` `.noEndpoint` when the process does not exist or has none, saying
     ///   where it was looked for.
     static func socket(of pid: Int32, in directories: [String]) throws(ControlError) -> String {
         guard Signals.processExists(pid) else { throw ControlError(.noEndpoint, "no process with pid \(pid)") }
@@ -29,7 +29,7 @@ enum ServiceEndpoint {
     /// that took its socket over) running as this user or root.
     ///
     /// - Parameter timeout: the bound on the exchange.
-    /// - Throws: ``ControlError`` when there is no endpoint, a directory or the endpoint is not
+    /// - Throws: `ControlError` when there is no endpoint, a directory or the endpoint is not
     ///   trusted, the exchange fails, or the reply is not a status.
     static func status(of pid: Int32, timeout: Duration = .seconds(2)) throws(ControlError) -> ControlStatus {
         let directories = ControlDirectory.searchPaths

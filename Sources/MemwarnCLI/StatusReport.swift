@@ -114,7 +114,7 @@ struct StatusReport: Encodable {
 
     /// A monitor armed by `status` on the cgroup, as a service's would be.
     struct MonitorSummary: Encodable {
-        /// `thresholds`, `adaptive-sampling` or `polling` (see ``MonitorArming/UsageWatch``).
+        /// `thresholds`, `adaptive-sampling` or `polling` (see `UsageWatch`).
         var usageWatch: String
         /// From creating the monitor to armed, in milliseconds.
         var armedMilliseconds: Double

@@ -3,13 +3,13 @@
 import Foundation
 import MemwarnSystem
 
-do throws(DispatchTimers.DescriptorShortage) {  // libdispatch's descriptors before they can run out
-    try DispatchTimers.checkDescriptors()
+do throws(DispatchDescriptors.DescriptorShortage) {  // libdispatch's descriptors before they can run out
+    try DispatchDescriptors.checkAvailable()
 } catch {
     StandardStream.error.writeLine("memwarn-demo: \(error)")
     exit(1)
 }
-await DispatchTimers.prepare()
+await DispatchDescriptors.reserve()
 do {
     let options = try DemoOptions.parse(Array(CommandLine.arguments.dropFirst()))
     let service = try DemoService(options: options)

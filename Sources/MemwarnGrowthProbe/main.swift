@@ -38,13 +38,15 @@
 //   --log-level LEVEL     the monitor's logger (swift-log's, to standard error): trace … critical
 //                         (default critical: silent)
 //   --releaser NAME       memwarn (default) | rise-only (the release before the growth work:
-//                         on a rise only, to the recovery mark, on the monitor's thread) |
+//                         on a rise only, to the recovery mark, in a level observer on the monitor's
+//                         event thread) |
 //                         poller (every 100 ms: at or above the warning mark, release to the
 //                         recovery mark) | none
 import CgroupKit
 import Foundation
 import Logging
 import Memwarn
+@_spi(Diagnostics) import MemwarnMonitor
 import MemwarnSystem
 import ServiceLifecycle
 
@@ -327,7 +329,8 @@ do {
             coordinator.attach(to: running)
         } else {
             // The release before it kept up with growth: on a rise only, to the recovery mark,
-            // on the monitor's own thread.
+            // in a level observer, on the monitor's event thread (`memwarn-monitor`; not the
+            // release thread that `attach(to:)` uses).
             running.addObserver { event in
                 guard event.level > (event.previous ?? .normal) else { return }
                 coordinator.release(level: event.level, targetBytes: ReleaseCoordinator.target(for: event.snapshot, policy: policy))

@@ -10,7 +10,7 @@ public struct BackgroundTaskIdentifier: Sendable, Hashable, CustomStringConverti
     /// The identifier with this number.
     ///
     /// - Parameter rawValue: the task's number; 0 is ``invalid``.
-    public init(rawValue: Int) { self.rawValue = rawValue }
+    package init(rawValue: Int) { self.rawValue = rawValue }
 
     public var description: String { self == .invalid ? "invalid" : "#\(rawValue)" }
 }

@@ -16,8 +16,9 @@ extension LifeCycleApplication: MemoryWarningResponder {
     ///
     /// - Parameter monitor: the monitor whose warnings the application and its coordinator
     ///   answer.
-    /// - Returns: the coordinator's token; pass it to the monitor's `removeObserver(_:)` to
-    ///   stop releasing for the monitor.
+    /// - Returns: the observer token `ReleaseCoordinator.attach(to:)` returned for the
+    ///   application's coordinator; the monitor's `removeObserver(_:)` with it detaches the
+    ///   coordinator: the monitor's levels start no more releases or memory warnings.
     @discardableResult
     public func attach(to monitor: PressureMonitor) -> PressureMonitor.ObserverToken {
         coordinator.addWarningResponder(self)

@@ -22,7 +22,7 @@ public enum LifeCycleCallback: String, Sendable, CaseIterable, CustomStringConve
     /// callbacks run in the state launched into — inactive or background — as UIKit's do (the
     /// seeds: "if fore, this property contains `UIApplicationStateInactive`; if back,
     /// `UIApplicationStateBackground`"), so a delegate can tell the two launches apart.
-    public var runsBeforeTheStateChanges: Bool {
+    package var runsBeforeTheStateChanges: Bool {
         switch self {
         case .willResignActive, .willEnterForeground, .willTerminate: true
         case .willFinishLaunching, .didFinishLaunching, .didEnterBackground, .didBecomeActive, .didReceiveMemoryWarning: false

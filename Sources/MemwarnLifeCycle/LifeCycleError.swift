@@ -79,7 +79,7 @@ public struct LifeCycleError: Error, Sendable, Hashable, CustomStringConvertible
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     /// - Returns: the error.
-    public static func illegalTransition(
+    package static func illegalTransition(
         subject: LifeCycleSubject, from: LifeCycleState, to: LifeCycleState,
         file: String = #fileID, line: Int = #line
     ) -> Self {
@@ -97,7 +97,7 @@ public struct LifeCycleError: Error, Sendable, Hashable, CustomStringConvertible
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     /// - Returns: the error.
-    public static func stateNotSaved(unit: LifeCycleUnit.ID, file: String = #fileID, line: Int = #line) -> Self {
+    package static func stateNotSaved(unit: LifeCycleUnit.ID, file: String = #fileID, line: Int = #line) -> Self {
         Self(
             .stateNotSaved, "unit \(unit): cannot be suspended before its didEnterBackground handler has completed (its state is not saved)",
             subject: .unit(unit), file: file, line: line)
@@ -111,7 +111,7 @@ public struct LifeCycleError: Error, Sendable, Hashable, CustomStringConvertible
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     /// - Returns: the error.
-    public static func backgroundTasksRunning(unit: LifeCycleUnit.ID, count: Int, file: String = #fileID, line: Int = #line) -> Self {
+    package static func backgroundTasksRunning(unit: LifeCycleUnit.ID, count: Int, file: String = #fileID, line: Int = #line) -> Self {
         Self(
             .backgroundTasksRunning, "unit \(unit): cannot be suspended while \(count) background task\(count == 1 ? "" : "s") run",
             subject: .unit(unit), file: file, line: line)
@@ -125,7 +125,7 @@ public struct LifeCycleError: Error, Sendable, Hashable, CustomStringConvertible
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     /// - Returns: the error.
-    public static func launchFailed(subject: LifeCycleSubject, reason: String, file: String = #fileID, line: Int = #line) -> Self {
+    package static func launchFailed(subject: LifeCycleSubject, reason: String, file: String = #fileID, line: Int = #line) -> Self {
         Self(.launchFailed, "\(subject): launch failed in willFinishLaunching: \(reason)", subject: subject, file: file, line: line)
     }
 
@@ -135,7 +135,7 @@ public struct LifeCycleError: Error, Sendable, Hashable, CustomStringConvertible
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     /// - Returns: the error.
-    public static func applicationTerminated(file: String = #fileID, line: Int = #line) -> Self {
+    package static func applicationTerminated(file: String = #fileID, line: Int = #line) -> Self {
         Self(.applicationTerminated, "the application has terminated", subject: .application, file: file, line: line)
     }
 
@@ -146,7 +146,7 @@ public struct LifeCycleError: Error, Sendable, Hashable, CustomStringConvertible
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     /// - Returns: the error.
-    public static func reentrantTransition(subject: LifeCycleSubject, file: String = #fileID, line: Int = #line) -> Self {
+    package static func reentrantTransition(subject: LifeCycleSubject, file: String = #fileID, line: Int = #line) -> Self {
         Self(
             .reentrantTransition, "\(subject): a callback asked for a transition of its own subject; it would wait for itself",
             subject: subject, file: file, line: line)
@@ -159,7 +159,7 @@ public struct LifeCycleError: Error, Sendable, Hashable, CustomStringConvertible
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
     /// - Returns: the error.
-    public static func unknownUnit(_ id: LifeCycleUnit.ID, file: String = #fileID, line: Int = #line) -> Self {
+    package static func unknownUnit(_ id: LifeCycleUnit.ID, file: String = #fileID, line: Int = #line) -> Self {
         Self(.unknownUnit, "no unit \(id)", subject: .unit(id), file: file, line: line)
     }
 

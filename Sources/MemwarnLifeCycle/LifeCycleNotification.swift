@@ -44,7 +44,7 @@ public struct LifeCycleNotification: Sendable, Hashable, CustomStringConvertible
     /// - Parameters:
     ///   - subject: whose event.
     ///   - event: what happened.
-    public init(subject: LifeCycleSubject, event: Event) {
+    package init(subject: LifeCycleSubject, event: Event) {
         self.subject = subject
         self.event = event
     }

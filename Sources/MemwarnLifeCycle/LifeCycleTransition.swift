@@ -17,7 +17,7 @@
 /// | suspended | not running | none (discarded: a suspended unit runs no code, as on iOS) |
 ///
 /// The launch callbacks run in the state launched into; the other `will…` callbacks in the
-/// state being left, the `did…` ones in the state entered (``LifeCycleCallback/runsBeforeTheStateChanges``).
+/// state being left, the `did…` ones in the state entered (`runsBeforeTheStateChanges`).
 public struct LifeCycleTransition: Sendable, Hashable, CustomStringConvertible {
     /// The state left.
     public let from: LifeCycleState
@@ -50,7 +50,7 @@ public struct LifeCycleTransition: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Parameter destination: the state the whole request moves to.
     /// - Returns: the callbacks, in order; possibly none.
-    public func callbacks(onTheWayTo destination: LifeCycleState) -> [LifeCycleCallback] {
+    package func callbacks(onTheWayTo destination: LifeCycleState) -> [LifeCycleCallback] {
         from == .suspended && to == .background && destination != .background ? [] : callbacks
     }
 
@@ -60,7 +60,7 @@ public struct LifeCycleTransition: Sendable, Hashable, CustomStringConvertible {
     ///   - from: the state left.
     ///   - to: the state entered.
     /// - Returns: the transition, or `nil` when it is not legal.
-    public static func between(_ from: LifeCycleState, _ to: LifeCycleState) -> LifeCycleTransition? {
+    package static func between(_ from: LifeCycleState, _ to: LifeCycleState) -> LifeCycleTransition? {
         all.first { $0.from == from && $0.to == to }
     }
 
@@ -73,7 +73,7 @@ public struct LifeCycleTransition: Sendable, Hashable, CustomStringConvertible {
     ///   - to: the state to reach.
     /// - Returns: the states after `from`, ending with `to`; empty when `to` is `from` or
     ///   cannot be reached.
-    public static func path(from: LifeCycleState, to: LifeCycleState) -> [LifeCycleState] {
+    package static func path(from: LifeCycleState, to: LifeCycleState) -> [LifeCycleState] {
         var previous: [LifeCycleState: LifeCycleState] = [:]
         var queue = [from]
         var seen: Set = [from]

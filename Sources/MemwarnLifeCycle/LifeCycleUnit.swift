@@ -82,10 +82,10 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     public var isStateSaved: Bool { storage.withLock { $0.saved } }
 
     /// How many times it launched (relaunches included).
-    public var launchCount: Int { storage.withLock { $0.launchCount } }
+    package var launchCount: Int { storage.withLock { $0.launchCount } }
 
     /// How many times it was terminated while suspended to free memory.
-    public var discardCount: Int { storage.withLock { $0.discardCount } }
+    package var discardCount: Int { storage.withLock { $0.discardCount } }
 
     /// The delegate of the current launch (`nil` while not running).
     public var delegate: (any LifeCycleDelegate<LifeCycleUnit>)? { storage.withLock { $0.delegate } }

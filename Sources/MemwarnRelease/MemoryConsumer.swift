@@ -4,8 +4,12 @@
 /// themselves; register your own with ``ReleaseCoordinator/register(_:)``. The coordinator
 /// holds consumers weakly: one that is deallocated leaves the registry by itself.
 ///
-/// Implementations are called from the coordinator's caller (the monitor's thread for
-/// automatic releases) and must be thread-safe. The article "Writing your own consumer", in the
+/// Implementations are called on the thread that asks the coordinator for a release: for
+/// automatic releases, the monitor's release thread (`memwarn-release`), never the thread that
+/// reads the kernel's events; for `memwarn trigger` and a node agent's asks, the control
+/// endpoint's thread (`memwarn-control`); otherwise whichever thread calls
+/// ``ReleaseCoordinator/release(level:targetBytes:tiers:)``. Two of these can overlap, so
+/// implementations must be thread-safe. The article "Writing your own consumer", in the
 /// `Memwarn` module's documentation, says which tier a consumer belongs in, what its figures
 /// count and what a release must do.
 public protocol MemoryConsumer: AnyObject, Sendable {

@@ -43,7 +43,7 @@ public struct MemoryExhaustion: Sendable, Hashable {
         ///   - consumer: the consumer's name.
         ///   - tier: its tier.
         ///   - bytes: what it holds.
-        public init(consumer: String, tier: ReleaseTier, bytes: Int) {
+        package init(consumer: String, tier: ReleaseTier, bytes: Int) {
             self.consumer = consumer
             self.tier = tier
             self.bytes = bytes
@@ -69,7 +69,7 @@ public struct MemoryExhaustion: Sendable, Hashable {
     ///   - capacityBytes: the effective limit, or the machine's memory.
     ///   - growthBytesPerSecond: the measured growth in bytes a second.
     ///   - time: when the state changed, since the Unix epoch.
-    public init(
+    package init(
         isExhausted: Bool, floorBytes: UInt64, releasableBytes: Int, heldInUseBytes: Int, usageBytes: UInt64,
         capacityBytes: UInt64?, growthBytesPerSecond: Double, time: Duration
     ) {

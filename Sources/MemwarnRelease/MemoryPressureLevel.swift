@@ -38,40 +38,43 @@ public struct PressureSignal: Sendable, Hashable, CustomStringConvertible {
     public static let initial = PressureSignal("initial", eventDriven: false)
     /// The first reading at a policy applied while the monitor runs
     /// (`PressureMonitor.apply(policy:)`): the marks moved.
-    public static let policyChange = PressureSignal("policy-change", eventDriven: false)
+    package static let policyChange = PressureSignal("policy-change", eventDriven: false)
     /// A cgroup v1 usage threshold (`memory.usage_in_bytes` via `cgroup.event_control`).
-    public static let usageThreshold = PressureSignal("usage-threshold", eventDriven: true)
+    package static let usageThreshold = PressureSignal("usage-threshold", eventDriven: true)
     /// A cgroup v1 `memory.pressure_level` notification.
-    public static let pressureLevel = PressureSignal("pressure-level", eventDriven: true)
+    package static let pressureLevel = PressureSignal("pressure-level", eventDriven: true)
     /// An OOM notification (v1 `memory.oom_control`) or a new `oom`/`oom_kill` count (v2).
-    public static let oom = PressureSignal("oom", eventDriven: true)
+    package static let oom = PressureSignal("oom", eventDriven: true)
     /// A change of cgroup v2 `memory.events`.
-    public static let memoryEvents = PressureSignal("memory-events", eventDriven: true)
+    package static let memoryEvents = PressureSignal("memory-events", eventDriven: true)
     /// A PSI trigger fired.
-    public static let psiTrigger = PressureSignal("psi-trigger", eventDriven: true)
+    package static let psiTrigger = PressureSignal("psi-trigger", eventDriven: true)
     /// systemd's `MEMORY_PRESSURE_WATCH` fired.
-    public static let systemd = PressureSignal("systemd-memory-pressure", eventDriven: true)
+    package static let systemd = PressureSignal("systemd-memory-pressure", eventDriven: true)
     /// A periodic reading: where usage is sampled, the full reading taken once every
     /// `PressurePolicy.pollInterval` (every reading when adaptive sampling is off); also PSI's
     /// sampling fallback where a trigger was refused.
-    public static let poll = PressureSignal("poll", eventDriven: false)
+    package static let poll = PressureSignal("poll", eventDriven: false)
     /// Adaptive sampling found usage across a mark (or one of the usage thresholds every 5 % of
     /// the limit from half of it up): where the kernel sends no usage events (cgroup v2, a cgroup
     /// v1 monitor not run as root, no limit), and on cgroup v1 inside a guard band below a mark,
     /// for a crossing the kernel did not report.
-    public static let usageSample = PressureSignal("usage-sample", eventDriven: false)
-    /// A re-check while the level is raised, to find the way down after the hold time.
-    public static let recheck = PressureSignal("recheck", eventDriven: false)
+    package static let usageSample = PressureSignal("usage-sample", eventDriven: false)
+    /// A re-check: a reading the monitor asks for itself, with no kernel signal behind it, to
+    /// read usage again. While the level is raised, every `PressurePolicy.recheckInterval`, to
+    /// find the way down after the hold time; and after a release, when the reading that reached
+    /// the release thread was read before that release ended (its usage is from before it).
+    package static let recheck = PressureSignal("recheck", eventDriven: false)
     /// The growth forecast: usage, growing as measured, would reach the critical mark within
     /// `PressurePolicy.forecastHorizon`. Raises `.warning` before the warning mark is crossed.
     public static let forecast = PressureSignal("forecast", eventDriven: false)
     /// A node agent (`memwarn agent`) began coordinating an ancestor's limit, or its lease ran
     /// out: the monitor reads again with that limit left out, or counted again.
-    public static let agentLease = PressureSignal("agent-lease", eventDriven: false)
+    package static let agentLease = PressureSignal("agent-lease", eventDriven: false)
     /// A memory limit of the cgroup or of an ancestor was written (`memory.limit_in_bytes`,
     /// `memory.max`, `memory.high`, watched with inotify): the monitor reads again, and the
     /// marks — and on cgroup v1 as root, the usage thresholds — follow the new limit.
-    public static let limitChange = PressureSignal("limit-change", eventDriven: true)
+    package static let limitChange = PressureSignal("limit-change", eventDriven: true)
     /// A request from the application or the CLI.
     public static let request = PressureSignal("request", eventDriven: false)
 

@@ -107,7 +107,7 @@ public final class ReleaseCoordinator: Sendable {
     /// - Returns: the report, consumer by consumer in the order asked.
     /// - Complexity: O(c log c) for c consumers, plus what the consumers do.
     @discardableResult
-    public func release(level: MemoryPressureLevel, target: ReleaseTarget, tiers: Set<ReleaseTier> = Set(ReleaseTier.all)) -> ReleaseReport {
+    package func release(level: MemoryPressureLevel, target: ReleaseTarget, tiers: Set<ReleaseTier> = Set(ReleaseTier.all)) -> ReleaseReport {
         let start = ContinuousClock.now
         var entries: [ReleaseReport.Entry] = []
         var remaining = target.bytes
@@ -144,7 +144,7 @@ public final class ReleaseCoordinator: Sendable {
     }
 
     /// What this coordinator has released since it was made.
-    public var totals: ReleaseTotals { state.withLock { $0.totals } }
+    package var totals: ReleaseTotals { state.withLock { $0.totals } }
 
     /// Calls `observer` with every report (on the releasing thread).
     ///

@@ -35,7 +35,7 @@ public struct ReleaseReport: Sendable, Hashable {
         ///   - bytesFreed: what it said it freed.
         ///   - duration: how long it took.
         ///   - bytesInUse: what it still held in use (0 when it gave all it was asked for).
-        public init(
+        package init(
             consumer: String, tier: ReleaseTier, bytesBefore: Int, bytesAfter: Int, bytesFreed: Int, duration: Duration, bytesInUse: Int = 0
         ) {
             self.consumer = consumer
@@ -52,13 +52,13 @@ public struct ReleaseReport: Sendable, Hashable {
     public var level: MemoryPressureLevel
     /// The bytes wanted: enough to bring usage back below the recovery mark (just under the
     /// warning mark for a monitor's release while its level stays at `warning`), less headroom
-    /// for growth (``ReleaseTarget``).
+    /// for growth (`ReleaseTarget`).
     public var targetBytes: Int
     /// The part of ``targetBytes`` that is headroom for the growth expected before the next
     /// release can act (0 for a release on request).
-    public var headroomBytes: Int = 0
+    package var headroomBytes: Int = 0
     /// The growth rate the headroom was sized with, in bytes a second.
-    public var growthBytesPerSecond: Double = 0
+    package var growthBytesPerSecond: Double = 0
     /// The consumers asked, in order.
     public var entries: [Entry]
     /// The bytes freed in all: the entries' ``Entry/bytesFreed`` summed, held at `Int.max` (and
@@ -82,7 +82,7 @@ public struct ReleaseReport: Sendable, Hashable {
     ///   - entries: the consumers asked, in order.
     ///   - trimmedHeap: whether freed heap was returned to the kernel.
     ///   - duration: the whole release's duration.
-    public init(
+    package init(
         level: MemoryPressureLevel, targetBytes: Int, headroomBytes: Int = 0, growthBytesPerSecond: Double = 0, entries: [Entry], trimmedHeap: Bool,
         duration: Duration
     ) {

@@ -10,20 +10,20 @@
 /// monitor's release while its level stays raised at `warning` (usage back at the warning mark,
 /// no rise) aims just under the warning mark instead of the recovery mark (the article "Keeping
 /// up with growth" has the formula).
-public struct ReleaseTarget: Sendable, Hashable {
+package struct ReleaseTarget: Sendable, Hashable {
     /// The bytes wanted.
-    public var bytes: Int
+    package var bytes: Int
     /// The part of ``bytes`` that is headroom for growth.
-    public var headroomBytes: Int
+    package var headroomBytes: Int
     /// The growth rate the headroom was sized with, in bytes a second.
-    public var growthBytesPerSecond: Double
+    package var growthBytesPerSecond: Double
     /// The time the headroom covers.
-    public var leadTime: Duration
+    package var leadTime: Duration
 
     /// A target of exactly `bytes`, with no headroom.
     ///
     /// - Parameter bytes: the bytes wanted.
-    public init(bytes: Int) {
+    package init(bytes: Int) {
         self.init(bytes: bytes, headroomBytes: 0, growthBytesPerSecond: 0, leadTime: .zero)
     }
 
@@ -34,7 +34,7 @@ public struct ReleaseTarget: Sendable, Hashable {
     ///   - headroomBytes: the part of `bytes` that is headroom for growth.
     ///   - growthBytesPerSecond: the growth rate the headroom was sized with.
     ///   - leadTime: the time the headroom covers.
-    public init(bytes: Int, headroomBytes: Int, growthBytesPerSecond: Double, leadTime: Duration) {
+    package init(bytes: Int, headroomBytes: Int, growthBytesPerSecond: Double, leadTime: Duration) {
         self.bytes = bytes
         self.headroomBytes = headroomBytes
         self.growthBytesPerSecond = growthBytesPerSecond

@@ -10,7 +10,7 @@
 /// 5. ``suspendedUnits``: terminating suspended units (`.critical` only; the life-cycle layer)
 public struct ReleaseTier: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The position in the order (lower goes first).
-    public let rank: Int
+    package let rank: Int
     /// The tier's name, as reports print it.
     public let name: String
     /// The most severe level needed before this tier is asked.

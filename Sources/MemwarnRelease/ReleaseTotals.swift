@@ -6,25 +6,25 @@ import MemwarnSystem
 /// The consumers are counted by name, at most ``maximumConsumerNames`` of them: consumers
 /// named later are summed under ``otherConsumers``, so names made from request data cannot
 /// grow it without bound.
-public struct ReleaseTotals: Sendable, Hashable {
+package struct ReleaseTotals: Sendable, Hashable {
     /// The most consumer names counted one by one.
-    public static let maximumConsumerNames = 64
+    package static let maximumConsumerNames = 64
     /// The name the bytes of consumers past ``maximumConsumerNames`` are counted under.
-    public static let otherConsumers = "(other consumers)"
+    package static let otherConsumers = "(other consumers)"
 
     /// Releases made at a level above normal: each automatic release, and each one asked for at
     /// `warning` or `critical` (a release at `normal` frees nothing and is not counted).
-    public var releases = 0
+    package var releases = 0
     /// Bytes freed, by tier name (`discarded`, `caches`, `media`, `shared-resources`, `suspended-units`).
-    public var freedBytesByTier: [String: Int] = [:]
+    package var freedBytesByTier: [String: Int] = [:]
     /// Bytes freed, by consumer name.
-    public var freedBytesByConsumer: [String: Int] = [:]
+    package var freedBytesByConsumer: [String: Int] = [:]
     /// Seconds spent in those releases (each release's ``ReleaseReport/duration``, trimming
     /// included): what survival cost the service's threads.
-    public var seconds = 0.0
+    package var seconds = 0.0
 
     /// No release yet.
-    public init() {}
+    package init() {}
 
     /// Adds one release's report.
     ///

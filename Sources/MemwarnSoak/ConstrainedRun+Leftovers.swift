@@ -54,7 +54,7 @@ extension ConstrainedRun {
     /// Takes the lock that tells later runs and `memwarn status` that the run cgroup (or the
     /// leaf) at `location` is in use (``claimIfAbandoned(_:owner:)``).
     ///
-    /// - Throws: ``CgroupError`` when the directory cannot be opened or locked.
+    /// - Throws: `CgroupError` when the directory cannot be opened or locked.
     static func claim(_ location: CgroupLocation) throws(CgroupError) -> DirectoryLock {
         do {
             return try DirectoryLock(holding: location.directory)

@@ -98,7 +98,7 @@ package final class ConstrainedRun: Sendable {
 
     /// Makes the cgroup and starts the command in it.
     ///
-    /// - Throws: ``StartError`` (no command, not found), or ``CgroupError`` (no memory
+    /// - Throws: ``StartError`` (no command, not found), or `CgroupError` (no memory
     ///   controller, no permission to create cgroups — the message says how to get one).
     package init(_ options: Options, logger: Logger) throws {
         guard let name = options.command.first else { throw StartError(.noCommand, description: "no command to run") }

@@ -20,7 +20,7 @@ final class HelperCgroup: Sendable {
     /// Makes one beside `run`'s cgroup, exclusively: a cgroup that has the name already is never
     /// adopted (the next number is tried).
     ///
-    /// - Throws: ``CgroupError`` when it cannot be made or locked.
+    /// - Throws: `CgroupError` when it cannot be made or locked.
     init(beside run: ConstrainedRun) throws(CgroupError) {
         let parent = run.cgroup.location.parent ?? run.cgroup.location
         while true {

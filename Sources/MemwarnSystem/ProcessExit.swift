@@ -3,22 +3,22 @@ import Glibc
 #endif
 
 /// How a child process ended (public: `memwarn run`'s and the soak's reports carry it).
-public struct ProcessExit: Sendable, Hashable, Codable {
+package struct ProcessExit: Sendable, Hashable, Codable {
     /// Its exit status, when it exited.
-    public var status: Int32?
+    package var status: Int32?
     /// The signal that killed it, when one did.
-    public var signal: Int32?
+    package var signal: Int32?
 
     /// - Parameters:
     ///   - status: its exit status, when it exited.
     ///   - signal: the signal that killed it, when one did.
-    public init(status: Int32? = nil, signal: Int32? = nil) {
+    package init(status: Int32? = nil, signal: Int32? = nil) {
         self.status = status
         self.signal = signal
     }
 
     /// The shell's convention: the status, or 128 + the signal.
-    public var code: Int32 { signal.map { 128 + $0 } ?? status ?? 0 }
+    package var code: Int32 { signal.map { 128 + $0 } ?? status ?? 0 }
 
     /// Waits for the child `pid` to end (`waitpid`, retried on `EINTR`).
     ///

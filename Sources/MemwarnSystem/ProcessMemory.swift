@@ -9,14 +9,14 @@ import Glibc
 /// The two differ by what the allocator keeps: freed blocks it has not returned to the kernel
 /// count as resident but not as in use. `memwarn soak` compares them to tell memory the allocator
 /// retains from memory the program still holds.
-public struct ProcessMemory: Sendable, Hashable {
+package struct ProcessMemory: Sendable, Hashable {
     /// Resident memory (`/proc/self/statm`'s second field, in pages).
-    public var residentBytes: UInt64
+    package var residentBytes: UInt64
     /// Heap blocks in use: malloc's allocated chunks in every arena plus its mmapped chunks
     /// (`mallinfo2`'s `uordblks + hblkhd`; `mallinfo` before glibc 2.33), or `nil` when glibc's
     /// malloc is not the process's allocator (jemalloc, tcmalloc or a sanitizer's, which leave
     /// glibc's counts at 0).
-    public var heapInUseBytes: UInt64?
+    package var heapInUseBytes: UInt64?
 
     /// Reads both now; `nil` when `/proc/self/statm` cannot be read.
     ///
@@ -24,7 +24,7 @@ public struct ProcessMemory: Sendable, Hashable {
     /// - Complexity: a read of one small file, and a walk of malloc's arenas and their free lists
     ///   (each arena locked meanwhile): call it now and then (the control endpoint's `status`),
     ///   not on a hot path.
-    public static func current() -> ProcessMemory? {
+    package static func current() -> ProcessMemory? {
         guard let text = statm(), let field = text.split(separator: " ").dropFirst().first, let pages = UInt64(field) else { return nil }
         let heap = memwarn_heap_in_use_bytes()
         return ProcessMemory(residentBytes: pages * UInt64(VirtualMemory.pageSize), heapInUseBytes: heap == 0 ? nil : heap)
@@ -43,7 +43,7 @@ public struct ProcessMemory: Sendable, Hashable {
     /// - Parameters:
     ///   - residentBytes: resident memory.
     ///   - heapInUseBytes: heap blocks in use.
-    public init(residentBytes: UInt64, heapInUseBytes: UInt64?) {
+    package init(residentBytes: UInt64, heapInUseBytes: UInt64?) {
         self.residentBytes = residentBytes
         self.heapInUseBytes = heapInUseBytes
     }

@@ -30,7 +30,7 @@ package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
     /// would have blocked (`EINTR`, `EAGAIN`).
     package var isTransient: Bool { Self.transientErrnos.contains(errno) }
 
-    /// The `errno` values of ``isTransient``.
+    /// The `errno` values of `isTransient`.
     package static let transientErrnos: Set<Int32> = [EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN]
 
     package var description: String {

@@ -6,8 +6,10 @@ import Glibc
 /// its loop's thread, a threshold a registrar hands to the loop, an agent given to its thread.
 ///
 /// Every read of ``value`` checks that it is on the value's thread — the loop's, for a value
-/// confined to an ``EventLoop``; else the first thread that read it — and stops a debug build
-/// otherwise: the `@unchecked Sendable` is a checked promise, not a comment. The hand-over itself
+/// confined to an ``EventLoop``; else the first thread that read it — and stops the program
+/// otherwise, in release builds too: the `@unchecked Sendable` is a checked promise, not a
+/// comment. The check is a `pthread_equal` (and, for a value confined to its first reader, a
+/// lock), on reads that come a few at a time per kernel event or agent round. The hand-over itself
 /// (a thread's start, the loop's locked inbox) orders the value's making before its reads.
 package final class ThreadConfined<Value>: @unchecked Sendable {
     // @unchecked: `confined` is read only on its thread, which `loop` or `owner` checks.
@@ -29,7 +31,7 @@ package final class ThreadConfined<Value>: @unchecked Sendable {
 
     /// The value, on its thread.
     package var value: Value {
-        assert(isOnItsThread(), "ThreadConfined: \(Value.self) read off its thread")
+        precondition(isOnItsThread(), "ThreadConfined: \(Value.self) read off its thread")
         return confined
     }
 

@@ -1,5 +1,5 @@
 package import Logging
-package import MemwarnMonitor
+@_spi(Diagnostics) package import MemwarnMonitor
 import MemwarnTestKit
 
 /// The logger every test suite logs to.
@@ -19,15 +19,6 @@ package func withRunningMonitor<T: Sendable>(_ monitor: PressureMonitor, _ body:
         running.cancel()
         _ = await running.result
         throw error
-    }
-}
-
-/// Waits, looking every 5 ms, until `condition` holds.
-package func waitUntil(within limit: Duration = .seconds(5), _ what: String = "the condition", _ condition: () throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + limit
-    while try !condition() {
-        guard ContinuousClock.now < deadline else { throw ChildProcessError("\(what) within \(limit)") }
-        try await Task.sleep(for: .milliseconds(5))
     }
 }
 

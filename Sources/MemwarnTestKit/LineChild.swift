@@ -1,4 +1,4 @@
-public import MemwarnSystem
+package import MemwarnSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -211,7 +211,10 @@ public final class LineChild: Sendable {
     }
 
     /// How it ended, if it has.
-    public var exitIfEnded: ProcessExit? { child.exitIfEnded }
+    package var exitIfEnded: ProcessExit? { child.exitIfEnded }
+
+    /// Whether it has ended.
+    public var hasEnded: Bool { child.exitIfEnded != nil }
 
     /// Kills it (SIGKILL) if it still runs.
     public func killIfRunning() {

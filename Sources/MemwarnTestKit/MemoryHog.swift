@@ -74,7 +74,7 @@ public final class MemoryHog: Sendable {
         Self.started.withLock { [child] in $0[child.pid] = child }
         _ = try Self.held(try Self.ask(child, 0, timeout: .seconds(60)), from: child)
         do {
-            baselineBytes = try cgroup.map { (cgroup) throws(CgroupError) in Int(try cgroup.usage()) } ?? 0
+            baselineBytes = try cgroup.map { (cgroup) throws in Int(try cgroup.usage()) } ?? 0
         } catch {
             throw ChildProcessError("the usage of \(cgroup?.location.directory ?? "?") could not be read: \(error)")
         }

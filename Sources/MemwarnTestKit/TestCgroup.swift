@@ -22,8 +22,8 @@ public final class TestCgroup: Sendable {
 
     /// Creates a child of this process's own memory cgroup with `memory.limit_in_bytes = limit`.
     ///
-    /// - Throws: ``CgroupError`` when there is no v1 memory hierarchy or creation fails.
-    public init(limit: UInt64, prefix: String = "memwarn-test") throws(CgroupError) {
+    /// - Throws: `CgroupError` when there is no v1 memory hierarchy or creation fails.
+    public init(limit: UInt64, prefix: String = "memwarn-test") throws {
         let layout = try CgroupDiscovery().layout()
         guard let own = layout.memory, own.version == .v1 else {
             throw CgroupError(.noMemoryController, "test cgroups need a cgroup v1 memory hierarchy (mode \(layout.mode.rawValue))")
@@ -37,8 +37,8 @@ public final class TestCgroup: Sendable {
     /// Makes the cgroup at `location` with `mkdir` and writes `settings` (file, value) in order,
     /// such as `memory.max`.
     ///
-    /// - Throws: ``CgroupError`` from `mkdir` or a write; nothing is left behind then.
-    public init(at location: CgroupLocation, settings: [(file: String, value: String)] = []) throws(CgroupError) {
+    /// - Throws: `CgroupError` from `mkdir` or a write; nothing is left behind then.
+    public init(at location: CgroupLocation, settings: [(file: String, value: String)] = []) throws {
         guard mkdir(location.directory, 0o755) == 0 else { throw KernelFiles.openError(errno, location.directory, writing: true) }
         self.location = location
         libcgroup = nil
@@ -53,35 +53,35 @@ public final class TestCgroup: Sendable {
 
     /// Makes a child made as ``init(at:settings:)``, with the memory controller enabled for it
     /// (`+memory` in this cgroup's `cgroup.subtree_control` first, on cgroup v2).
-    public func child(_ name: String, settings: [(file: String, value: String)] = []) throws(CgroupError) -> TestCgroup {
+    public func child(_ name: String, settings: [(file: String, value: String)] = []) throws -> TestCgroup {
         if location.version == .v2 { try set("cgroup.subtree_control", to: "+memory") }
         return try TestCgroup(at: location.child(name), settings: settings)
     }
 
     /// Moves a process into the cgroup (it must be one the caller started).
-    public func add(pid: Int32) throws(CgroupError) {
+    public func add(pid: Int32) throws {
         if let libcgroup { try libcgroup.add(pid: pid) } else { try set("cgroup.procs", to: String(pid)) }
     }
 
     /// The processes in the cgroup.
-    public func processes() throws(CgroupError) -> [Int32] {
+    public func processes() throws -> [Int32] {
         if let libcgroup { return try libcgroup.processes() }
         return try read("cgroup.procs").split(separator: "\n").compactMap { Int32($0) }
     }
 
     /// CgroupKit's reader for its memory files.
-    public var reader: CgroupMemoryReader { CgroupMemoryReader(location: location) }
+    package var reader: CgroupMemoryReader { CgroupMemoryReader(location: location) }
 
     /// Current usage, as the kernel reports it.
-    public func usage() throws(CgroupError) -> UInt64 { try reader.usage() }
+    public func usage() throws -> UInt64 { try reader.usage() }
 
     /// Writes one of its files, such as `memory.max`.
-    public func set(_ file: String, to value: String) throws(CgroupError) {
+    public func set(_ file: String, to value: String) throws {
         try KernelFiles.host.write(value, to: location.file(file))
     }
 
     /// Reads one of its files as the kernel wrote it.
-    public func read(_ file: String) throws(CgroupError) -> String {
+    public func read(_ file: String) throws -> String {
         try KernelFiles.host.read(location.file(file))
     }
 
@@ -90,7 +90,7 @@ public final class TestCgroup: Sendable {
 
     /// Removes the cgroup; retries while the kernel still holds it busy. One made with `mkdir`
     /// on cgroup v2 is removed with its descendants, after `cgroup.kill` ended what ran in them.
-    public func remove() throws(CgroupError) {
+    public func remove() throws {
         if let libcgroup { return try libcgroup.remove() }
         if exists && location.version == .v2 { _ = try? set("cgroup.kill", to: "1") }
         try Self.removeTree(location)

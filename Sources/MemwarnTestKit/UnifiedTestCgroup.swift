@@ -12,7 +12,7 @@ public final class UnifiedTestCgroup: Sendable {
     public let location: CgroupLocation
 
     /// Creates the cgroup.
-    public init(prefix: String = "memwarn-test") throws(CgroupError) {
+    public init(prefix: String = "memwarn-test") throws {
         let discovery = CgroupDiscovery()
         guard let mount = try discovery.mounts().first(where: { $0.fileSystemType == "cgroup2" }) else {
             throw CgroupError(.unsupported, "no cgroup2 hierarchy is mounted")
@@ -25,7 +25,7 @@ public final class UnifiedTestCgroup: Sendable {
     }
 
     /// Removes the cgroup (it must hold no process).
-    public func remove() throws(CgroupError) {
+    public func remove() throws {
         guard rmdir(location.directory) == 0 || errno == ENOENT else {
             throw KernelFiles.openError(errno, location.directory, writing: true)
         }

@@ -2,7 +2,7 @@ import CgroupKit
 import MemwarnMonitor
 import MemwarnTestKit
 
-/// `MemoryAdmission` on cgroup v2 (issue 28, item 17): the headroom below the critical mark of
+/// `MemoryAdmission` on cgroup v2: the headroom below the critical mark of
 /// `memory.max` 64 MiB, with `memory.current` read afresh — half of it reserved, the rest
 /// refused beside it, and a hog's growth seen at the next decision, not at the next reading.
 enum AdmissionScenario {

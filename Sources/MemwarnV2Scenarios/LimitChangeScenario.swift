@@ -1,6 +1,7 @@
+@_spi(Diagnostics) import MemwarnMonitor
 import MemwarnTestKit
 
-/// A limit lowered at run time (issue 28, item 3), on cgroup v2: `memory.max` cut from 1 GiB to
+/// A limit lowered at run time, on cgroup v2: `memory.max` cut from 1 GiB to
 /// 100 MiB under 85 MiB of usage, as `systemctl set-property` or an in-place pod resize writes
 /// it. Polling is pushed out to 60 s and usage sits far below every mark of the old limit, so
 /// only the write itself — inotify on `memory.max` — can wake the monitor in time: the warning

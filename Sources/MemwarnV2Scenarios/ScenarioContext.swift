@@ -36,7 +36,7 @@ final class ScenarioContext: Sendable {
     /// Makes a cgroup below the cgroup2 root, named after the scenario, removed at its end.
     ///
     /// - Parameter memoryMax: its `memory.max` in bytes, or `nil` to leave it at `max`.
-    func makeCgroup(memoryMax: Int? = nil) throws(CgroupError) -> TestCgroup {
+    func makeCgroup(memoryMax: Int? = nil) throws -> TestCgroup {
         let limit = memoryMax.map { [(file: "memory.max", value: String($0))] } ?? []
         let cgroup = try TestCgroup(at: Self.cgroupRoot.child("v2s-\(scenarioName)"), settings: limit)
         cgroups.withLock { $0.append(cgroup) }

@@ -17,7 +17,7 @@ import MemwarnTestKit
 ///    the recovery mark). Which services a round reaches is not asserted: on a quiet machine the
 ///    largest's release is enough and `small` is never asked, but when each ask takes hundreds
 ///    of milliseconds (emulation under load) and the parent's growth keeps pace, the agent rightly
-///    goes on down the order (issue 36, item 13). Which were asked, and at which rank, is noted.
+///    goes on down the order. Which were asked, and at which rank, is noted.
 /// 2. The counterfactual, in a fresh parent: no agent, and each service sees only its own limit
 ///    (`MEMWARN_ANCESTOR_LIMITS=ignore`): the kernel kills at least one.
 enum SharedLimitScenario {

@@ -6,8 +6,8 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 36, item 11: an error made by a factory named the factory's own line, so every
-/// `open` failure pointed at the same line of KernelFiles.swift. It names its caller's.
+/// An error made by a factory recorded the factory's own line, so every `open` failure
+/// pointed at the same line of KernelFiles.swift. It now records its caller's line.
 @Suite struct ErrorLocationTests {
     @Test func anOpenErrorNamesTheLineThatMadeIt() {
         let line = #line + 1

@@ -2,7 +2,7 @@ import MemwarnAgent
 import MemwarnTestKit
 import Testing
 
-/// Issue 38, item 4: the agent's families are the article's `memwarn_agent_` rows, no more and
+/// The agent's families are the article's `memwarn_agent_` rows, no more and
 /// no fewer, each with help text.
 struct AgentMetricFamiliesTests {
     @Test func theAgentsFamiliesAreTheArticlesAgentRows() throws {

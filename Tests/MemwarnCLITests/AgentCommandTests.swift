@@ -90,7 +90,7 @@ struct AgentCommandTests {
         #expect(metrics.contains("# TYPE memwarn_agent_asks_total counter"), "\(metrics)")
         #expect(metrics.contains(#"memwarn_agent_asks_total{cgroup=""#), "\(metrics)")
         #expect(metrics.contains("memwarn_agent_services 1.0"), "\(metrics)")
-        // Issue 38, item 4: every family explains itself, in the file and in the article.
+        // Every family explains itself, in the file and in the article.
         let lines = metrics.split(separator: "\n")
         let families = lines.filter { $0.hasPrefix("# TYPE ") }.map { String($0.split(separator: " ")[2]) }
         let helped = Set(lines.filter { $0.hasPrefix("# HELP ") }.map { String($0.split(separator: " ")[2]) })
@@ -100,7 +100,7 @@ struct AgentCommandTests {
         #expect(families.filter { !article.contains("| `\($0)` |") }.isEmpty, "families with no row in MetricsReference.md: \(families)")
     }
 
-    /// Issue 36, item 7: `--ask-timeout` read "(default 2s). (default: 2s)": the parser adds the
+    /// `--ask-timeout` read "(default 2s). (default: 2s)": the parser adds the
     /// declared default itself. No option of any command says its default twice.
     @Test(arguments: ["status", "watch", "run", "trigger", "soak", "agent"])
     func noOptionsHelpSaysItsDefaultTwice(command: String) throws {
@@ -114,7 +114,7 @@ struct AgentCommandTests {
         }
     }
 
-    /// Issue 36, item 7: the agent's `time` was epoch seconds where `watch` writes ISO 8601.
+    /// The agent's `time` is ISO 8601, as `watch` writes it; it was epoch seconds.
     @Test func everyJSONLineOfTheAgentCarriesAnISO8601Time() async throws {
         let directory = try Self.privateDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -132,7 +132,7 @@ struct AgentCommandTests {
         }
     }
 
-    /// Issue 36, item 3: `FILE.tmp` was opened following links, so whoever may write the
+    /// `FILE.tmp` was opened following links, so whoever may write the
     /// textfile directory could point it at a file of root's and have the agent truncate it.
     @Test func aLinkPlantedAtTheMetricsFilesTemporaryNameIsNotWrittenThrough() async throws {
         let directory = try Self.privateDirectory()

@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 extension RunCommandTests {
-    /// `memwarn agent` against what its search path may hold (issue 36): sockets whose listener
+    /// `memwarn agent` against what its search path may hold: sockets whose listener
     /// never accepts or never answers, directories others may write or reached through a link,
     /// a one-second lease, a service that goes away. Real sockets, real cgroups, the real binary.
     @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)

@@ -3,7 +3,7 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-/// Issue 13's CLI items that need no cgroup: `--version`, the exit status in every `--help`,
+/// CLI details that need no cgroup: `--version`, the exit status in every `--help`,
 /// and sizes for `memwarn-hog`.
 @Suite
 struct CLIPolishTests {
@@ -54,7 +54,7 @@ struct CLIPolishTests {
     }
 
     @Test(arguments: [
-        // Issue 28 item 10: 1e16 trapped (exit 132) and 1e-9 rounded to 0 ("did not survive").
+        // 1e16 used to trap (exit 132), and 1e-9 was rounded to 0 ("did not survive").
         ("1e16", "out of range: a soak runs from 1s to 24h"), ("1e-9", "out of range"), ("0s", "out of range"),
         ("86401", "out of range"), ("soon", "is not a duration"),
     ])
@@ -66,12 +66,12 @@ struct CLIPolishTests {
 
     @Test(arguments: [["run", "--memory-max", "0", "--", "true"], ["soak", "--memory-max", "0"]])
     func aZeroLimitSaysWhatIsWrongWithIt(arguments: [String]) throws {
-        // Issue 28 item 12: "0" was "not a size"; it is a size, below the smallest limit.
+        // "0" was "not a size"; it is a size, below the smallest limit.
         let result = try ChildProcess.run([Self.memwarn] + arguments)
         #expect(result.status == 64 && result.standardError.contains("0 is below the smallest limit, 1M"), "\(result.standardError)")
     }
 
-    // Issue 28 item 12: a negative value was taken for an option and reported as "Missing value".
+    // A negative value was taken for an option and reported as "Missing value".
     @Test(arguments: [
         (["run", "--memory-max", "-5M", "--", "true"], "--memory-max: \"-5M\" is negative"),
         (["run", "--memory-max", "64M", "--memory-high", "-5M", "--", "true"], "--memory-high: \"-5M\" is negative"),
@@ -91,7 +91,7 @@ struct CLIPolishTests {
         #expect(result.standardError.contains(message) && !result.standardError.contains("Missing value"), "\(arguments): \(result.standardError)")
     }
 
-    /// Issue 28 item 18: the README's first screen named no set-up command, no way to put
+    /// The README's first screen named no set-up command, no way to put
     /// `memwarn` on the PATH, and no documentation build, and its manifest line named a tag that
     /// does not exist.
     @Test func theReadmesFirstScreenSaysHowToSetUpInstallAndDocumentAndItsManifestLineResolves() throws {
@@ -112,7 +112,7 @@ struct CLIPolishTests {
         }
     }
 
-    /// Issue 28 item 12: "646.6 MiB of no limit" and "the limit in 49455.2 s" without a limit.
+    /// Without a limit, `status` said "646.6 MiB of no limit" and "the limit in 49455.2 s".
     @Test(.needsUnlimitedOwnCgroup) func statusWithoutALimitSaysWhatUsageIsMeasuredAgainst() throws {
         let result = try ChildProcess.run([Self.memwarn, "status"], environment: ["MEMWARN_ANCESTOR_LIMITS=ignore"])
         #expect(result.status == 0 && result.standardOutput.contains("(no cgroup limit)"), "\(result.standardOutput)\(result.standardError)")

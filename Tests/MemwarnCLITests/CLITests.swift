@@ -91,7 +91,7 @@ struct CLITests {
         }
     }
 
-    /// Issue 36, item 12: the JSON gave the limit and the ratio, not where the marks lie.
+    /// `status --json` gives where each limit's marks lie; it gave only the limit and the ratio.
     @Test func statusJSONGivesEachLimitsMarksInBytesAndAsRatios() async throws {
         try await withTestCgroup(limit: Self.limit) { cgroup in
             let result = try ChildProcess.run([Self.memwarn, "status", "--json", "--growth-sample", "0s", "--cgroup", cgroup.location.path])

@@ -4,7 +4,7 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-/// Issue 28, item 4: in a cgroup named `app 2` (100 MiB) beside `app` (1 GiB), libcgroup's lookup
+/// In a cgroup named `app 2` (100 MiB) beside `app` (1 GiB), libcgroup's lookup
 /// stopped at the space and was preferred over memwarn's own parse of `/proc/PID/cgroup`:
 /// `status` watched `app`, and `run` made its cgroup under `app`, outside the caller's limit.
 @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)

@@ -105,7 +105,7 @@ import Testing
     /// The watch's poll reads anonymous memory on both sides of the status: a release while the
     /// service answers (here, inside the status call) is seen, and the poll gives no sample.
     @Test func thePollReadsAnonymousMemoryOnBothSidesOfTheStatus() {
-        final class Service: @unchecked Sendable {
+        final class Service {
             var anonymous: UInt64 = 100 << 20
             var cache: UInt64 = 80 << 20
         }

@@ -49,7 +49,7 @@ extension RunCommandTests {
             #expect(run.status == 137, "the old rise-only release survived: the survival test would prove nothing")
         }
 
-        /// Issue 28, item 16: half of every insert cached as `PurgeableData` that was never ended
+        /// Half of every insert cached as `PurgeableData` that was never ended
         /// (`endContentAccess()`: it starts accessed) — asked at every release, it gave back nothing,
         /// and nothing said who held the floor. The releases and the exhausted event now name it.
         @Test func contentLeftAccessedIsNamedAsInUseByTheReleasesAndTheExhaustedEvent() throws {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import MemwarnSoak
 
-/// Issue 38, item 3: a newcomer's soak blamed "releases did not keep up" where buffers held by
+/// A newcomer's soak blamed "releases did not keep up" where buffers held by
 /// running renders were the cause. With the consumers' bytes in use, the reason names them.
 struct InUseKillReasonTests {
     static let mebibyte = 1 << 20

@@ -3,7 +3,7 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-/// Issue 16, finding 2: `memwarn-demo` and `memwarn soak` wrote into predictable folders in
+/// `memwarn-demo` and `memwarn soak` wrote into predictable folders in
 /// `/tmp` that another user could prepare, through the symbolic links planted there. Now the
 /// default folders are fresh (`mkdtemp`, mode 0700), and a folder given with `--data-dir` must be
 /// this user's and writable by nobody else.
@@ -37,7 +37,7 @@ struct PrivateFilesTests {
     @Test func theSoakNeverWritesThroughAFolderPreparedUnderItsOldPredictableName() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        // The attack, as filed: plant the soak's old folder for the pid `exec` keeps, then exec it.
+        // The attack: plant the soak's old folder for the pid `exec` keeps, then exec it.
         let planted = "/tmp/memwarn-soak-$$-memwarn"
         let script = """
             mkdir -p \(planted)/media && ln -s '\(scratch.sentinel)' \(planted)/media/poster-3.ppm && echo \(planted) > '\(scratch.directory)/planted' \
@@ -53,7 +53,7 @@ struct PrivateFilesTests {
             "the planted folder was not used at all")
     }
 
-    /// Issue 37, item 5: `--samples FILE` followed a link at FILE and truncated what it named.
+    /// `--samples FILE` followed a link at FILE and truncated what it named.
     /// The file is replaced in one step now (a new file renamed over the name): a link there is
     /// replaced, never written through.
     @Test func theSoaksSamplesFileReplacesALinkAtItsNameAndNeverWritesThroughIt() async throws {

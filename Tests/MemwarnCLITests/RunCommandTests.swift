@@ -80,7 +80,7 @@ struct RunCommandTests {
             (["run", "--memory-max", "lots", "--", "/bin/true"], nil),  // not a size
             (["run", "--", "/bin/true"], nil),  // no limit
             (["run", "--memory-max", "64M", "--", "/nonexistent/command"], 127),  // not found
-            (["run", "--memory-max", "64M", "--", "/tmp"], 127),  // a directory (issue 16, finding 13: said nothing)
+            (["run", "--memory-max", "64M", "--", "/tmp"], 127),  // a directory (it used to say nothing)
             (["run", "--memory-max", "64M", "--memory-high", "128M", "--", "/bin/true"], nil),
             (["run", "--memory-max", "64M", "--memory-high", "32M", "--", "/bin/true"], 125),  // v1 has no memory.high
         ]

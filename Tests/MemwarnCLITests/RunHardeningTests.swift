@@ -9,8 +9,10 @@ import Glibc
 #endif
 
 extension RunCommandTests {
-    /// Issue 16, findings 4, 5, 11 and 12, attacked as filed. Nested in the serialized
-    /// `memwarn run` suite: these runs' cgroups must not meet its check that none is left.
+    /// `memwarn run` attacked: runs' cgroups left behind, a run in another PID namespace, a hang-up,
+    /// a closed output pipe, a cgroup squatted under a run's name, a monitor that cannot arm, too few
+    /// descriptors. Nested in the serialized `memwarn run` suite: these runs' cgroups must not meet
+    /// its check that none is left.
     @Suite(.serialized)
     struct RunHardeningTests {
         static let memwarn = ChildProcess.productsDirectory + "/memwarn"
@@ -23,14 +25,10 @@ extension RunCommandTests {
             }
         }
 
-        /// Waits (bounded) until a cgroup has no process left.
-        static func waitUntilEmpty(_ directory: String) throws -> Bool {
-            for _ in 0..<250 {
-                let procs = try String(contentsOfFile: directory + "/cgroup.procs", encoding: .utf8)
-                if procs.isEmpty { return true }
-                usleep(20_000)  // the kernel's cgroup v1 raises no event when its last process leaves: looked at again
-            }
-            return false
+        /// Whether a cgroup has no process left: waited for with `waitUntil`, since the kernel's
+        /// cgroup v1 raises no event when its last process leaves.
+        static func hasNoProcess(_ directory: String) throws -> Bool {
+            try String(contentsOfFile: directory + "/cgroup.procs", encoding: .utf8).isEmpty
         }
 
         /// Leftovers are made and cleaned in a test cgroup of this test's own: every `memwarn
@@ -42,14 +40,16 @@ extension RunCommandTests {
                 defer { Self.removeRunCgroups(in: parent) }
                 let run = try LineChild([Self.memwarn, "run", "--memory-max", "64M", "--", RunCommandTests.hog], in: parent)
                 try run.send("hold \(8 << 20)")
-                #expect(try run.nextLine().hasPrefix("held "))
+                #expect(try await run.nextLine().hasPrefix("held "))
                 let pid = run.pid
                 let name = try #require(try Self.runCgroups(in: parent).first { $0.hasPrefix("memwarn-run-\(pid)-") })
                 let leftover = parent.location.directory + "/" + name
 
                 run.signal(SIGKILL)  // the memwarn run we started: it cannot clean up
                 _ = try run.waitForExit()
-                #expect(try Self.waitUntilEmpty(leftover), "the command died with its memwarn run (PR_SET_PDEATHSIG)")
+                await #expect(throws: Never.self, "the command died with its memwarn run (PR_SET_PDEATHSIG)") {
+                    try await waitUntil(within: .seconds(5), "no process left in \(leftover)") { try Self.hasNoProcess(leftover) }
+                }
                 #expect(FileManager.default.fileExists(atPath: leftover), "left behind")
 
                 let next = try ChildProcess.run(
@@ -62,7 +62,7 @@ extension RunCommandTests {
             }
         }
 
-        /// Issue 28, item 7: a run started in a PID namespace of its own (`unshare --pid`, bwrap,
+        /// A run started in a PID namespace of its own (`unshare --pid`, bwrap,
         /// systemd's `PrivatePIDs=`) names its cgroup by its pid there. `status` outside found no
         /// process with that pid, took the run for abandoned and SIGKILLed its command (137,
         /// like an OOM kill). The run's lock on its cgroup now proves it alive in every namespace.
@@ -87,7 +87,9 @@ extension RunCommandTests {
                 // now, and removed.
                 run.signal(SIGKILL)
                 _ = try await run.exitStatus(within: .seconds(60))
-                #expect(try Self.waitUntilEmpty(parent.location.directory + "/" + name))
+                await #expect(throws: Never.self) {
+                    try await waitUntil(within: .seconds(5), "no process left in \(name)") { try Self.hasNoProcess(parent.location.directory + "/" + name) }
+                }
                 let cleaner = try await ChildProcess.runOffThePool([Self.memwarn, "status"], in: parent)
                 #expect(cleaner.status == 0, "\(cleaner.standardError)")
                 #expect(!FileManager.default.fileExists(atPath: parent.location.directory + "/" + name), "\(cleaner.standardError)")
@@ -130,7 +132,7 @@ extension RunCommandTests {
 
         @Test func aClosedOutputPipeEndsTheRunCleanly() async throws {
             let before = Set(try Self.deadRunCgroups())
-            // As filed: (memwarn run --memory-max 64M -- sleep 3 2>&1) | head -c 10
+            // A reader that stops after 10 bytes: (memwarn run --memory-max 64M -- sleep 3 2>&1) | head -c 10
             let result = try await ChildProcess.runOffThePool(["/bin/sh", "-c", "('\(Self.memwarn)' run --memory-max 64M -- sleep 3 2>&1) | head -c 10"])
             #expect(result.status == 0)
             #expect(Set(try Self.deadRunCgroups()).subtracting(before).isEmpty, "no cgroup left behind by a run killed by SIGPIPE")
@@ -160,7 +162,7 @@ extension RunCommandTests {
         @Test func aRunWhoseMonitorFailsSaysSoOnStderrAndInTheReport() throws {
             let report = RunCommandTests.temporaryFile("unmonitored.json")
             defer { try? FileManager.default.removeItem(atPath: report) }
-            // Too few descriptors for the monitor's event loop (finding 8: it said nothing): the
+            // Too few descriptors for the monitor's event loop (it used to say nothing): the
             // smallest descriptor limit the run itself starts with leaves the monitor none.
             var started: ChildProcess.Finished?
             for limit in 12...64 {
@@ -182,7 +184,7 @@ extension RunCommandTests {
             #expect((json["monitorError"] as? String)?.contains("Too many open files") == true, "\(json)")
         }
 
-        /// Finding 1, as filed: the demo under `memwarn run --memory-max 256M` with 96 descriptors,
+        /// The demo under `memwarn run --memory-max 256M` with 96 descriptors,
         /// flooded with 120 idle connections on its control socket. It keeps its monitor, answers
         /// `memwarn trigger` afterwards, and survives its soak with nothing lost.
         @Test func theDemoSurvivesAConnectionFloodUnderASmallDescriptorLimit() async throws {
@@ -230,7 +232,7 @@ extension RunCommandTests {
             }
         }
 
-        /// Finding 13: unclear errors.
+        /// Errors that were unclear now say in words what is wrong.
         @Test func errorsSayWhatIsWrongInWords() throws {
             let own = try RunCommandTests.ownCgroupDirectory()
             let cgroupPath = String(own.dropFirst(own.hasPrefix("/sys/fs/cgroup/memory") ? "/sys/fs/cgroup/memory".count : 0))
@@ -257,7 +259,7 @@ extension RunCommandTests {
             #expect(starved.standardError.hasPrefix("Error: ") && starved.standardError.contains("Too many open files"), "\(starved.standardError)")
         }
 
-        /// CI's run of issue 28: `memwarn run` under `ulimit -n 10` trapped (SIGILL, no words)
+        /// Found in CI: `memwarn run` under `ulimit -n 10` trapped (SIGILL, no words)
         /// when its parent left descriptors open, since libdispatch traps when it cannot make its
         /// epoll or timer descriptors. Started with 0 to 6 descriptors inherited and every small
         /// limit, it either runs or says why in one line "Error: ...", and is never killed by a
@@ -285,7 +287,7 @@ extension RunCommandTests {
                             errorLine?.contains("Too many open files") == true,
                             "\(inherited) inherited, ulimit -n \(limit): \(result.standardError)")
                     }
-                    if limit < inUse + DispatchTimers.descriptorsNeeded {
+                    if limit < inUse + DispatchDescriptors.descriptorsNeeded {
                         #expect(
                             result.status == 125 && result.standardError.contains("too few file descriptors to start"),
                             "\(inherited) inherited, ulimit -n \(limit): \(result.status): \(result.standardError)")
@@ -299,7 +301,7 @@ extension RunCommandTests {
                 demo.status == 1 && demo.standardError.hasPrefix("memwarn-demo: too few file descriptors to start"), "\(demo.status): \(demo.standardError)")
         }
 
-        /// Issue 36, item 10: out of descriptors opening the cgroup's `cgroup.procs`, memwarn
+        /// Out of descriptors opening the cgroup's `cgroup.procs`, memwarn
         /// exited 127 ("the command could not start"), as if the command had failed. It is
         /// memwarn's own failure: 125, saying so. The limits where the open is what fails are
         /// found by trying them (the monitor's descriptors come before it).

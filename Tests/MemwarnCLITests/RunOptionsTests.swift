@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 extension RunCommandTests {
-    /// Issue 13's `memwarn run` items: `--json`, the help's hog example, the exit statuses its
+    /// `memwarn run`'s options and messages: `--json`, the help's hog example, the exit statuses its
     /// help lists, and the hint for a user who may not create cgroups. Nested in the serialized
     /// `memwarn run` suite: these runs' cgroups must not meet its check that none is left.
     @Suite(.serialized)

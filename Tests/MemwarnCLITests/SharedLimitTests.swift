@@ -155,8 +155,8 @@ extension RunCommandTests {
         // MARK: (b2) Never worse than no agent: fast growth, a busy CPU
 
         /// Three services written as the README teaches, growing at 400, 300 and 200 MiB/s to
-        /// 800, 600 and 400 MiB under a 384 MiB parent, with two busy loops beside them on this 2-core machine (issue 36: the
-        /// agent used to lose 1–3 of 6 services here, each on its own none).
+        /// 800, 600 and 400 MiB under a 384 MiB parent, with two busy loops beside them on this 2-core machine, where the
+        /// agent used to lose 1–3 of 6 services and the services on their own lost none.
         static func fastServices(_ parent: TestCgroup) -> SharedParentTrial {
             var trial = SharedParentTrial(
                 parent: parent,

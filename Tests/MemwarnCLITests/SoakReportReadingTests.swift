@@ -8,7 +8,7 @@ import Testing
 import FoundationXML
 #endif
 
-/// The soak's report, its JSON and its plot as a newcomer reads them (issue 37, items 8 and 9):
+/// The soak's report, its JSON and its plot as a newcomer reads them:
 /// what they say must be what happened, and every row must be explained in the soak article.
 @Suite struct SoakReportReadingTests {
     static let mebibyte: UInt64 = 1 << 20
@@ -36,7 +36,7 @@ import FoundationXML
         try #require(try JSONSerialization.jsonObject(with: Data(report.json().utf8)) as? [String: Any])
     }
 
-    // MARK: Item 9: the JSON
+    // MARK: The JSON
 
     @Test func withSeveralLimitsTheJSONHasNoTopLevelLimitAndTheLowestSurvivingLimitsAreExplicit() throws {
         let limits = [128 * Self.mebibyte, 192 * Self.mebibyte]
@@ -65,7 +65,7 @@ import FoundationXML
         #expect(lowest["memwarn"] as? Int == Int(limit) && lowest["baseline"] is NSNull, "\(lowest)")
     }
 
-    // MARK: Item 9: every row of the report is in the article's list
+    // MARK: Every row of the report is in the article's list
 
     /// The soak article's text.
     static func article() throws -> String {
@@ -104,7 +104,7 @@ import FoundationXML
         }
     }
 
-    // MARK: Item 9: the plot's title never cuts the command
+    // MARK: The plot's title never cuts the command
 
     /// The texts of an SVG's elements, failing on XML that does not parse.
     final class Texts: NSObject, XMLParserDelegate {
@@ -128,7 +128,7 @@ import FoundationXML
         #expect(SoakPlot.wrap("a-word-longer-than-the-line b", width: 5) == ["a-word-longer-than-the-line", "b"], "a word is never cut")
     }
 
-    // MARK: Item 8: memwarn is never credited with a survival it was not in
+    // MARK: memwarn is never credited with a survival it was not in
 
     @Test func aServiceMemwarnWasNotInIsNeverSaidToHaveSurvivedWithMemwarn() throws {
         let limit = 64 * Self.mebibyte

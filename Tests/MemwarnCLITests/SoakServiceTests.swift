@@ -66,7 +66,7 @@ extension RunCommandTests {
             #expect((memwarn["releases"] as? Int ?? 0) > 0, "the service's own releases were read: \(memwarn)")
             #expect(((memwarn["releasedBytesByTier"] as? [String: Int])?["caches"] ?? 0) > 0)
             #expect(((memwarn["releasedBytesByConsumer"] as? [String: Int])?["entries"] ?? 0) > 0, "by consumer: the probe's cache is named entries")
-            // What survival cost, from the service's own counters (issue 37, item 7): the probe
+            // What survival cost, from the service's own counters: the probe
             // inserts 20 MiB/s and releases what passes the warning mark, so it releases about as
             // fast as it inserts once the cache is full; each release takes its own time.
             let cost = try #require(memwarn["cost"] as? [String: Any], "\(memwarn)")
@@ -156,7 +156,7 @@ extension RunCommandTests {
             if reason == "command not found" {
                 #expect(result.output.isEmpty, "nothing ran: nothing to report")
             } else {
-                // Found once the service had started: the report of what ran, with the reason (issue 37, item 2).
+                // Found once the service had started: the report of what ran, with the reason.
                 #expect(result.output.hasPrefix("memwarn soak: "), "\(arguments): \(result.output)")
                 #expect(result.output.contains("NOT CARRIED OUT: ") && result.output.contains(reason), "\(result.output)")
             }
@@ -224,7 +224,7 @@ extension RunCommandTests {
         }
 
         @Test func sigtermDuringTheDemoSoakRemovesItsDataFolderAndCgroup() async throws {
-            // The demo is started through a script that interrupts the soak first (issue 28, item 9).
+            // The demo is started through a script that interrupts the soak first.
             let wrapper = Self.temporaryFile("demo.sh")
             try "#!/bin/sh\nkill -TERM $PPID\nexec \(Self.demo) \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
             chmod(wrapper, 0o755)

@@ -5,7 +5,7 @@ import MemwarnTestTraits
 import Synchronization
 import Testing
 
-/// `memwarn status --all` (issue 13): every memory cgroup at and below one, with its level,
+/// `memwarn status --all`: every memory cgroup at and below one, with its level,
 /// against real cgroups: a test cgroup with two children of their own limits.
 @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct StatusAllTests {
@@ -37,7 +37,7 @@ struct StatusAllTests {
     }
 
     @Test func aCgroupNameWithControlCharactersIsEscapedNotPrinted() async throws {
-        // Issue 28 item 8: anyone who may make a cgroup names it; an escape sequence in the name
+        // Anyone who may make a cgroup names it; an escape sequence in the name
         // reached the terminal as it was.
         try await withTestCgroup(limit: 64 << 20) { parent in
             let forged = try TestCgroup(at: parent.location.child("evil\u{1b}[31mred\tx"))

@@ -4,7 +4,7 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-/// Issue 36, item 9: `memwarn status --pid PID` reads the process's memory cgroup and asks its
+/// `memwarn status --pid PID` reads the process's memory cgroup and asks its
 /// control endpoint which ancestors a node agent coordinates for it (no CLI showed a lease).
 @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct StatusPidTests {

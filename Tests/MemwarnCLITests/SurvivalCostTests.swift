@@ -4,7 +4,7 @@ import Testing
 
 @testable import MemwarnSoak
 
-/// What surviving a limit cost (issue 37, item 7), on series whose truth is known: the
+/// What surviving a limit cost, on series whose truth is known: the
 /// service's release counters and its `/metrics` a second apart, time given, not slept.
 @Suite struct SurvivalCostTests {
     static let mebibyte = 1 << 20

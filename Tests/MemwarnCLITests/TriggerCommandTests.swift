@@ -97,7 +97,7 @@ struct TriggerCommandTests {
             #expect(result.status == 0, "\(result.standardError)")
             let lines = result.standardOutput.split(separator: "\n").map(String.init)
             #expect(lines.count == 4, "\(result.standardOutput)")
-            // Issue 28 item 12: named by pid and program (its name as the kernel keeps it: 15 characters).
+            // Each process is named by pid and program (its name as the kernel keeps it: 15 characters).
             #expect(
                 lines.first?.hasPrefix("process \(probe.pid) (memwarn-release): warning release, target 70.0 MiB: freed 70.0 MiB in ") == true,
                 "\(lines)")

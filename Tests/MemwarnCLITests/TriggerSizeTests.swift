@@ -3,7 +3,7 @@ import MemwarnTestKit
 import Testing
 
 extension TriggerCommandTests {
-    /// Issue 13: `--target-bytes` takes a size as `--memory-max` does (`70M`), and bytes as before.
+    /// `--target-bytes` takes a size as `--memory-max` does (`70M`), and bytes as before.
     @Test func targetBytesTakesASizeWithAUnit() async throws {
         try await Self.withServingProbe { probe, runtime in
             let result = try runtime.trigger(["--pid", "\(probe.pid)", "--target-bytes", "70M", "--json"])

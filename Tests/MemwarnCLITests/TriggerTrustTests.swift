@@ -5,8 +5,9 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-/// Issue 16, findings 6, 9, 10 and 15, attacked as filed, each in a private runtime directory so
-/// that no test touches another process's endpoint.
+/// What `memwarn trigger` believes, attacked: stale sockets, a runtime directory or an endpoint of
+/// another user's, and replies with control characters, absurd sizes or one byte at a time. Each
+/// test runs in a private runtime directory so that no test touches another process's endpoint.
 @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct TriggerTrustTests {
     typealias Runtime = TriggerCommandTests.Runtime
@@ -132,7 +133,7 @@ struct TriggerTrustTests {
         #expect(!result.standardOutput.unicodeScalars.contains { $0.value == 0x1b }, "no escape reached the terminal")
     }
 
-    /// Issue 36, item 4: two entries of 2^63 - 1 bytes freed summed with a trapping `+`: the
+    /// Two entries of 2^63 - 1 bytes freed were summed with a trapping `+`: the
     /// client died with SIGILL. Such a reply is refused, saying why.
     @Test func aReportOfAbsurdSizesIsRefusedNotACrash() throws {
         let runtime = Runtime()
@@ -167,7 +168,7 @@ struct TriggerTrustTests {
     }
 }
 
-/// Issue 28, item 11: an account without `/run/user/<uid>` (a service account) serves in
+/// An account without `/run/user/<uid>` (a service account) serves in
 /// `/tmp/memwarn-<uid>`, which any other user can make first: the endpoint then never started.
 /// And a command that switched to such an account under a root `memwarn run` and was killed left
 /// its socket there, though the README says `run` removes it. Run as uid 65532, an account

@@ -12,15 +12,15 @@ import ServiceLifecycleTestKit
 import SystemPackage
 import Testing
 
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 
-/// The policy from apple/swift-configuration (issue 38, item 1): one `ConfigReader` over the
+/// The policy from apple/swift-configuration: one `ConfigReader` over the
 /// environment and a file gives memwarn its policy under the `memwarn` prefix, with the names,
 /// values and errors of `Config/memwarn.conf`; a reloading file changed while the monitor runs
 /// moves its marks, and a bad change is refused with the running policy kept.
 @Suite struct PolicyFromConfigurationTests {
     /// A JSON file in a fresh private folder, removed with it.
-    final class JSONFile: @unchecked Sendable {
+    final class JSONFile: Sendable {
         let directory: String
         var path: String { directory + "/service.json" }
 

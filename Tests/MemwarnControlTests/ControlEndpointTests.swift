@@ -8,7 +8,7 @@ import MemwarnTestTraits
 import Testing
 
 @testable import MemwarnControl
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 @testable import MemwarnRelease
 @testable import MemwarnStores
 
@@ -311,7 +311,7 @@ struct ControlEndpointTests {
             #expect(creat(directory + "/1.sock", 0o600) >= 0, "a regular file with a socket's name")
             #expect(ControlClient.socketPaths(in: directory) == [exited, getpid()].sorted().map { ControlDirectory.socketPath(for: $0, in: directory) })
             // Pruned: the socket of a process that exited, and one nothing listens on though its
-            // pid lives (issue 16, finding 10: a reused pid kept a stale socket forever).
+            // pid lives (a reused pid used to keep a stale socket forever).
             #expect(Set(ControlClient.pruneStaleSockets(in: directory)) == [stale, own])
             #expect(ControlClient.socketPaths(in: directory).isEmpty)
             try Self.leaveSocketFile(at: own)  // our own stale one again: the endpoint replaces it
@@ -482,7 +482,8 @@ struct ControlEndpointTests {
         }
     }
 
-    /// Issue 36, item 9: no CLI could show a service's lease, since `status` did not carry it.
+    /// The status reply carries the cgroups a node agent coordinates for the service: without
+    /// them, no CLI could show a service's lease.
     @Test func theStatusReplyCarriesTheCgroupsANodeAgentCoordinates() async throws {
         try await Self.withServingMonitor { monitor, socket, _ in
             let own = try #require(monitor.latestEvent?.snapshot.cgroup?.path)

@@ -9,7 +9,7 @@ import Testing
 
 @testable import MemwarnControl
 
-/// Issue 16, finding 1: a flood of idle connections under a small descriptor limit used to take
+/// A flood of idle connections under a small descriptor limit used to take
 /// every descriptor, the monitor's next read failed with `EMFILE`, the monitor stopped for good,
 /// and the service was OOM-killed. A child (`memwarn-release-probe`) under `ulimit -n 96` in a
 /// real 256 MiB cgroup is flooded with 120 connections while usage climbs: the endpoint serves no

@@ -9,7 +9,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 36, item 4: the sizes a peer sends are the peer's word. A reply with a negative size, or
+/// The sizes a peer sends are only the peer's word. A reply with a negative size, or
 /// one larger than any memory, is refused when it is read; sums of sizes saturate instead of
 /// trapping (a service that answered two entries of 2^63 - 1 bytes killed the agent with SIGILL).
 @Suite struct PeerSizeTests {
@@ -52,8 +52,8 @@ import Glibc
         #expect(error?.message.contains("negative") == true || error?.message.contains("more than any memory") == true, "\(error?.message ?? "")")
     }
 
-    /// Issue 38, item 3: a consumer's bytes in use cross the wire when it says, and are absent
-    /// (not 0) when it does not, or from an endpoint that predates them.
+    /// A consumer's bytes in use cross the wire when it reports them, and are absent (not 0)
+    /// when it does not, or when the endpoint predates them.
     @Test func aConsumersBytesInUseCrossTheWireOnlyWhenItSays() throws {
         var status = ControlStatus(
             pid: 7, level: .warning, usageBytes: 1, limitBytes: 2, cgroupPath: "/x",

@@ -5,7 +5,7 @@ import MemwarnSystem
 import Testing
 
 @testable import MemwarnControl
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 @testable import MemwarnRelease
 
 /// The figures `memwarn soak` reads from a service — its coordinator's totals, the process's
@@ -63,7 +63,7 @@ import Testing
         #expect(old.released == ReleaseTotals() && !old.isMemoryExhausted && old.process == nil)
     }
 
-    /// Issue 37, item 7: the time a service spent releasing is its coordinator's sum of each
+    /// The time a service spent releasing is its coordinator's sum of each
     /// release's duration, carried by the status reply; a reply's value that is no duration is
     /// refused, naming the field.
     @Test func theTimeSpentReleasingIsSummedAndCarriedAndANonsenseValueIsRefused() throws {

@@ -7,7 +7,7 @@ import Testing
 @testable import MemwarnLifeCycle
 @testable import MemwarnRelease
 
-/// Issue 28, items 13 and 14, as filed: a memory warning's delegates and the release that follows
+/// A memory warning's delegates and the release that follows
 /// it, through a real coordinator — the release loop's own calls (`deliverMemoryWarning`, then
 /// `release`), on a thread of their own as the release loop makes them.
 @Suite struct MemoryWarningSequenceTests {
@@ -24,7 +24,7 @@ import Testing
     }
 
     /// A consumer whose release is noted on the timeline.
-    final class NotedConsumer: MemoryConsumer, @unchecked Sendable {
+    final class NotedConsumer: MemoryConsumer, Sendable {
         let name = "noted"
         let tier = ReleaseTier.caches
         let timeline: Timeline
@@ -78,7 +78,7 @@ import Testing
         let coordinator = ReleaseCoordinator(trimsHeap: false)
         let (recorded, consumer) = try await Self.application(timeline, coordinator: coordinator)
         defer { withExtendedLifetime(consumer) {} }
-        // As filed (60 ms, 60 ms, a budget of 100 ms), the two do not fit in the budget: here the
+        // Two delegates of 60 ms each do not fit in a budget of 100 ms: here the
         // application's delegate runs until it is cut off (at its half), the unit's until this
         // test lets it end, whatever the cut-off.
         recorded.appRecorder.during.withLock { during in
@@ -174,11 +174,11 @@ import Testing
         #expect(steps.withLock { $0 } == ["saving", "saved", "warned"], "told after the transition, not dropped")
     }
 
-    /// The coordinator's side of item 13: it starts the release once its responder returned
+    /// The coordinator's part in the warning's budget: it starts the release once its responder returned
     /// (not at a fixed time of its own), and a responder that does not return is not waited for
     /// past its deadline and as long again.
     @Test func theCoordinatorReleasesOnceItsResponderReturnedAndNotLaterThanTwiceItsDeadline() async throws {
-        final class Responder: MemoryWarningResponder, @unchecked Sendable {
+        final class Responder: MemoryWarningResponder, Sendable {
             let memoryWarningDeadline: Duration
             let timeline: Timeline
             let returns: Bool
@@ -223,7 +223,7 @@ import Testing
         }
     }
 
-    /// Item 14: a cut-off callback went on running and overlapped the delegate's next ones (the
+    /// A cut-off callback went on running and overlapped the delegate's next ones (the
     /// next warning, `willResignActive`, `didEnterBackground`). Now the release does not wait for
     /// it, but the delegate's next callback does.
     @Test func aCutOffCallbackDoesNotOverlapTheSameDelegatesNextOnes() async throws {

@@ -46,7 +46,7 @@ struct TerminateSuspendedTests {
         let sessions = Locked<[String: [WeakSession]]>([:])
         let app: LifeCycleApplication
 
-        struct WeakSession: @unchecked Sendable { weak var session: Session? }
+        struct WeakSession: Sendable { weak var session: Session? }
 
         init(sizes: [String: Int]) {
             self.sizes = sizes

@@ -6,7 +6,7 @@ import Testing
 @testable import MemwarnMonitor
 @testable import MemwarnRelease
 
-/// Issue 28, item 15: `memwarn_consumer_footprint_bytes` kept a series for every consumer ever
+/// `memwarn_consumer_footprint_bytes` kept a series for every consumer ever
 /// seen (300 series, none live, in the Hummingbird example, whose unit names come from request
 /// data). Now the series of consumers gone are destroyed and the label set is bounded.
 struct ConsumerMetricsTests {
@@ -46,8 +46,8 @@ struct ConsumerMetricsTests {
         func release(_ request: ReleaseRequest) -> Int { 0 }
     }
 
-    /// Issue 38, items 3 and 4: `memwarn_consumer_in_use_bytes` for the consumers that say, their
-    /// word kept within 0…footprint; none for those that do not.
+    /// `memwarn_consumer_in_use_bytes` has a series for each consumer that reports its bytes in
+    /// use, clamped to 0…footprint, and none for the consumers that do not.
     @Test func theInUseSeriesCarriesWhatConsumersSayWithinTheirFootprint() throws {
         let factory = TestMetrics()
         let metrics = MonitorMetrics(factory: factory)

@@ -4,7 +4,7 @@ import MemwarnTestFixtures
 import MemwarnTestKit
 import Metrics
 
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 @testable import MemwarnRelease
 
 /// A monitor's engine and its release loop turned on the test's own thread, on a manual clock:
@@ -105,7 +105,7 @@ final class DrivenEngine {
     /// Takes a reading now, as a source's wake would, and only that: no turn (for a reading
     /// taken while a release runs, from inside a consumer, on the loop's thread).
     func read(source: PressureSignal) {
-        engine.wake(hint: .normal, source: source)
+        engine.wake(hint: .readNow, source: source)
     }
 
     /// A node agent's lease granted or renewed, as the control endpoint grants it; `asked`: the

@@ -6,7 +6,7 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 
 #if canImport(Glibc)
 import Glibc
@@ -54,7 +54,7 @@ struct KernelNotificationTests {
         }
     }
 
-    /// Issue 28, item 2: the FIFO was dropped at the first writer's end of file, so a second
+    /// systemd's FIFO was dropped at the first writer's end of file, so a second
     /// writer was never heard.
     @Test(.timeLimit(.minutes(1))) func systemdsFIFOHearsEveryWriter() async throws {
         let fifo = "/tmp/memwarn-test-fifo-writers-\(getpid())"
@@ -79,7 +79,7 @@ struct KernelNotificationTests {
         }
     }
 
-    /// Issue 28, item 1: the socket was blocking, so the drain after the first notification
+    /// systemd's socket was blocking, so the drain after the first notification
     /// waited forever for a "would block": no further levels, and the monitor could not stop.
     /// The time limit is the failure this test would show.
     @Test(.timeLimit(.minutes(1))) func systemdsSocketIsHeardAtEveryNotificationAndTheMonitorStillStops() async throws {

@@ -5,13 +5,13 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Issue 28, item 3: a limit changed at run time (`systemctl set-property`, an in-place pod
+/// A limit changed at run time (`systemctl set-property`, an in-place pod
 /// resize). The v1 usage thresholds were fixed in bytes of the starting limit and never planned
 /// again: after a cut from 1 GiB to 100 MiB, usage at 85 % of the new limit gave no warning, and
 /// a climb to 95 % gave `critical` first, as the OOM killer would. Now the limit files are

@@ -7,7 +7,7 @@ import Testing
 
 @testable import MemwarnMonitor
 
-/// Issue 28, item 17: work admitted by the memory it declares, against what is left below the
+/// Work admitted by the memory it declares, against what is left below the
 /// critical mark, on a real cgroup whose usage a real process sets.
 @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
 struct MemoryAdmissionTests {

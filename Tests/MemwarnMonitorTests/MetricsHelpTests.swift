@@ -5,7 +5,7 @@ import MemwarnTestKit
 import MetricsTestKit
 import Testing
 
-/// Issue 38, item 4: every series a monitor reports has help text (``MemwarnMetric``) and a row
+/// Every series a monitor reports has help text (``MemwarnMetric``) and a row
 /// in the article "Metrics, series by series", and a Prometheus scrape gets the help back.
 struct MetricsHelpTests {
     /// A pool whose buffers are all lent out: it frees nothing and says so.

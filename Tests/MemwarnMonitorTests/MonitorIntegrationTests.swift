@@ -5,7 +5,7 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 
 /// The monitor on real cgroup v1 memory cgroups, with a real child process holding memory.
 @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)

@@ -39,7 +39,7 @@ struct PolicyTests {
     }
 
     @Test func aFileWithWindowsLineBreaksIsReadLineByLine() throws {
-        // Issue 28 item 5: "\r\n" is one Character; split on "\n" alone, a file that starts with a
+        // "\r\n" is one Character; split on "\n" alone, a file that starts with a
         // comment was one comment line, and the defaults applied without a word.
         var policy = PressurePolicy()
         try policy.apply(fileText: "# memwarn policy\r\nwarning_ratio = 0.75\r\nhold_time = 3s\r\n", path: "crlf.conf")
@@ -92,7 +92,7 @@ struct PolicyTests {
     }
 }
 
-/// Issue 16, finding 3: a huge duration once trapped ("Double value cannot be converted to
+/// A huge duration once trapped ("Double value cannot be converted to
 /// Int64") in every process that loaded the policy; now it is a clear error naming the key.
 @Suite struct HugeSettingTests {
     @Test(arguments: ["1e16s", "1e300s", "1e15m", "inf", "nan", "-1s", "1e400ms"])
@@ -119,7 +119,7 @@ struct PolicyTests {
     }
 }
 
-/// Issue 16, finding 2's helper: private folders.
+/// Private folders, which the demo and the soak write into instead of predictable ones in `/tmp`.
 @Suite struct PrivateDirectoryTests {
     @Test func aTemporaryFolderIsFreshUniqueAndOnlyOurs() throws {
         let first = try PrivateDirectory.makeTemporary(prefix: "memwarn-private-test")
@@ -138,7 +138,7 @@ struct PolicyTests {
     }
 }
 
-/// Issue 16, finding 14: `--config <fifo>` hung, and `--config /etc/shadow` printed a line of
+/// `--config <fifo>` hung, and `--config /etc/shadow` printed a line of
 /// the file in its error.
 @Suite struct PolicyFileSafetyTests {
     @Test func aFIFOIsRefusedAtOnce() throws {

@@ -5,7 +5,7 @@ import MemwarnTestFixtures
 import Metrics
 import Testing
 
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 
 /// A reading the release thread takes after a release that ended later than the reading was
 /// taken shows usage from before that release. The release loop, on a manual clock, on the
@@ -208,6 +208,7 @@ struct ReleaseLoopStaleReadingTests {
 
     /// A consumer that runs `during` inside each release, before releasing.
     final class CallbackConsumer: MemoryConsumer, @unchecked Sendable {
+        // @unchecked: `during` is not @Sendable; the driven engine's release loop calls it on the test's own thread.
         let inner: CacheFixtures.FakeConsumer
         let during: () -> Void
         init(_ inner: CacheFixtures.FakeConsumer, during: @escaping () -> Void) { (self.inner, self.during) = (inner, during) }

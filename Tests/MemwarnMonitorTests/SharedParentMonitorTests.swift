@@ -7,7 +7,7 @@ import MemwarnTestKit
 import MetricsTestKit
 import Testing
 
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 
 /// A monitor under a limited parent, on a synthetic cgroup v2 host (plain files in the shape of a
 /// pod: no kernel, no root): the level comes from the limit with the least headroom, the parent's
@@ -148,7 +148,7 @@ struct SharedParentMonitorTests {
         #expect(snapshot.binding?.cgroupPath == "/pod/app" && snapshot.coordinatedCgroups.isEmpty)
     }
 
-    // Issue 36, item 8: every limit at its own marks.
+    // Every limit is judged at its own marks.
     @Test func aLargerParentPastItsWarningMarkRaisesTheLevelWhileTheOwnLimitBinds() async throws {
         // Own limit 100 MiB at 50 % (50 MiB of headroom: it binds); the parent, 1 GiB shared with
         // siblings, at 85 % (154 MiB of headroom): past its warning mark.
@@ -165,7 +165,7 @@ struct SharedParentMonitorTests {
         #expect(abs(target.bytes - (Int(870 * Self.mebibyte) - parentRecovery)) <= 1, "\(target.bytes)")
     }
 
-    // Issue 36, item 1: a leased parent keeps a backstop.
+    // A leased parent keeps a backstop.
     /// On the engine's manual clock: the crossing is left to the agent for exactly the bound.
     @Test func aLeasedParentsCrossingLeftUnansweredCountsAgainWithinTheBound() throws {
         let host = try SharedParentHost(parentLimit: 256 * Self.mebibyte)
@@ -182,7 +182,11 @@ struct SharedParentMonitorTests {
         try engine.advance(until: { engine.level == .warning }, step: .milliseconds(1), "the parent counted again")
         let readings = engine.readings[before...]
         let seen = try #require(
-            readings.first { $0.event.snapshot.watchedConstraints.contains { $0.cgroupPath == "/pod" && $0.usageBytes == 218 * Self.mebibyte } })
+            readings.first { reading in
+                reading.event.snapshot.constraintsWithCoordinated.contains { constraint in
+                    constraint.cgroupPath == "/pod" && constraint.usageBytes == 218 * Self.mebibyte
+                }
+            })
         #expect(seen.event.level == .normal && seen.event.snapshot.coordinatedCgroups == ["/pod"], "the crossing, left to the agent")
         let raised = try #require(readings.last)
         #expect(raised.event.snapshot.binding?.cgroupPath == "/pod" && raised.event.snapshot.coordinatedCgroups.isEmpty, "\(raised.event.snapshot.constraints)")

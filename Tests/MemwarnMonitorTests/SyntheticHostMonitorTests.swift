@@ -4,7 +4,7 @@ import MemwarnTestFixtures
 import MemwarnTestKit
 import Testing
 
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 @testable import MemwarnRelease
 
 /// A monitor on a synthetic cgroup v2 host (plain files, no kernel, no root): usage written in
@@ -131,7 +131,7 @@ struct SyntheticHostMonitorTests {
         }
     }
 
-    /// A policy applied while running (issue 38, item 1) on cgroup v2, as any user: the marks
+    /// A policy applied while running on cgroup v2, as any user: the marks
     /// move under the usage (one event, from the policy), the watch of `memory.events` and the
     /// adaptive sampling are armed again, and they go on finding changes.
     @Test func aPolicyAppliedWhileRunningMovesTheMarksOnV2AndTheWatchGoesOn() async throws {

@@ -5,7 +5,7 @@ import MemwarnTestFixtures
 import MemwarnTestKit
 import Testing
 
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 
 #if canImport(Glibc)
 import Glibc

@@ -6,7 +6,7 @@ import MemwarnTestKit
 import MetricsTestKit
 import Testing
 
-@testable import MemwarnMonitor
+@_spi(Diagnostics) @testable import MemwarnMonitor
 
 #if canImport(Glibc)
 import Glibc

@@ -8,7 +8,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 16, finding 7: on cgroup v1, `cgroup.event_control` is root's, and a normal user's
+/// On cgroup v1, `cgroup.event_control` is root's, and a normal user's
 /// monitor did not start at all. Now it polls usage instead (the documented fallback) and still
 /// releases. The release probe runs as nobody (`setpriv`) in a real 256 MiB cgroup.
 @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)
@@ -38,7 +38,7 @@ struct UnprivilegedMonitorTests {
         }
     }
 
-    /// Issue 28, item 3, where usage is sampled (a normal user on cgroup v1; v2 alike): the
+    /// A limit changed at run time, where usage is sampled (a normal user on cgroup v1; v2 alike): the
     /// marks followed a new limit only at the next full reading, up to a poll interval later. The
     /// limit file's write now wakes the monitor. `memwarn watch` runs as nobody in a 1 GiB cgroup
     /// whose limit is cut to 100 MiB under 85 MiB of usage. Its full reading comes once a minute

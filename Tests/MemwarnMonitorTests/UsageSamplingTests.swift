@@ -21,7 +21,7 @@ struct UsageSamplingTests {
     }
 
     static func isWake(_ report: PressureSourceReport, _ signal: PressureSignal) -> Bool {
-        if case .wake(.normal, let seen, _) = report { return seen == signal }
+        if case .wake(.readNow, let seen, _) = report { return seen == signal }
         return false
     }
 

@@ -283,7 +283,7 @@ struct ReleaseCoordinatorTests {
     }
 }
 
-/// Issue 28, item 16: a cache of `PurgeableData` whose content was never ended gave nothing back
+/// A cache of `PurgeableData` whose content was never ended gave nothing back
 /// and the report showed only "110 -> 110": the entry now says what is in use.
 struct ReleaseInUseTests {
     @Test func contentNeverEndedIsReportedInUseAndEndedContentIsReleased() {

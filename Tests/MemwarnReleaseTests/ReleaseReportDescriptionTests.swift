@@ -3,7 +3,7 @@ import MemwarnRelease
 import MemwarnStores
 import Testing
 
-/// Issue 38, item 4: a report logged reads as a sentence, not a struct dump.
+/// A report that is logged reads as a sentence, not a struct dump.
 struct ReleaseReportDescriptionTests {
     static let mebibyte = 1 << 20
 

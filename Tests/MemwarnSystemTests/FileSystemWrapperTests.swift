@@ -81,7 +81,7 @@ import Glibc
         }
     }
 
-    /// Issue 36, item 3 (and issue 37, item 5): a file written for an operator (the agent's
+    /// A file written for an operator (the agent's
     /// metrics, the soak's samples) must never be written through a link another account planted
     /// at its name or at a temporary name beside it.
     @Test func aReplacedFileNeverWritesThroughALinkAtItsNameOrBesideIt() throws {

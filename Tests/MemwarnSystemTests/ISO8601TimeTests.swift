@@ -2,7 +2,7 @@ import Foundation
 import MemwarnSystem
 import Testing
 
-/// Issue 36, item 7: every JSON line of memwarn's tools writes its time one way, ISO 8601 as
+/// Every JSON line of memwarn's tools writes its time one way: ISO 8601, as
 /// `memwarn watch` did (the agent wrote epoch seconds).
 @Suite struct ISO8601TimeTests {
     nonisolated(unsafe) static let reader: ISO8601DateFormatter = {

@@ -29,8 +29,8 @@ struct AgentBenchmark {
             .init(name: "large", rateMiB: 60, totalMiB: 150), .init(name: "medium", rateMiB: 30, totalMiB: 90),
             .init(name: "small", rateMiB: 12, totalMiB: 45),
         ]
-        /// Fast growth on a busy CPU (issue 36: the agent used to lose services here that each on
-        /// its own kept alive).
+        /// Fast growth on a busy CPU, where the agent used to lose services that would each have
+        /// survived on their own.
         static let fastServices: [SharedParentTrial.Service] = [
             .init(name: "large", rateMiB: 400, totalMiB: 800), .init(name: "medium", rateMiB: 300, totalMiB: 600),
             .init(name: "small", rateMiB: 200, totalMiB: 400),

@@ -1,5 +1,6 @@
 import Foundation
 import Memwarn
+@_spi(Diagnostics) import MemwarnMonitor
 import MemwarnTestKit
 
 /// Time-to-armed: from a service's `exec` to its monitor armed (cgroup found, sources registered,

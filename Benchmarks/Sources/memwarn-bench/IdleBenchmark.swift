@@ -1,6 +1,6 @@
-import CgroupKit
 import Foundation
 import Memwarn
+@_spi(Diagnostics) import MemwarnMonitor
 import MemwarnTestKit
 import Synchronization
 #if canImport(Glibc)

@@ -1,7 +1,7 @@
-import CgroupKit
 import Foundation
 import Logging
 import Memwarn
+@_spi(Diagnostics) import MemwarnMonitor
 import MemwarnTestKit
 import Synchronization
 

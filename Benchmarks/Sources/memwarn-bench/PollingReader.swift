@@ -1,13 +1,13 @@
+import Memwarn
 import MemwarnTestKit
-import CgroupKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The baseline memwarn replaces: a thread that reads the cgroup's usage every 100 ms
-/// (`memory.usage_in_bytes`, through CgroupKit's reader, as an application would) and
-/// compares it with the warning mark.
+/// (`memory.usage_in_bytes`, or `memory.current` on cgroup v2: opened, read and closed each
+/// time, as an application would) and compares it with the warning mark.
 ///
 /// It runs on a fixed schedule (absolute deadlines on `CLOCK_MONOTONIC`, so the period does
 /// not drift with the read's own cost) and reports each change of side of the mark on
@@ -22,7 +22,8 @@ final class PollingReader: Sendable {
 
     static let threadName = "memwarn-poller"
 
-    let reader: CgroupMemoryReader
+    /// The usage file read.
+    let usageFile: String
     let threshold: UInt64
     let intervalNanoseconds: UInt64
     /// Every change of side, in order; the first reading counts as one.
@@ -34,7 +35,7 @@ final class PollingReader: Sendable {
     private let thread = Mutex<pthread_t?>(nil)
 
     init(location: CgroupLocation, threshold: UInt64, interval: Duration = .milliseconds(100)) {
-        reader = CgroupMemoryReader(location: location)
+        usageFile = location.directory + (location.version == .v1 ? "/memory.usage_in_bytes" : "/memory.current")
         self.threshold = threshold
         let (seconds, attoseconds) = interval.components
         intervalNanoseconds = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
@@ -74,7 +75,7 @@ final class PollingReader: Sendable {
         var deadline = ChildProcess.monotonicNanoseconds()
         while !stopping.load(ordering: .relaxed) {
             do {
-                let usage = try reader.usage()
+                let usage = try Self.readUsage(usageFile)
                 let seen = ChildProcess.monotonicNanoseconds()
                 readCount.add(1, ordering: .relaxed)
                 let isAbove = usage >= threshold
@@ -89,6 +90,21 @@ final class PollingReader: Sendable {
             var until = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
             while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
         }
+    }
+}
+
+extension PollingReader {
+    /// Reads a usage file: open, read, close, and the decimal number it holds.
+    fileprivate static func readUsage(_ path: String) throws -> UInt64 {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw BenchmarkError("open \(path): errno \(errno)") }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0, let usage = UInt64(String(decoding: buffer[..<count].prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)) else {
+            throw BenchmarkError("\(path) held no usage")
+        }
+        return usage
     }
 }
 

@@ -40,7 +40,7 @@ final class SampledWatch: Sendable {
         thread.start()
         let deadline = ContinuousClock.now + .seconds(10)
         while observations.isEmpty {
-            guard child.exitIfEnded == nil, ContinuousClock.now < deadline else {
+            guard !child.hasEnded, ContinuousClock.now < deadline else {
                 stop()
                 throw BenchmarkError("memwarn watch as nobody printed no first line (is \(cli) reachable by nobody?) \(child.standardErrorTail)")
             }
@@ -56,7 +56,7 @@ final class SampledWatch: Sendable {
 
     /// Ends it (SIGINT, as Ctrl-C) and waits.
     func stop() {
-        guard child.exitIfEnded == nil else { return }
+        guard !child.hasEnded else { return }
         child.signal(SIGINT)
         _ = try? child.waitForExit(timeout: .seconds(10))
     }

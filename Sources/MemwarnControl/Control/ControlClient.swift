@@ -88,8 +88,8 @@ package enum ControlClient {
 
     /// Sends a request and reads the reply.
     ///
-    /// - Throws: ``ControlError`` when the exchange fails or the reply is unreadable; a
-    ///   refusal or failure reported by the endpoint is a ``ControlReply/failure(_:)`` reply.
+    /// - Throws: `ControlError` when the exchange fails or the reply is unreadable; a
+    ///   refusal or failure reported by the endpoint is a `failure(_:)` reply.
     package static func send(_ request: ControlRequest, to socketPath: String, timeout: Duration = .seconds(10)) throws(ControlError) -> ControlReply {
         try ControlReply(line: Array(exchange(request.line, with: socketPath, timeout: timeout).utf8))
     }
@@ -97,7 +97,7 @@ package enum ControlClient {
     /// Sends one line (a newline is added) and returns the reply line, without its newline.
     ///
     /// - Parameter timeout: the bound on each step: connecting, sending, every read.
-    /// - Throws: ``ControlError`` when nothing listens on the socket, the exchange times out,
+    /// - Throws: `ControlError` when nothing listens on the socket, the exchange times out,
     ///   or the endpoint closes without a reply.
     package static func exchange(_ line: String, with socketPath: String, timeout: Duration = .seconds(10)) throws(ControlError) -> String {
         try exchange(line, with: socketPath, timeout: timeout) { (peer) throws(ControlError) in
@@ -113,7 +113,7 @@ package enum ControlClient {
     /// process that listens, whatever the socket's name says), and returns the reply line with
     /// those credentials.
     ///
-    /// - Throws: ``ControlError`` when the exchange fails, or what `admit` throws.
+    /// - Throws: `ControlError` when the exchange fails, or what `admit` throws.
     package static func exchange(
         _ line: String, with socketPath: String, timeout: Duration,
         admit: (PeerCredentials) throws(ControlError) -> Void
@@ -197,7 +197,7 @@ package enum ControlClient {
     /// never the whole reply again.
     ///
     /// - Returns: the complete line (without its newline) once it is there, or `nil` to read on.
-    /// - Throws: ``ControlError`` when the endpoint closed without a reply, or the reply is longer
+    /// - Throws: `ControlError` when the endpoint closed without a reply, or the reply is longer
     ///   than `limit` (``maximumReplyBytes`` by default).
     static func appendReply(
         _ chunk: ArraySlice<UInt8>, to received: inout [UInt8], socketPath: String, limit: Int = maximumReplyBytes

@@ -18,7 +18,7 @@ final class ControlConnection {
         case waiting
         /// A complete line, without its newline (or everything sent before the client shut down its side).
         case line([UInt8])
-        /// More than ``ControlRequest/maximumLineBytes`` without a newline.
+        /// More than `maximumLineBytes` without a newline.
         case tooLong
         /// The client left without sending anything, or the socket failed.
         case closed

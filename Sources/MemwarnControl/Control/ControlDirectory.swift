@@ -17,9 +17,9 @@ import Glibc
 /// one, as `/tmp`, is fine).
 /// An endpoint creates the directory with mode 0700 and refuses one that is a symbolic link,
 /// is owned by another user or is writable by others (there is no fallback: the error says why).
-public enum ControlDirectory {
+package enum ControlDirectory {
     /// The default directory, from this process's environment and effective uid.
-    public static var defaultPath: String {
+    package static var defaultPath: String {
         let uid = geteuid()
         if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
             return runtime + "/memwarn"
@@ -60,7 +60,7 @@ public enum ControlDirectory {
     /// `/tmp/memwarn-<uid>` and another user made it first — this user's own
     /// `/tmp/memwarn-<uid>.XXXXXX` ones (the squatted one alone when there are none yet, so
     /// that ``check(_:)`` says what is wrong with it).
-    public static var searchPaths: [String] {
+    package static var searchPaths: [String] {
         let path = defaultPath
         let uid = geteuid()
         guard path == temporaryPath(uid: uid) else { return [path] }
@@ -75,7 +75,7 @@ public enum ControlDirectory {
     /// user cannot stop the endpoint.
     ///
     /// - Returns: the directory, and why it is not the default when it is not (for the log).
-    /// - Throws: ``ControlError`` when a directory cannot be made.
+    /// - Throws: `ControlError` when a directory cannot be made.
     static func endpointPath() throws(ControlError) -> (path: String, note: String?) {
         let path = defaultPath
         let uid = geteuid()
@@ -94,7 +94,7 @@ public enum ControlDirectory {
     /// `/run/memwarn`, `/run/user/<uid>/memwarn`, `/tmp/memwarn-<uid>` and
     /// `/tmp/memwarn-<uid>.XXXXXX` — each only when it is a directory owned by that uid (root for
     /// `/run/memwarn`); for anyone else ``searchPaths``.
-    public static var everyUsersPaths: [String] {
+    package static var everyUsersPaths: [String] {
         guard geteuid() == 0 else { return searchPaths }
         var paths = searchPaths
         func add(_ path: String, owner: uid_t, privateOnly: Bool = false) {
@@ -125,7 +125,7 @@ public enum ControlDirectory {
     ///   - pid: the process that serves the socket.
     ///   - directory: the control directory, such as ``defaultPath``.
     /// - Returns: the socket's path, `<directory>/<pid>.sock`.
-    public static func socketPath(for pid: Int32, in directory: String) -> String {
+    package static func socketPath(for pid: Int32, in directory: String) -> String {
         directory + "/\(pid).sock"
     }
 
@@ -133,7 +133,7 @@ public enum ControlDirectory {
     ///
     /// - Parameter path: a socket's path, as ``socketPath(for:in:)`` makes it.
     /// - Returns: the pid, or `nil` when the name is not a positive pid followed by `.sock`.
-    public static func pid(ofSocket path: String) -> Int32? {
+    package static func pid(ofSocket path: String) -> Int32? {
         let name = path.split(separator: "/").last ?? ""
         guard name.hasSuffix(".sock") else { return nil }
         return Int32(name.dropLast(".sock".count)).flatMap { $0 > 0 ? $0 : nil }
@@ -145,8 +145,8 @@ public enum ControlDirectory {
     /// nothing in it to trust).
     ///
     /// - Parameter directory: the control directory, such as ``defaultPath``.
-    /// - Throws: ``ControlError`` naming what is wrong.
-    public static func check(_ directory: String) throws(ControlError) {
+    /// - Throws: `ControlError` naming what is wrong.
+    package static func check(_ directory: String) throws(ControlError) {
         guard (try? FileStatus.at(directory, followingLinks: false)) != nil else { return }
         do {
             try PrivateDirectory.check(directory, purpose: "the control directory")
@@ -158,7 +158,7 @@ public enum ControlDirectory {
     /// Creates the directory with mode 0700, or checks the one that exists: it must be a
     /// directory, not a symbolic link, owned by the effective uid, and not writable by others.
     ///
-    /// - Throws: ``ControlError`` naming the directory and what is wrong with it; when another
+    /// - Throws: `ControlError` naming the directory and what is wrong with it; when another
     ///   user's file or folder is in the way, ``takenMessage(_:_:uid:)``.
     static func prepare(_ directory: String) throws(ControlError) {
         do {

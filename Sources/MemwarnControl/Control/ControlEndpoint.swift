@@ -4,7 +4,7 @@ import MemwarnSystem
 import Glibc
 #endif
 
-/// A control endpoint: `<pid>.sock` (mode 0600) in a ``ControlDirectory``, served by an
+/// A control endpoint: `<pid>.sock` (mode 0600) in a `ControlDirectory`, served by an
 /// event loop on a thread of its own.
 ///
 /// Every connection is non-blocking and has a deadline, so a slow or hostile client never
@@ -48,7 +48,7 @@ final class ControlEndpoint: @unchecked Sendable {
     /// Creates the directory if needed and listens on `<pid>.sock` in it (replacing a stale
     /// socket left by an earlier process with this pid). Call ``start()`` to serve.
     ///
-    /// - Throws: ``ControlError`` when the directory is unusable or the socket cannot be made.
+    /// - Throws: `ControlError` when the directory is unusable or the socket cannot be made.
     init(directory: String) throws(ControlError) {
         try ControlDirectory.prepare(directory)
         self.directory = directory
@@ -93,7 +93,7 @@ final class ControlEndpoint: @unchecked Sendable {
 
     /// Starts the endpoint's thread, which watches the socket.
     ///
-    /// - Throws: ``ControlError`` when the thread cannot start or the socket cannot be watched
+    /// - Throws: `ControlError` when the thread cannot start or the socket cannot be watched
     ///   (the socket file is removed then).
     func start() throws(ControlError) {
         let started = ConditionLock<Result<Void, SystemError>?>(nil)
@@ -161,7 +161,7 @@ final class ControlEndpoint: @unchecked Sendable {
     // MARK: Connections (loop thread)
 
     private func acceptConnections() {
-        loop.assertOnLoop()
+        loop.preconditionOnLoop()
         while true {
             let accepted: FileDescriptor?
             do {
@@ -272,7 +272,7 @@ final class ControlEndpoint: @unchecked Sendable {
     }
 
     private func tearDown() {
-        loop.assertOnLoop()
+        loop.preconditionOnLoop()
         for connection in Array(connections.values) { finish(connection) }
         if let listenerPause { loop.cancel(listenerPause) }
         if let listenerRegistration { loop.unwatch(listenerRegistration) }

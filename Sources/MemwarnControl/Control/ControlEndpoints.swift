@@ -30,7 +30,7 @@ enum ControlEndpoints {
 
     /// Serves `subject` on the endpoint in `directory`, starting that endpoint if none runs.
     ///
-    /// - Throws: ``ControlError`` when the endpoint cannot start.
+    /// - Throws: `ControlError` when the endpoint cannot start.
     static func join(directory: String, subject: ControlSubject) throws(ControlError) -> Membership {
         let joined = running.withLock { running -> Result<Membership, ControlError> in
             if let endpoint = running[directory] {

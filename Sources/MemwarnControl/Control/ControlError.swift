@@ -5,9 +5,9 @@ import MemwarnSystem
 /// Match on ``code`` to handle a kind of failure (new codes may be added); ``message`` says what
 /// went wrong in one line, and ``file`` and ``line`` where it was thrown. Two errors are equal
 /// when their code, message and `errno` are, wherever they were thrown.
-public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+package struct ControlError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The kind of failure.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
+    package struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case malformedRequest, malformedReply, unexpectedReply, untrusted, endpointReplaced, noEndpoint, timedOut
             case connectionClosed, pathTooLong, refused, serviceOutOfScope, serviceUnreadable, systemCallFailed
@@ -17,63 +17,63 @@ public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible, 
 
         /// A request line that is not one the endpoint knows, or has a member missing, of the
         /// wrong type or out of range.
-        public static let malformedRequest = Code(.malformedRequest)
+        package static let malformedRequest = Code(.malformedRequest)
         /// A reply that is not JSON the client can read, or longer than a reply may be.
-        public static let malformedReply = Code(.malformedReply)
+        package static let malformedReply = Code(.malformedReply)
         /// A reply that does not answer the request (a status where a release report was due).
-        public static let unexpectedReply = Code(.unexpectedReply)
+        package static let unexpectedReply = Code(.unexpectedReply)
         /// The endpoint, its socket or its directory belongs to someone this process does not
         /// trust (another user), or its credentials cannot be read.
-        public static let untrusted = Code(.untrusted)
+        package static let untrusted = Code(.untrusted)
         /// Another process than the one asked listens on the socket now (the service ended and
         /// its pid's socket was taken over).
-        public static let endpointReplaced = Code(.endpointReplaced)
+        package static let endpointReplaced = Code(.endpointReplaced)
         /// No endpoint answers: no process, no socket, or nothing listens on it.
-        public static let noEndpoint = Code(.noEndpoint)
+        package static let noEndpoint = Code(.noEndpoint)
         /// The request or its reply did not complete in time.
-        public static let timedOut = Code(.timedOut)
+        package static let timedOut = Code(.timedOut)
         /// The endpoint closed the connection without a reply.
-        public static let connectionClosed = Code(.connectionClosed)
+        package static let connectionClosed = Code(.connectionClosed)
         /// The socket's path is longer than a Unix socket address holds.
-        public static let pathTooLong = Code(.pathTooLong)
+        package static let pathTooLong = Code(.pathTooLong)
         /// The endpoint refused the request, saying why.
-        public static let refused = Code(.refused)
+        package static let refused = Code(.refused)
         /// The service is not one the asker serves (a node agent: its cgroup is not under the
         /// agent's parent).
-        public static let serviceOutOfScope = Code(.serviceOutOfScope)
+        package static let serviceOutOfScope = Code(.serviceOutOfScope)
         /// The memory cgroup of the process behind an endpoint cannot be read, or it has none.
-        public static let serviceUnreadable = Code(.serviceUnreadable)
-        /// A system call failed (``ControlError/errno`` says how).
-        public static let systemCallFailed = Code(.systemCallFailed)
+        package static let serviceUnreadable = Code(.serviceUnreadable)
+        /// A system call failed (`errno` says how).
+        package static let systemCallFailed = Code(.systemCallFailed)
 
-        public var description: String { base.rawValue }
+        package var description: String { base.rawValue }
     }
 
     /// The fields, their description and their equality (shared with the package's other errors).
     private var backing: ErrorBacking<Code>
 
     /// The kind of failure.
-    public var code: Code {
+    package var code: Code {
         get { backing.code }
         set { backing.code = newValue }
     }
     /// What went wrong, in one line.
-    public var message: String {
+    package var message: String {
         get { backing.message }
         set { backing.message = newValue }
     }
     /// The `errno` behind it, when a system call failed.
-    public var errno: Int32? {
+    package var errno: Int32? {
         get { backing.errno }
         set { backing.errno = newValue }
     }
     /// The source file that threw it (`#fileID`).
-    public var file: String {
+    package var file: String {
         get { backing.file }
         set { backing.file = newValue }
     }
     /// The line that threw it.
-    public var line: Int {
+    package var line: Int {
         get { backing.line }
         set { backing.line = newValue }
     }
@@ -86,7 +86,7 @@ public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible, 
     ///   - errno: the `errno` behind it, when a system call failed.
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
-    public init(_ code: Code, _ message: String, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
+    package init(_ code: Code, _ message: String, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
         backing = ErrorBacking(code, message, errno: errno, file: file, line: line)
     }
 
@@ -96,12 +96,12 @@ public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible, 
     }
 
     /// The message.
-    public var description: String { backing.description }
+    package var description: String { backing.description }
 
     /// The message, the code and where it was thrown.
-    public var debugDescription: String { backing.debugDescription }
+    package var debugDescription: String { backing.debugDescription }
 
-    public static func == (lhs: ControlError, rhs: ControlError) -> Bool { lhs.backing == rhs.backing }
+    package static func == (lhs: ControlError, rhs: ControlError) -> Bool { lhs.backing == rhs.backing }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(backing) }
+    package func hash(into hasher: inout Hasher) { hasher.combine(backing) }
 }

@@ -17,7 +17,7 @@ package final class ControlExchange {
     package typealias Outcome = Result<(reply: String, peer: PeerCredentials), ControlError>
 
     /// The longest reply a node agent reads: a summary status or report is a few hundred bytes
-    /// (``ControlRequest/line(summary:)``); an endpoint that sends more is not one to believe.
+    /// (`line(summary:)`); an endpoint that sends more is not one to believe.
     package static let summaryReplyLimit = 64 << 10
 
     /// The socket asked.
@@ -45,14 +45,14 @@ package final class ControlExchange {
     ///   - admit: judges the listener before the request is sent (throw to refuse it).
     ///   - completion: called once on the loop's thread with the outcome, unless the exchange is
     ///     cancelled first; never from this initializer.
-    /// - Throws: ``ControlError`` when the exchange ends at once: nothing listens, the backlog is
+    /// - Throws: `ControlError` when the exchange ends at once: nothing listens, the backlog is
     ///   full, `admit` refused the listener, the request could not be sent, or the loop cannot
     ///   watch the socket.
     package init(
         _ line: String, with socketPath: String, on loop: EventLoop, timeout: Duration, maximumReplyBytes: Int = summaryReplyLimit,
         admit: (PeerCredentials) throws(ControlError) -> Void, completion: @escaping (Outcome) -> Void
     ) throws(ControlError) {
-        loop.assertOnLoop()
+        loop.preconditionOnLoop()
         self.socketPath = socketPath
         self.loop = loop
         self.maximumReplyBytes = maximumReplyBytes

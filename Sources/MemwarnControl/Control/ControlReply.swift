@@ -1,4 +1,4 @@
-public import MemwarnRelease
+package import MemwarnRelease
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -21,18 +21,18 @@ import Foundation
 ///
 /// A report is ``/MemwarnRelease/ReleaseReport``'s JSON: `level`, `targetBytes`, `freedBytes`, `metTarget`,
 /// `trimmedHeap`, `durationMicroseconds` and `entries` in the order the consumers were asked.
-public enum ControlReply: Sendable, Hashable {
-    /// The answer to ``ControlRequest/status``.
+package enum ControlReply: Sendable, Hashable {
+    /// The answer to `status`.
     case status(ControlStatus)
     /// The answer to a release request (`warn` or `terminate-suspended`, by name).
     case released(request: String, pid: Int32, report: ReleaseReport)
-    /// The answer to ``ControlRequest/coordinate(cgroupPath:lease:)``: the lease as granted.
+    /// The answer to `coordinate(cgroupPath:lease:)`: the lease as granted.
     case coordinated(pid: Int32, cgroupPath: String, leaseMilliseconds: Int)
     /// A refusal or failure, with its reason.
     case failure(String)
 
     /// Whether the request succeeded.
-    public var isSuccess: Bool {
+    package var isSuccess: Bool {
         if case .failure = self { false } else { true }
     }
 }

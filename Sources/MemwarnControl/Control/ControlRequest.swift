@@ -1,4 +1,4 @@
-public import MemwarnRelease
+package import MemwarnRelease
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -17,7 +17,7 @@ import Foundation
 ///
 /// `level` is `warning` (the default) or `critical`; `targetBytes` is optional and defaults
 /// to everything the level allows (`Int.max`).
-public enum ControlRequest: Sendable, Hashable {
+package enum ControlRequest: Sendable, Hashable {
     /// The monitor's latest level, usage and limit, and the coordinator's consumers.
     case status
     /// ``/MemwarnRelease/ReleaseCoordinator/release(level:targetBytes:tiers:)`` at `level`.
@@ -37,10 +37,10 @@ public enum ControlRequest: Sendable, Hashable {
     package static let refusedForGood = "not coordinated: "
 
     /// The longest request line an endpoint reads, newline excluded.
-    public static let maximumLineBytes = 64 << 10
+    package static let maximumLineBytes = 64 << 10
 
     /// The request's name on the wire: `status`, `warn` or `terminate-suspended`.
-    public var name: String {
+    package var name: String {
         switch self {
         case .status: "status"
         case .warn: "warn"

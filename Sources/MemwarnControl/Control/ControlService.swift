@@ -13,8 +13,8 @@ public import ServiceLifecycle
 /// let group = ServiceGroup(configuration: .init(services: [monitor, control, myService], logger: logger))
 /// ```
 ///
-/// While it runs, the process listens on a Unix socket, `<pid>.sock` in ``ControlDirectory``:
-/// one JSON line in, one JSON line out (see ``ControlRequest`` and ``ControlReply``). `status`
+/// While it runs, the process listens on a Unix socket, `<pid>.sock` in `ControlDirectory`:
+/// one JSON line in, one JSON line out (see `ControlRequest` and `ControlReply`). `status`
 /// answers with the monitor's latest reading and the coordinator's consumers; `warn` and
 /// `terminate-suspended` release through the coordinator, on the endpoint's own thread. Only
 /// the process's own user and root are served. Services of one process with the same directory
@@ -25,7 +25,7 @@ public import ServiceLifecycle
 /// to clean up. The operator can still withhold it: `MEMWARN_CONTROL=off` (or `0`, `no`,
 /// `false`) in the environment keeps it from serving. If the endpoint cannot start (the
 /// directory is another user's, a symbolic link, not writable…) the service logs an error with
-/// the reason and waits for shutdown without it: the process runs on, ``socketPath`` stays `nil`.
+/// the reason and waits for shutdown without it: the process runs on, ``started()`` returns `nil`.
 /// A directory another user made first is named with its owner and what to do; one the endpoint
 /// made in a folder where other users may make names (a pod's directory on a node whose
 /// `/run/memwarn/pods` is 1777, say; `/tmp/memwarn-<uid>` aside, which has its own answer) is
@@ -33,7 +33,7 @@ public import ServiceLifecycle
 /// cancellation, closing every connection and removing the socket.
 public final class ControlService: Service, Sendable {
     /// The environment variable that withholds the endpoint (`off`, `0`, `no`, `false`).
-    public static let environmentVariable = "MEMWARN_CONTROL"
+    package static let environmentVariable = "MEMWARN_CONTROL"
 
     private let subject: ControlSubject
     private let directory: String?
@@ -46,7 +46,7 @@ public final class ControlService: Service, Sendable {
     /// - Parameters:
     ///   - monitor: the monitor whose latest reading `status` reports.
     ///   - coordinator: the coordinator that `warn` and `terminate-suspended` requests release through.
-    ///   - directory: the directory for the socket; `nil` uses ``ControlDirectory/defaultPath``.
+    ///   - directory: the directory for the socket; `nil` uses `defaultPath`.
     ///   - environment: the environment read for `MEMWARN_CONTROL`; `nil` reads this process's.
     ///   - logger: the caller's logger.
     public init(
@@ -66,16 +66,16 @@ public final class ControlService: Service, Sendable {
     ///
     /// - Parameter environment: the process environment.
     /// - Returns: whether the endpoint is withheld.
-    public static func withholds(environment: [String: String]) -> Bool {
+    package static func withholds(environment: [String: String]) -> Bool {
         ["off", "0", "no", "false"].contains(environment[environmentVariable]?.lowercased() ?? "")
     }
 
     /// The socket while the service serves it; `nil` before, after, when withheld, or when the
     /// endpoint could not start.
-    public var socketPath: String? { serving.withLock { $0.socketPath } }
+    package var socketPath: String? { serving.withLock { $0.socketPath } }
 
     /// Waits until the running service has started serving (or found it cannot, or is
-    /// withheld), and returns ``socketPath``.
+    /// withheld), and returns the socket's path.
     ///
     /// - Returns: the socket, or `nil` when the service does not serve one.
     public func started() async -> String? {

@@ -1,4 +1,4 @@
-import MemwarnMonitor
+@_spi(Diagnostics) import MemwarnMonitor
 import MemwarnRelease
 import MemwarnSystem
 
@@ -18,7 +18,7 @@ struct ControlSubject: Sendable {
 
     /// Answers a request from the peer `peerPid`; a release runs here, on the caller's thread.
     /// The summary form (`summary`) folds a status's consumers and a report's entries into one a
-    /// tier (``ControlStatus/foldedByTier()``, ``/MemwarnRelease/ReleaseReport/foldedByTier()``):
+    /// tier (`foldedByTier()`, ``/MemwarnRelease/ReleaseReport/foldedByTier()``):
     /// a reply of a few hundred bytes whatever the service registers.
     func reply(to request: ControlRequest, from peerPid: Int32, summary: Bool = false) -> ControlReply {
         switch request {

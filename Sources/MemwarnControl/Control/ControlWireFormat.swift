@@ -1,3 +1,4 @@
+@_spi(Diagnostics) import MemwarnMonitor
 public import MemwarnRelease
 import MemwarnSystem
 
@@ -14,7 +15,7 @@ import Foundation
 
 extension ControlRequest {
     /// The request as one JSON object, without the newline (`targetBytes` only when not `Int.max`).
-    public var line: String { line(summary: false) }
+    package var line: String { line(summary: false) }
 
     /// The request as one JSON object, asking for the reply's summary form when `summary` is set
     /// (`"summary":true`): a status's consumers and a release report's entries folded into one a
@@ -41,15 +42,15 @@ extension ControlRequest {
     /// Reads a request line (without its newline).
     ///
     /// - Parameter line: the request's JSON object.
-    /// - Throws: ``ControlError`` for malformed JSON, a missing or mistyped member, an unknown
+    /// - Throws: `ControlError` for malformed JSON, a missing or mistyped member, an unknown
     ///   request, a bad level or a negative target.
-    public init(line: some Collection<UInt8>) throws(ControlError) {
+    package init(line: some Collection<UInt8>) throws(ControlError) {
         self = try Self.parse(line: line).request
     }
 
     /// Reads a request line (without its newline), and whether it asks for the summary form.
     ///
-    /// - Throws: ``ControlError`` as ``init(line:)``.
+    /// - Throws: `ControlError` as ``init(line:)``.
     package static func parse(line: some Collection<UInt8>) throws(ControlError) -> (request: ControlRequest, summary: Bool) {
         let fields = try Self.fields(Data(line))
         return (try request(fields), fields.summary ?? false)
@@ -116,7 +117,7 @@ extension ControlRequest {
 
 extension ControlReply {
     /// The reply as one JSON object, keys sorted, without the newline.
-    public var line: String {
+    package var line: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Every member encodes; a failure here would be a bug in the types above.
@@ -130,9 +131,9 @@ extension ControlReply {
     /// one, or one larger than any memory (2^57 bytes, 128 PiB), is refused here, saying which.
     ///
     /// - Parameter line: the reply's JSON object, with or without its newline.
-    /// - Throws: ``ControlError`` `.malformedReply` when the line is not a reply, or carries a
+    /// - Throws: `ControlError` `.malformedReply` when the line is not a reply, or carries a
     ///   size that cannot be.
-    public init(line: some Collection<UInt8>) throws(ControlError) {
+    package init(line: some Collection<UInt8>) throws(ControlError) {
         do {
             self = try JSONDecoder().decode(Self.self, from: Data(line))
         } catch let error as ImplausibleSize {
@@ -194,7 +195,7 @@ extension ControlReply: Codable {
         case ok, request, pid, report, error, cgroup, leaseMilliseconds
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(isSuccess, forKey: .ok)
         switch self {
@@ -215,7 +216,7 @@ extension ControlReply: Codable {
         }
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         guard try container.decode(Bool.self, forKey: .ok) else {
             self = .failure(try container.decode(String.self, forKey: .error))
@@ -251,7 +252,7 @@ extension ControlStatus: Codable {
     ///
     /// - Parameter decoder: the decoder to read from.
     /// - Throws: `DecodingError` for a missing or mistyped field of the first release.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             pid: try container.decode(Int32.self, forKey: .pid), level: try container.decode(MemoryPressureLevel.self, forKey: .level),
@@ -282,7 +283,7 @@ extension ControlStatus: Codable {
     ///
     /// - Parameter encoder: the encoder to write to.
     /// - Throws: what the encoder throws.
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(pid, forKey: .pid)
         try container.encode(level, forKey: .level)
@@ -309,14 +310,14 @@ extension ControlStatus.Consumer: Codable {
         case name, tier, footprintBytes, inUseBytes
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             name: try container.decode(String.self, forKey: .name), tier: try container.decode(String.self, forKey: .tier),
             footprintBytes: try container.decodeSize(forKey: .footprintBytes), inUseBytes: try container.decodeSizeIfPresent(forKey: .inUseBytes))
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(name, forKey: .name)
         try container.encode(tier, forKey: .tier)

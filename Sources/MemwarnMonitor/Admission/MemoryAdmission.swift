@@ -58,7 +58,7 @@ public final class MemoryAdmission: Sendable {
 
     /// The most one reservation counts (256 TiB): a larger size — `Int.max` for "unknown", say —
     /// counts as this, so that the sum of reservations cannot overflow.
-    public static let largestReservation = 1 << 48
+    package static let largestReservation = 1 << 48
 
     /// How old a usage figure may be before the next reservation reads the usage file again.
     public let freshness: Duration
@@ -93,7 +93,7 @@ public final class MemoryAdmission: Sendable {
     ///
     /// - Parameter bytes: what the work will hold at most (a body's declared length; the
     ///   largest body accepted when none is declared). Negative counts as 0, more than
-    ///   ``largestReservation`` as that.
+    ///   `largestReservation` as that.
     /// - Returns: the reservation, or `nil` when memory is exhausted or `bytes` do not fit in the
     ///   headroom below the critical mark left by the work in flight: shed the request then.
     public func reserve(bytes: Int) -> Reservation? {

@@ -15,7 +15,7 @@ final class LeaseTimers {
     private let leases: AgentLeases
     private let loop: EventLoop
     private let logger: Logger
-    /// Asks the engine for a reading (source ``/MemwarnRelease/PressureSignal/agentLease``).
+    /// Asks the engine for a reading (source `agentLease`).
     private let askForReading: () -> Void
     /// When the earliest lease runs out unrenewed.
     private var leaseEnd: EventLoop.Deadline?
@@ -110,7 +110,7 @@ final class LeaseTimers {
 
     /// An agent ended: its leases end, and the limits it coordinated count again.
     private func agentEnded(_ pid: Int32) {
-        loop.assertOnLoop()
+        loop.preconditionOnLoop()
         if let watch = agentWatches.removeValue(forKey: pid) { loop.unwatch(watch.registration) }
         let ended = leases.revokeAll(agentPid: pid)
         guard !ended.isEmpty else { return }

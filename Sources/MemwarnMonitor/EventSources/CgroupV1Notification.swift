@@ -16,7 +16,7 @@ import Glibc
 package final class CgroupV1Notification: PressureSource {
     private let counter: FileDescriptor
     private let target: FileDescriptor
-    private let hint: MemoryPressureLevel
+    private let hint: WakeHint
     private let signal: PressureSignal
     private let quietTime: Duration?
     let description: String
@@ -27,15 +27,16 @@ package final class CgroupV1Notification: PressureSource {
     ///   - cgroup: a v1 memory cgroup.
     ///   - file: the target control file, such as `memory.usage_in_bytes`.
     ///   - argument: the threshold in bytes, the pressure level, or empty for OOM.
-    ///   - hint: the level a firing hints at.
+    ///   - hint: what a firing asks for by itself: ``WakeHint/readNow`` for a usage threshold (only
+    ///     "usage crossed it, look"), a level for a pressure level or an OOM.
     ///   - signal: the source a firing is reported as.
     ///   - quietTime: how long to stop listening after a firing (coalescing a flood), or `nil`.
-    ///   - description: the line for ``PressureMonitor/watchedSources``.
-    /// - Throws: ``/CgroupKit/CgroupError`` when the files cannot be opened or the kernel refuses it
+    ///   - description: the line for `watchedSources`.
+    /// - Throws: `CgroupError` when the files cannot be opened or the kernel refuses it
     ///   (`.permissionDenied` for a user who may not write `cgroup.event_control`);
     ///   ``SystemError`` when no eventfd can be made.
     package init(
-        cgroup: CgroupLocation, file: String, argument: String, files: KernelFiles, hint: MemoryPressureLevel,
+        cgroup: CgroupLocation, file: String, argument: String, files: KernelFiles, hint: WakeHint,
         signal: PressureSignal, quietTime: Duration? = nil, description: String
     ) throws {
         let targetPath = files.path(cgroup.file(file))

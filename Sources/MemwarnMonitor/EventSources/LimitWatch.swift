@@ -32,7 +32,7 @@ final class LimitWatch: PressureSource {
 
     /// Watches the limit files of `cgroup` and its ancestors, or `nil` when none exists.
     ///
-    /// - Throws: ``/CgroupKit/CgroupError`` when a file that exists cannot be watched, or inotify is out of
+    /// - Throws: `CgroupError` when a file that exists cannot be watched, or inotify is out of
     ///   instances.
     init?(cgroup: CgroupLocation, files: KernelFiles) throws(CgroupError) {
         self.cgroup = cgroup
@@ -61,6 +61,6 @@ final class LimitWatch: PressureSource {
         } catch {
             return .gone(reason: "the limit files can no longer be watched (\(error)); a changed limit is seen at the next full reading")
         }
-        return .wake(.normal, .limitChange)
+        return .wake(.readNow, .limitChange)
     }
 }

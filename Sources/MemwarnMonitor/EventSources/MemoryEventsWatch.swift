@@ -14,7 +14,7 @@ package final class MemoryEventsWatch: PressureSource {
 
     /// Watches the memory cgroup `cgroup`'s `memory.events`.
     ///
-    /// - Throws: ``/CgroupKit/CgroupError`` when the file cannot be read or watched.
+    /// - Throws: `CgroupError` when the file cannot be read or watched.
     package init(cgroup: CgroupLocation, files: KernelFiles) throws(CgroupError) {
         self.cgroup = cgroup
         reader = CgroupMemoryReader(location: cgroup, files: files)
@@ -65,6 +65,6 @@ package final class MemoryEventsWatch: PressureSource {
         } else if counters.high > last.high {
             return .wake(.warning, .memoryEvents)
         }
-        return .wake(.normal, .memoryEvents)
+        return .wake(.readNow, .memoryEvents)
     }
 }

@@ -8,7 +8,7 @@ import MemwarnSystem
 ///
 /// Sources live on the monitor's loop thread from registration to tear-down.
 protocol PressureSource: AnyObject {
-    /// One line of ``PressureMonitor/watchedSources``, such as `oom-control` or
+    /// One line of `watchedSources`, such as `oom-control` or
     /// `inotify /sys/fs/cgroup/app/memory.events`.
     var description: String { get }
     /// How often a source without a descriptor is drained; `nil` for a descriptor source.
@@ -32,13 +32,17 @@ extension PressureSource {
     func tearDown() {}
 }
 
-/// What a source's drain found.
+/// What a source's drain found — and what a read of the usage sampler found
+/// (``UsageSampling/sample(at:)``): the sampler is no ``PressureSource``, but reports in the same
+/// terms, so the engine acts on both alike. The sampler's read never says ``gone(reason:)`` and
+/// never asks for a follow-up other than the default.
 enum PressureSourceReport {
-    /// Nothing to report (a spurious wake-up, an empty counter).
+    /// Nothing to report (a spurious wake-up, an empty counter, a sample that crossed no mark).
     case quiet
-    /// Read the cgroup now: the source hints at a level (``/MemwarnRelease/MemoryPressureLevel/normal`` for
-    /// "something changed, look") and names itself; then watch it as `then` says.
-    case wake(MemoryPressureLevel, PressureSignal, then: PressureSourceFollowUp = .keepWatching)
+    /// Read the cgroup now: the source says what it asks for by itself (``WakeHint/readNow``:
+    /// only "something changed, look"; or a level at least) and names itself; then watch it as
+    /// `then` says.
+    case wake(WakeHint, PressureSignal, then: PressureSourceFollowUp = .keepWatching)
     /// The source went away for good (a PSI trigger whose cgroup is gone): stop watching it and
     /// log `reason`; the monitor runs on with its other sources.
     case gone(reason: String)

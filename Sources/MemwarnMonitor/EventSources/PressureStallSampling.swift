@@ -33,13 +33,13 @@ final class PressureStallSampling: PressureSource {
             stall = try PressureStall.parse(files.read(sampler.path), path: sampler.path)
         } catch  where error.isTransient {
             logger.debug("PSI not read this poll", metadata: ["error": "\(error)"])  // usage still is, at this wake
-            return .wake(.normal, .poll)
+            return .wake(.readNow, .poll)
         } catch {
             return .failed(error)
         }
         if let percent = sampler.sample(stall, at: .now), percent >= sampler.percent {
-            return .wake(level, .poll)
+            return .wake(WakeHint(atLeast: level), .poll)
         }
-        return .wake(.normal, .poll)
+        return .wake(.readNow, .poll)
     }
 }

@@ -35,7 +35,7 @@ final class PressureTrigger: PressureSource {
 
     /// Registers a trigger.
     ///
-    /// - Throws: ``/CgroupKit/CgroupError`` with the kernel's `errno`: `EPERM` on kernels 5.13–6.3 for
+    /// - Throws: `CgroupError` with the kernel's `errno`: `EPERM` on kernels 5.13–6.3 for
     ///   unprivileged triggers, `EINVAL` for a threshold or window the kernel rejects,
     ///   `ENOENT` when the file does not exist, `EOPNOTSUPP`/`ENODEV` without PSI.
     init(path: String, kind: StallKind, threshold: Duration, window: Duration, files: KernelFiles = .host) throws(CgroupError) {
@@ -65,7 +65,7 @@ final class PressureTrigger: PressureSource {
 
     func drain(_ fired: EpollEvents) -> PressureSourceReport {
         if fired.contains(.error) { return .gone(reason: "PSI trigger source went away (\(path))") }
-        return .wake(level, .psiTrigger)
+        return .wake(WakeHint(atLeast: level), .psiTrigger)
     }
 }
 
@@ -109,7 +109,7 @@ enum PressureWatch {
 
     /// Registers a trigger for `percent` of `window` on `path`, or falls back to sampling.
     ///
-    /// - Throws: ``/CgroupKit/CgroupError`` for failures other than the fallback errnos.
+    /// - Throws: `CgroupError` for failures other than the fallback errnos.
     static func make(
         path: String, kind: StallKind, percent: Double, window: Duration, privileged: Bool, files: KernelFiles = .host,
         threshold explicitThreshold: Duration? = nil

@@ -14,7 +14,7 @@ struct SourcePlan {
     /// The sources, in the order they were made.
     private(set) var sources: [any PressureSource] = []
     /// What the monitor listens to, one line a source, with the notes on what it could not
-    /// listen to (``PressureMonitor/watchedSources``); the usage sampler's line is its own.
+    /// listen to (`watchedSources`); the usage sampler's line is its own.
     private(set) var lines: [String] = []
 
     /// The usage sampler: continuous where the kernel sends no usage events, in guard bands on
@@ -35,7 +35,7 @@ struct SourcePlan {
     ///   - policy: the marks, the sampling bounds and the PSI settings.
     ///   - environment: read for systemd's `MEMORY_PRESSURE_WATCH` and `MEMORY_PRESSURE_WRITE`.
     ///   - watchesPressureStall: whether to register PSI triggers (or their fallback).
-    /// - Throws: ``/CgroupKit/CgroupError`` when a source the kernel offers cannot be made (a cgroup file
+    /// - Throws: `CgroupError` when a source the kernel offers cannot be made (a cgroup file
     ///   that cannot be read);
     ///   ``SystemError`` when the system is out of eventfds or inotify instances.
     init(
@@ -113,10 +113,10 @@ struct SourcePlan {
                 try CgroupV1Notification(
                     cgroup: cgroup, file: "memory.oom_control", argument: "", files: files, hint: .critical, signal: .oom,
                     description: "oom-control"))
-            for (level, argument) in [(MemoryPressureLevel.warning, "medium"), (.critical, "critical")] {
+            for (hint, argument) in [(WakeHint.warning, "medium"), (.critical, "critical")] {
                 add(
                     try CgroupV1Notification(
-                        cgroup: cgroup, file: "memory.pressure_level", argument: argument, files: files, hint: level,
+                        cgroup: cgroup, file: "memory.pressure_level", argument: argument, files: files, hint: hint,
                         signal: .pressureLevel, quietTime: policy.pressureLevelQuietTime,
                         description: "pressure-level \(argument)"))
             }
@@ -143,7 +143,7 @@ struct SourcePlan {
             return
         }
         thresholdCgroup = cgroup
-        guard !snapshot.limitsWatched.isEmpty else {
+        guard !snapshot.constraintsToWatch.isEmpty else {
             try addSampling(cgroup, noLimit: true, policy: policy, files: files, because: "no cgroup limit")
             return
         }
@@ -151,7 +151,8 @@ struct SourcePlan {
             cgroup, noLimit: false, policy: policy, files: files,
             because: "until the usage thresholds are registered, then only in the guard bands below the marks")
         pendingThresholds = ThresholdRegistrar.Plan(
-            files: files, requests: Self.thresholdRequests(for: snapshot.limitsWatched, of: cgroup, sampling: usageSampling!, policy: policy))
+            files: files,
+            requests: Self.thresholdRequests(for: snapshot.constraintsToWatch, of: cgroup, sampling: usageSampling!, policy: policy))
     }
 
     /// The v1 usage thresholds for every limit that applies: on the usage of each cgroup whose

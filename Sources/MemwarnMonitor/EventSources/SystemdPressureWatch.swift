@@ -23,7 +23,7 @@ final class SystemdPressureWatch: PressureSource {
 
     /// The watch systemd asked for, or `nil` when the variables are absent or say `/dev/null`.
     ///
-    /// - Throws: ``/CgroupKit/CgroupError`` when the path cannot be opened, the write is not base64,
+    /// - Throws: `CgroupError` when the path cannot be opened, the write is not base64,
     ///   or the kernel refuses the trigger. The plan says it and arms without it (a broken unit
     ///   must not leave the service with no monitor at all).
     static func fromEnvironment(_ environment: [String: String]) throws(CgroupError) -> SystemdPressureWatch? {

@@ -79,7 +79,7 @@ final class ThresholdPlanner {
         limits = Self.limits(of: snapshot)
     }
 
-    /// Its lines in ``PressureMonitor/watchedSources``: every threshold watched, then the note.
+    /// Its lines in `watchedSources`: every threshold watched, then the note.
     var lines: [String] { watched.map(\.notification.description) + (note.map { [$0] } ?? []) }
 
     /// Starts registering the plan's thresholds (the source plan made them from the first reading).
@@ -103,7 +103,7 @@ final class ThresholdPlanner {
         limits = Self.limits(of: snapshot)
         unwatchAll()
         sampling.leaveGuardedMode()
-        let requests = SourcePlan.thresholdRequests(for: snapshot.limitsWatched, of: cgroup, sampling: sampling, policy: policy)
+        let requests = SourcePlan.thresholdRequests(for: snapshot.constraintsToWatch, of: cgroup, sampling: sampling, policy: policy)
         logger.notice(
             "memory monitor: a limit changed; the usage thresholds are planned again",
             metadata: ["before": "\(Self.describe(before))", "after": "\(Self.describe(limits))", "thresholds": "\(requests.count)"])
@@ -169,7 +169,7 @@ final class ThresholdPlanner {
 
     /// A threshold the registrar registered, or its end (loop thread).
     private func delivered(_ delivery: ThresholdRegistrar.Delivery) -> Change? {
-        loop.assertOnLoop()
+        loop.preconditionOnLoop()
         switch delivery {
         case .registered(let notification):
             do {
@@ -202,7 +202,7 @@ final class ThresholdPlanner {
 
     /// The limits a reading names.
     private static func limits(of snapshot: PressureSnapshot) -> [PlannedLimit] {
-        snapshot.limitsWatched.map { PlannedLimit(cgroupPath: $0.cgroupPath, file: $0.limit.file, bytes: $0.limit.bytes) }
+        snapshot.constraintsToWatch.map { PlannedLimit(cgroupPath: $0.cgroupPath, file: $0.limit.file, bytes: $0.limit.bytes) }
     }
 
     private static func describe(_ limits: [PlannedLimit]) -> String {
@@ -211,8 +211,8 @@ final class ThresholdPlanner {
 
     /// Whether a reading names the limits the thresholds were planned for.
     private func namesThePlannedLimits(_ snapshot: PressureSnapshot) -> Bool {
-        snapshot.limitsWatched.count == limits.count
-            && zip(snapshot.limitsWatched, limits).allSatisfy { constraint, planned in
+        snapshot.constraintsToWatch.count == limits.count
+            && zip(snapshot.constraintsToWatch, limits).allSatisfy { constraint, planned in
                 constraint.limit.bytes == planned.bytes && constraint.limit.file == planned.file && constraint.cgroupPath == planned.cgroupPath
             }
     }

@@ -18,7 +18,7 @@ enum ThresholdRegistrar {
         var gauge: String
         /// The usage in bytes whose crossing (either way) the kernel reports.
         var bytes: UInt64
-        /// Its line in ``PressureMonitor/watchedSources``.
+        /// Its line in `watchedSources`.
         var description: String
     }
 
@@ -54,8 +54,9 @@ enum ThresholdRegistrar {
                 let notification: CgroupV1Notification
                 do {
                     notification = try CgroupV1Notification(
-                        cgroup: request.cgroup, file: "memory.usage_in_bytes", argument: String(request.bytes), files: plan.files, hint: .normal,
-                        signal: .usageThreshold, quietTime: ThresholdPlanner.quietAfterFiring, description: request.description)
+                        cgroup: request.cgroup, file: "memory.usage_in_bytes", argument: String(request.bytes), files: plan.files,
+                        hint: .readNow, signal: .usageThreshold, quietTime: ThresholdPlanner.quietAfterFiring,
+                        description: request.description)
                 } catch {
                     let failure = (error as? CgroupError) ?? CgroupError(.unwritable, "\(error)", path: request.cgroup.file("cgroup.event_control"))
                     let count = registered

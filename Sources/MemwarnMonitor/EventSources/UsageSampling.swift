@@ -10,22 +10,24 @@ import Glibc
 /// applies (the cgroup's own and each limited ancestor's, one ``UsageGauge`` each), compared with the
 /// thresholds the kernel would have reported on cgroup v1 (the recovery, warning and critical
 /// marks and every 5 % of the limit from half of it up). A reading that crosses one wakes the
-/// monitor (signal ``/MemwarnRelease/PressureSignal/usageSample``), which then reads every file as after a
+/// monitor (signal `usageSample`), which then reads every file as after a
 /// kernel event; the others cost one read and are forgotten.
 ///
 /// Two modes, per gauge:
 /// - **continuous** (cgroup v2, a v1 cgroup whose notifications this user may not register, a
 ///   host without a limit): always scheduled, by the rule; it also asks for a full reading
-///   (signal ``/MemwarnRelease/PressureSignal/poll``) once a ``PressurePolicy/pollInterval`` has passed without
+///   (signal `poll`) once a ``PressurePolicy/pollInterval`` has passed without
 ///   one, so the limit, PSI and the growth estimate stay current.
 /// - **guarded** (cgroup v1 as root, beside the kernel's usage thresholds registered on that
 ///   gauge's cgroup): scheduled only while usage sits within two guard bands below a level
 ///   mark, to find a crossing the kernel did not report; a crossing wakes the monitor once a
 ///   second read confirms the kernel left it unreported.
 ///
-/// Not a ``PressureSource``: it has no descriptor to watch and no period; the engine tells it
-/// each full reading (``observe(_:at:)``), asks it when to read next (``nextRead(after:)``) and has
-/// it read (``sample(at:)``). Loop thread only.
+/// Not a ``PressureSource``: it has no descriptor to watch and no fixed period, so it is not
+/// registered with the others; the engine tells it each full reading (``observe(_:at:)``), asks it
+/// when to read next (``nextRead(after:)``) and has it read (``sample(at:)``). What a read found
+/// is said in a source's terms, a ``PressureSourceReport``, so the engine acts on a crossing as on
+/// any source's wake. Loop thread only.
 final class UsageSampling {
     enum Mode {
         case continuous
@@ -62,7 +64,7 @@ final class UsageSampling {
     ///   - cgroup: the memory cgroup, or `nil` without a memory controller (`/proc/meminfo` then).
     ///   - measuresSystem: whether usage is measured against the system (no limit applies).
     ///   - reason: why usage is sampled, for ``description``.
-    /// - Throws: ``/CgroupKit/CgroupError`` when the usage file cannot be opened.
+    /// - Throws: `CgroupError` when the usage file cannot be opened.
     init(cgroup: CgroupLocation?, measuresSystem: Bool, policy: PressurePolicy, files: KernelFiles, because reason: String) throws(CgroupError) {
         self.policy = policy
         self.files = files
@@ -87,7 +89,7 @@ final class UsageSampling {
         return file
     }
 
-    /// What it reads and when, for ``PressureMonitor/watchedSources``.
+    /// What it reads and when, for `watchedSources`.
     var description: String {
         let read = gauges.isEmpty ? firstFile : gauges.map(reads).joined(separator: ", ")
         let guarded = gauges.filter(\.isGuarded).map(\.file.hostPath)
@@ -141,12 +143,12 @@ final class UsageSampling {
     /// its capacity (and so its marks) and usage.
     ///
     /// - Returns: whether the set of gauges changed (a limit appeared or went: what is read changed).
-    /// - Throws: ``/CgroupKit/CgroupError`` when a new limit's usage file cannot be opened.
+    /// - Throws: `CgroupError` when a new limit's usage file cannot be opened.
     @discardableResult
     func observe(_ snapshot: PressureSnapshot, at now: ContinuousClock.Instant) throws(CgroupError) -> Bool {
         // Every limit read, a coordinated one's too (its backstop is woken as any crossing is).
         // A snapshot made by hand may name a limit without its constraints: the cgroup's own, then.
-        var constraints = snapshot.limitsWatched
+        var constraints = snapshot.constraintsToWatch
         if constraints.isEmpty, let limit = snapshot.limit, let cgroup {
             constraints = [MemoryConstraint(cgroupPath: cgroup.path, usageBytes: snapshot.usageBytes, limit: limit)]
         }
@@ -219,9 +221,10 @@ final class UsageSampling {
 
     /// Reads every gauge's usage now.
     ///
-    /// - Returns: `.wake` with ``/MemwarnRelease/PressureSignal/usageSample`` when usage crossed a threshold of a
-    ///   limit, with ``/MemwarnRelease/PressureSignal/poll`` when a full reading is due, `.quiet` otherwise;
-    ///   `.failed` when a cgroup is gone or a file is malformed; `.retry` for a transient failure.
+    /// - Returns: `.wake` (``WakeHint/readNow``) with `usageSample`
+    ///   when usage crossed a threshold of a limit, with `poll` when
+    ///   a full reading is due, `.quiet` otherwise; `.failed` when a cgroup is gone or a file is
+    ///   malformed; `.retry` for a transient failure. Never `.gone`.
     func sample(at now: ContinuousClock.Instant) -> PressureSourceReport {
         var crossed = false
         for gauge in gauges {
@@ -233,8 +236,8 @@ final class UsageSampling {
                 return .failed(error)
             }
         }
-        if crossed { return .wake(.normal, .usageSample) }
-        if mode == .continuous, let lastFullReading, now - lastFullReading >= rule.longestInterval { return .wake(.normal, .poll) }
+        if crossed { return .wake(.readNow, .usageSample) }
+        if mode == .continuous, let lastFullReading, now - lastFullReading >= rule.longestInterval { return .wake(.readNow, .poll) }
         return .quiet
     }
 }

@@ -46,14 +46,13 @@ final class WatchedSources {
     /// Watches a source as its drain asked: on, no more, or paused for a while (a flood). A source
     /// not registered here (a usage threshold, the planner's) is left as it is.
     func watch(_ source: any PressureSource, as followUp: PressureSourceFollowUp) {
-        if case .keepWatching = followUp { return }  // the common case: no search
-        guard let index = sources.firstIndex(where: { $0.source === source }), let registration = sources[index].registration else { return }
         switch followUp {
         case .keepWatching:
-            return
+            return  // the common case: no search
         case .stopWatching:
             stopWatching(source)
         case .pause(let quiet):
+            guard let registration = sources.first(where: { $0.source === source })?.registration else { return }
             do {
                 try loop.pause(registration, for: quiet) { [logger, description = source.description] error in
                     logger.warning("a paused source could not be watched again", metadata: ["source": "\(description)", "error": "\(error)"])

@@ -4,7 +4,7 @@
 /// reaches the warning mark within twice the predicted time to it plus a second (the growth it
 /// foresaw happened, whether or not the release then kept usage down), and **false** when that
 /// deadline passes first (the service stopped growing: the warning woke it for nothing).
-public struct ForecastTally: Sendable, Hashable, Codable {
+@_spi(Diagnostics) public struct ForecastTally: Sendable, Hashable, Codable {
     /// Forecast warnings raised (rises to `.warning` whose source is `forecast`).
     public var raised = 0
     /// Those whose growth came.

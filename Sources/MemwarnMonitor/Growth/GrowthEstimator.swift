@@ -95,9 +95,9 @@ public struct GrowthEstimate: Sendable, Hashable {
     /// The slope of the fitted line: bytes a second (negative when usage falls).
     public var bytesPerSecond: Double
     /// The readings it was fitted on.
-    public var samples: Int
+    package var samples: Int
     /// The time between the first and last of them, in seconds.
-    public var spanSeconds: Double
+    package var spanSeconds: Double
     /// The slope over its standard error (a t statistic): how clearly the readings climb rather
     /// than scatter. Infinite when they lie on the line; 0 with only two readings.
     public var confidence: Double
@@ -109,7 +109,7 @@ public struct GrowthEstimate: Sendable, Hashable {
     ///   - samples: the number of readings fitted.
     ///   - spanSeconds: the time the readings span, in seconds.
     ///   - confidence: the slope over its standard error.
-    public init(bytesPerSecond: Double, samples: Int, spanSeconds: Double, confidence: Double) {
+    package init(bytesPerSecond: Double, samples: Int, spanSeconds: Double, confidence: Double) {
         self.bytesPerSecond = bytesPerSecond
         self.samples = samples
         self.spanSeconds = spanSeconds

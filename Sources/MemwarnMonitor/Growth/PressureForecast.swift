@@ -18,7 +18,7 @@ public struct PressureForecast: Sendable, Hashable {
     ///   - growth: the measured growth.
     ///   - secondsToCritical: seconds until usage reaches the critical mark.
     ///   - secondsToLimit: seconds until usage reaches the effective limit.
-    public init(growth: GrowthEstimate, secondsToCritical: Double, secondsToLimit: Double) {
+    package init(growth: GrowthEstimate, secondsToCritical: Double, secondsToLimit: Double) {
         self.growth = growth
         self.secondsToCritical = secondsToCritical
         self.secondsToLimit = secondsToLimit
@@ -78,7 +78,7 @@ extension PressureForecast {
     ///   - policy: the marks.
     /// - Returns: the last snapshot and its forecast (`nil` when usage is not clearly growing).
     /// - Throws: CgroupKit's `CgroupError` from a read; `CancellationError` when cancelled.
-    public static func measure(sampler: SnapshotSampler, readings: Int, interval: Duration, policy: PressurePolicy) async throws
+    package static func measure(sampler: SnapshotSampler, readings: Int, interval: Duration, policy: PressurePolicy) async throws
         -> (snapshot: PressureSnapshot, forecast: PressureForecast?)
     {
         var estimator = GrowthEstimator(window: .seconds(3600))

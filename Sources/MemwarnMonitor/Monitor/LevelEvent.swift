@@ -22,7 +22,7 @@ public struct LevelEvent: Sendable, Hashable {
     ///   - source: the signal that produced it.
     ///   - snapshot: what the monitor read.
     ///   - forecast: the forecast, or `nil` when usage is not clearly growing.
-    public init(
+    package init(
         level: MemoryPressureLevel, previous: MemoryPressureLevel?, source: PressureSignal, snapshot: PressureSnapshot,
         forecast: PressureForecast? = nil
     ) {

@@ -11,7 +11,7 @@
 /// The article "Metrics, series by series" lists every family with its labels and meaning.
 public struct MemwarnMetric: Sendable, Hashable {
     /// How a family is reported through swift-metrics.
-    public enum Kind: String, Sendable, Hashable {
+    package enum Kind: String, Sendable, Hashable {
         /// A value that goes up and down (swift-metrics' `Gauge`).
         case gauge
         /// A count that only goes up (`Counter`).
@@ -23,9 +23,9 @@ public struct MemwarnMetric: Sendable, Hashable {
     /// The family's name, such as `memwarn_level`.
     public var name: String
     /// How it is reported.
-    public var kind: Kind
+    package var kind: Kind
     /// Its labels, in the order they are given (empty for most).
-    public var labels: [String]
+    package var labels: [String]
     /// The `# HELP` text: what a value means, in one line.
     public var help: String
 
@@ -36,7 +36,7 @@ public struct MemwarnMetric: Sendable, Hashable {
     ///   - kind: how it is reported.
     ///   - labels: its labels.
     ///   - help: what a value means, in one line.
-    public init(_ name: String, _ kind: Kind, labels: [String] = [], help: String) {
+    package init(_ name: String, _ kind: Kind, labels: [String] = [], help: String) {
         self.name = name
         self.kind = kind
         self.labels = labels

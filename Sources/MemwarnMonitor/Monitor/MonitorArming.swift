@@ -5,7 +5,7 @@
 /// README's pattern it protects the services of a `ServiceGroup` from their first instruction.
 /// ``PressureMonitor/run()`` keeps it running; a monitor run again after it stopped is armed
 /// anew by that run.
-public struct MonitorArming: Sendable, Hashable {
+@_spi(Diagnostics) public struct MonitorArming: Sendable, Hashable {
     /// How changes of usage reach the monitor.
     public struct UsageWatch: Sendable, Hashable, CustomStringConvertible {
         /// The name, as `memwarn status --json` prints it (`usageWatch`).
@@ -30,19 +30,19 @@ public struct MonitorArming: Sendable, Hashable {
     /// From the process's start to armed, as the kernel counts the start (to 10 ms; see
     /// CgroupKit's `ProcessAge`); `nil` when `/proc/self/stat` could not be read.
     public var sinceProcessStart: Duration?
-    /// How changes of usage reached the monitor when it was armed (``PressureMonitor/usageWatch``
+    /// How changes of usage reached the monitor when it was armed (`usageWatch`
     /// says how they reach it now).
     public var usageWatch: UsageWatch
     /// cgroup v1 as root: the usage thresholds still being registered when the monitor was armed.
     /// The kernel waits for an RCU grace period inside each registration (17.6 ms each at the median on the
     /// development machine), so they are registered after arming, on a thread of their own, while
-    /// usage is sampled adaptively; ``PressureMonitor/usageWatch`` turns to ``UsageWatch/thresholds``
+    /// usage is sampled adaptively; `usageWatch` turns to ``UsageWatch/thresholds``
     /// once they are in.
     public var pendingThresholds: Int
     /// How long registering the pending thresholds took, once they are all in (`nil` before, and
     /// where there were none); they are registered right after arming.
     public var thresholdsRegisteredAfter: Duration?
-    /// What it listens to, as ``PressureMonitor/watchedSources`` lists it.
+    /// What it listens to, as `watchedSources` lists it.
     public var sources: [String]
 
     /// Creates a report.

@@ -1,4 +1,4 @@
-public import CgroupKit
+package import CgroupKit
 import Foundation
 
 /// What a ``PressureMonitor`` watches and how.
@@ -18,10 +18,10 @@ public struct MonitorConfiguration: Sendable {
     /// request and follows ``environment``, not this flag.
     public var watchesPressureStall: Bool = true
     /// The environment consulted for systemd's `MEMORY_PRESSURE_WATCH` / `MEMORY_PRESSURE_WRITE`,
-    /// and for ``disableVariable``.
+    /// and for `disableVariable`.
     public var environment: [String: String]
     /// Where kernel files are read (the host; tests may point elsewhere).
-    public var files: KernelFiles = .host
+    package var files: KernelFiles = .host
 
     /// A configuration.
     ///
@@ -43,9 +43,9 @@ public struct MonitorConfiguration: Sendable {
     /// memwarn were not linked. `memwarn soak` sets it for its baseline run: the same binary,
     /// limit and load, without memwarn. `0`, `false`, `no`, `off` or empty leave memwarn on; any
     /// other value is an error (``PressureMonitor/run()`` throws it).
-    public static let disableVariable = "MEMWARN_DISABLE"
+    package static let disableVariable = "MEMWARN_DISABLE"
 
-    /// Whether ``environment`` turns the monitor off (``disableVariable``).
+    /// Whether ``environment`` turns the monitor off (`disableVariable`).
     ///
     /// - Returns: `true` for `1`, `true`, `yes`, `on` (in any case); `false` when unset, empty,
     ///   `0`, `false`, `no` or `off`.

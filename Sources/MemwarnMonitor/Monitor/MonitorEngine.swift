@@ -28,10 +28,10 @@ package final class MonitorEngine {
     private var policy: PressurePolicy { configuration.policy }
     private let logger: Logger
     private let ledger: ReleaseLedger
-    private let output: any MonitorEngineOutput
+    let output: any MonitorEngineOutput
     /// Takes every decided reading off the loop: a service's release loop, a node agent's rounds.
     private let consumer: any MonitorReadingConsumer
-    private let samples: UsageSampleCount
+    let samples: UsageSampleCount
     private var phase = Phase.idle
 
     private var machine: LevelMachine
@@ -42,18 +42,24 @@ package final class MonitorEngine {
     /// The sources the plan made, registered.
     private let watched: WatchedSources
     /// The plan's lines (the sources made at start): with the sampler's and the thresholds',
-    /// ``PressureMonitor/watchedSources``.
+    /// `watchedSources`.
     private var planLines: [String] = []
     /// The usage sampler, when usage is sampled (continuously, or in guard bands on cgroup v1).
-    private var usageSampling: UsageSampling?
-    private var sampleDeadline: EventLoop.Deadline?
+    private(set) var usageSampling: UsageSampling?
+    var sampleDeadline: EventLoop.Deadline?
+    /// The sampler's deadline action, made once: scheduled up to 200 times a second, it should
+    /// not allocate a closure each time.
+    private(set) lazy var sampleAction: () -> Void = { [unowned self] in
+        sampleDeadline = nil
+        sampleUsage()
+    }
     /// The reading the level asks for next (a step down's end, a recheck), scheduled.
-    private var levelDeadline: (deadline: EventLoop.Deadline, reading: LevelMachine.NextReading)?
+    var levelDeadline: (deadline: EventLoop.Deadline, reading: LevelMachine.NextReading)?
     /// cgroup v1 as root: the usage thresholds.
-    private var thresholds: ThresholdPlanner?
+    private(set) var thresholds: ThresholdPlanner?
     /// A node agent's leases, when the sampler has them.
-    private var leaseTimers: LeaseTimers?
-    private lazy var transient = TransientRetry(
+    private(set) var leaseTimers: LeaseTimers?
+    private(set) lazy var transient = TransientRetry(
         loop: loop, logger: logger, noted: { [unowned self] in output.engineNoted(transientError: $0) },
         redo: { [unowned self] source, wake in
             if let source { drain(source, []) }
@@ -86,7 +92,7 @@ package final class MonitorEngine {
         return nil
     }
 
-    private var isRunning: Bool {
+    var isRunning: Bool {
         if case .running = phase { return true }
         return false
     }
@@ -104,10 +110,10 @@ package final class MonitorEngine {
 
     /// Takes the first reading, registers every source, and emits the first event. Loop thread.
     ///
-    /// - Throws: ``/CgroupKit/CgroupError`` when the cgroup cannot be read or a source cannot be made;
+    /// - Throws: `CgroupError` when the cgroup cannot be read or a source cannot be made;
     ///   ``MonitorError`` when the loop cannot watch a source.
     package func start() throws {
-        loop.assertOnLoop()
+        loop.preconditionOnLoop()
         let now = loop.now
         let snapshot = try sampler.sample()
         let plan: SourcePlan
@@ -140,7 +146,9 @@ package final class MonitorEngine {
             }
         }
         if let leases = sampler.leases {
-            leaseTimers = LeaseTimers(leases: leases, loop: loop, logger: logger) { [unowned self] in wake(hint: .normal, source: .agentLease) }
+            leaseTimers = LeaseTimers(leases: leases, loop: loop, logger: logger) { [unowned self] in
+                wake(hint: .readNow, source: .agentLease)
+            }
         }
         publishLines()
         // Emitted once every source is live, so an observer of the first event misses nothing.
@@ -155,7 +163,7 @@ package final class MonitorEngine {
 
     /// What a source that fired says, acted on.
     private func drain(_ source: any PressureSource, _ fired: EpollEvents) {
-        loop.assertOnLoop()
+        loop.preconditionOnLoop()
         guard isRunning else { return }
         switch source.drain(fired) {
         case .quiet:
@@ -180,11 +188,11 @@ package final class MonitorEngine {
     /// - Returns: whether to poll them again.
     private func drainPeriodic(_ group: [any PressureSource]) -> Bool {
         guard isRunning else { return false }
-        var strongest: (hint: MemoryPressureLevel, signal: PressureSignal)?
+        var strongest: (hint: WakeHint, signal: PressureSignal)?
         for source in group {
             switch source.drain([]) {
             case .wake(let hint, let signal, _):
-                if hint >= strongest?.hint ?? .normal { strongest = (hint, signal) }
+                if hint >= strongest?.hint ?? .readNow { strongest = (hint, signal) }
             case .failed(let error):
                 fail(error)
                 return false
@@ -205,17 +213,17 @@ package final class MonitorEngine {
         scheduleSample(after: loop.now)
     }
 
-    /// What the monitor listens to, to ``PressureMonitor/watchedSources``.
-    private func publishLines() {
+    /// What the monitor listens to, to `watchedSources`.
+    func publishLines() {
         output.engineListens(to: (usageSampling.map { [$0.description] } ?? []) + planLines + (thresholds?.lines ?? []))
     }
 
     // MARK: Reading
 
     /// Takes one reading, has it decided, and routes the decision: `hint` is what the waking
-    /// signal (`source`) itself says.
-    package func wake(hint: MemoryPressureLevel, source: PressureSignal) {
-        loop.assertOnLoop()
+    /// signal (`source`) itself says (``WakeHint/readNow``: only "take a reading now").
+    package func wake(hint: WakeHint, source: PressureSignal) {
+        loop.preconditionOnLoop()
         guard isRunning else { return }
         let ledgerBefore = ledger.current
         // The reading's time is when its read began: a read that began before a release ended
@@ -233,7 +241,7 @@ package final class MonitorEngine {
         }
         let now = loop.now
         let forecast = growth.observe(snapshot, ledgerBefore: ledgerBefore, ledgerAfter: ledger.current, now: now)
-        let decision = machine.step(snapshot, hint: hint, source: source, forecast: forecast, now: now)
+        let decision = machine.step(snapshot, hint: hint.level, source: source, forecast: forecast, now: now)
         if decision.forecastRaised { growth.noteForecastWarning(snapshot, forecast: forecast, releasedBytes: ledger.current.releasedBytes, now: now) }
         resample(after: snapshot, now: now)  // first: the reading carries the sampler's wait as its detection bound
         guard isRunning else { return }
@@ -267,103 +275,9 @@ package final class MonitorEngine {
         return usageSampling.currentInterval
     }
 
-    // MARK: Schedule
-
-    /// Schedules the reading the level asks for (a step down's end, a recheck while raised), in
-    /// place of the one scheduled before.
-    private func scheduleLevelReading(_ next: LevelMachine.NextReading?) {
-        if let pending = levelDeadline {
-            if pending.reading == next { return }
-            loop.cancel(pending.deadline)
-        }
-        levelDeadline = nil
-        guard let next else { return }
-        let deadline = loop.schedule(at: next.at) { [unowned self] in
-            levelDeadline = nil
-            wake(hint: .normal, source: next.cause)
-        }
-        levelDeadline = (deadline, next)
-    }
-
-    /// Hands a full reading (if any) to the usage sampler and schedules its next read.
-    private func resample(after snapshot: PressureSnapshot, now: ContinuousClock.Instant) {
-        guard let usageSampling else { return }
-        if let thresholds, thresholds.replanIfTheLimitsChanged(snapshot) {
-            output.engineWatchesUsage(by: usageWatch, after: .zero)
-            publishLines()
-        }
-        do {
-            if try usageSampling.observe(snapshot, at: now) { publishLines() }
-        } catch  where error.isTransient {
-            transient.failed(error, owing: (.normal, .poll), source: nil)
-        } catch {
-            fail(error)
-            return
-        }
-        scheduleSample(after: now)
-    }
-
-    /// Schedules the sampler's next read (none when it asks for none: a guarded sampler outside
-    /// its bands).
-    private func scheduleSample(after now: ContinuousClock.Instant) {
-        guard let usageSampling else { return }
-        if let pending = sampleDeadline { loop.cancel(pending) }
-        sampleDeadline = nil
-        guard let at = usageSampling.nextRead(after: now) else { return }
-        sampleDeadline = loop.schedule(at: at, sampleAction)
-    }
-
-    /// The sampler's deadline action, made once: scheduled up to 200 times a second, it should
-    /// not allocate a closure each time.
-    private lazy var sampleAction: () -> Void = { [unowned self] in
-        sampleDeadline = nil
-        sampleUsage()
-    }
-
-    /// One cheap read of usage: a crossing (or a due full reading) wakes the monitor, which
-    /// reschedules after its full reading; otherwise the next read is scheduled from this one.
-    private func sampleUsage() {
-        guard isRunning, let usageSampling else { return }
-        let now = loop.now
-        switch usageSampling.sample(at: now) {
-        case .wake(let hint, let signal, _):
-            samples.add()
-            transient.succeeded()
-            wake(hint: hint, source: signal)
-            if sampleDeadline == nil { scheduleSample(after: loop.now) }  // the full reading failed transiently
-        case .quiet, .gone:
-            samples.add()
-            transient.succeeded()
-            scheduleSample(after: now)
-        case .failed(let error):
-            fail(error)
-        case .retry(let error):
-            transient.failed(error, owing: nil, source: nil)
-            scheduleSample(after: now)
-        }
-    }
-
-    // MARK: Leases
-
-    /// A node agent began or renewed coordinating an ancestor's limit (``AgentLeases``): read
-    /// now when it is new (the limit is left out from now on), and again the moment the lease
-    /// would run out unrenewed (the limit counts again).
-    func leaseGranted(isNew: Bool, agentPid: Int32) {
-        loop.assertOnLoop()
-        guard isRunning else { return }
-        leaseTimers?.granted(isNew: isNew, agentPid: agentPid)
-    }
-
-    /// A lease ended at the agent's word (it stops): read now, the limit counts again.
-    func leaseRevoked() {
-        loop.assertOnLoop()
-        guard isRunning else { return }
-        leaseTimers?.revoked()
-    }
-
     // MARK: End
 
-    private func fail(_ error: CgroupError) {
+    func fail(_ error: CgroupError) {
         guard isRunning else { return }
         phase = .failed(error)
         thresholds?.tearDown()  // a registrar under way stops, and what it delivers now is dropped
@@ -373,7 +287,7 @@ package final class MonitorEngine {
 
     /// Unwatches and closes every source. Loop thread, after the loop ended.
     package func tearDown() {
-        loop.assertOnLoop()
+        loop.preconditionOnLoop()
         thresholds?.tearDown()
         watched.tearDown()
         leaseTimers?.tearDown()

@@ -134,15 +134,15 @@ final class MonitorMetrics: Sendable {
         publishFootprints(of: consumers)
     }
 
-    /// One footprint series: a consumer's name (or ``/MemwarnRelease/ReleaseTotals/otherConsumers``) and tier.
+    /// One footprint series: a consumer's name (or `otherConsumers`) and tier.
     private struct FootprintSeries: Hashable {
         var consumer: String
         var tier: String
     }
 
     /// `memwarn_consumer_footprint_bytes` and `memwarn_consumer_in_use_bytes`: a series for each
-    /// of the ``/MemwarnRelease/ReleaseTotals/maximumConsumerNames`` largest consumers by name (consumers sharing a name
-    /// and tier summed), the rest summed per tier as ``/MemwarnRelease/ReleaseTotals/otherConsumers``; the series
+    /// of the `maximumConsumerNames` largest consumers by name (consumers sharing a name
+    /// and tier summed), the rest summed per tier as `otherConsumers`; the series
     /// of a consumer that is gone (deallocated, unregistered, or no longer among the largest)
     /// is destroyed, so the label set stays bounded however many names — unit ids from request
     /// data, say — come and go. The in-use series exists only while some consumer of the

@@ -32,7 +32,7 @@ final class MonitorSession: Sendable {
     private let releaseLoop: ReleaseLoop
     /// How arming went.
     let arming: MonitorArming
-    /// The sampler every reading of the session goes through (its ``SnapshotSampler/readCount``).
+    /// The sampler every reading of the session goes through (its `readCount`).
     let sampler: SnapshotSampler
     private let releaseEnded: AsyncStream<Void>
 

@@ -7,7 +7,7 @@ extension PressureMonitor {
     /// triggers and growth settings are planned again on every path, as for a new limit, by
     /// arming a new session with it and ending the old one; the level carries over (its hold
     /// time too), and the first reading at the new marks is a ``LevelEvent`` with source
-    /// ``/MemwarnRelease/PressureSignal/policyChange`` only when it changes the level. A monitor
+    /// `policyChange` only when it changes the level. A monitor
     /// not armed (a run ended) takes the policy at its next ``run()``.
     ///
     /// - Parameter policy: the new policy.

@@ -1,6 +1,6 @@
 import CgroupKit
 public import Logging
-public import MemwarnRelease
+package import MemwarnRelease
 import MemwarnSystem
 public import Metrics
 public import ServiceLifecycle
@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// Creating a monitor **arms** it: it finds the cgroup, opens and registers its sources, takes
 /// the first reading and starts its release thread before the initializer returns (a few
-/// milliseconds; ``arming`` says how long), so the services started after it are protected from
+/// milliseconds; `arming` says how long), so the services started after it are protected from
 /// their first instruction. Run it as a `Service` in a `ServiceGroup` (or call ``run()``
 /// yourself) to keep it running; it stops on graceful shutdown or task cancellation, and a
 /// failure to arm is thrown by ``run()``. While it runs, a thread of its own sleeps in
@@ -23,7 +23,7 @@ import Synchronization
 /// could reach the next mark (every 5 ms near a mark, at most every
 /// ``PressurePolicy/pollInterval`` far from them); on cgroup v1 as root it samples only in the
 /// guard bands just below the marks, for crossings the kernel leaves unreported.
-/// ``watchedSources`` says which.
+/// `watchedSources` says which.
 ///
 /// ```swift
 /// let monitor = PressureMonitor(configuration: .init(policy: try .load(environment: env)), logger: logger)
@@ -34,7 +34,12 @@ import Synchronization
 /// try await group.run()
 /// ```
 public final class PressureMonitor: Service, Sendable {
-    /// A registered observer, for ``removeObserver(_:)``.
+    /// An observer token: names a registered observer, or an attached coordinator, for
+    /// ``removeObserver(_:)``. ``addObserver(_:)`` and ``addExhaustionObserver(_:)`` return one
+    /// for the observer they register;
+    /// ``/MemwarnMonitor/MemwarnRelease/ReleaseCoordinator/attach(to:)`` returns one for the
+    /// coordinator it attaches, and ``removeObserver(_:)`` with that token detaches the
+    /// coordinator (it stops releasing for this monitor).
     public struct ObserverToken: Sendable, Hashable {
         let id: Int
     }
@@ -49,7 +54,7 @@ public final class PressureMonitor: Service, Sendable {
         case failedToArm(any Error)
         /// ``run()`` is under way with this session.
         case running(MonitorSession)
-        /// Turned off by ``MonitorConfiguration/disableVariable``: never armed, ``run()`` only
+        /// Turned off by `disableVariable`: never armed, ``run()`` only
         /// waits for shutdown.
         case disabled
     }
@@ -94,7 +99,7 @@ public final class PressureMonitor: Service, Sendable {
     /// Creates a monitor and arms it: when it returns, the cgroup's sources are registered, the
     /// first reading is taken (``latestEvent``) and the release thread waits for readings. A
     /// failure to arm is kept and thrown by ``run()``. With `MEMWARN_DISABLE=1` in the
-    /// configuration's environment (``MonitorConfiguration/disableVariable``) it does not arm:
+    /// configuration's environment (`disableVariable`) it does not arm:
     /// it reads nothing and reports nothing.
     ///
     /// - Parameters:
@@ -146,13 +151,17 @@ public final class PressureMonitor: Service, Sendable {
 
     /// Adds a coordinator to the release loop (``/MemwarnMonitor/MemwarnRelease/ReleaseCoordinator/attach(to:)``); attaching
     /// one twice returns the first token (it would otherwise release twice per reading).
+    ///
+    /// - Returns: an observer token, its id drawn from the same process-wide sequence as the
+    ///   observers' (`Broadcaster.nextID()`): ``removeObserver(_:)`` with it detaches this
+    ///   coordinator, and removes no observer.
     func attach(_ coordinator: ReleaseCoordinator) -> ObserverToken {
         ObserverToken(id: coordinators.attach(coordinator, id: Broadcaster<LevelEvent>.nextID()))
     }
 
     /// Keeps the armed monitor running — reporting levels and releasing — until graceful
     /// shutdown or cancellation. A monitor run again after it stopped is armed anew here. A
-    /// monitor turned off by ``MonitorConfiguration/disableVariable`` only waits for shutdown.
+    /// monitor turned off by `disableVariable` only waits for shutdown.
     ///
     /// - Throws: ``MonitorError`` when already running or when the system refuses a thread, an
     ///   epoll instance or an eventfd; ``PolicyError`` for an inconsistent policy; CgroupKit's
@@ -277,7 +286,7 @@ extension PressureMonitor {
     ///   - countingPressureStall: whether PSI's averages count, as for a monitor whose
     ///     ``MonitorConfiguration/watchesPressureStall`` is `true` (the default).
     /// - Returns: the level the reading alone reaches.
-    public static func level(of snapshot: PressureSnapshot, policy: PressurePolicy, countingPressureStall: Bool = true) -> MemoryPressureLevel {
+    package static func level(of snapshot: PressureSnapshot, policy: PressurePolicy, countingPressureStall: Bool = true) -> MemoryPressureLevel {
         LevelMachine.asked(by: snapshot, policy: policy, countsPressureStall: countingPressureStall).level
     }
 }

@@ -1,9 +1,18 @@
 import MemwarnRelease
 import MemwarnSystem
 
-/// The release loop's way back to its engine: a reading asked for on the engine's loop thread,
-/// when the reading the release thread took is older than its latest release
-/// (``ReleaseLoop/Context/askForReading``).
+/// The release loop's way back to its engine (``ReleaseLoop/Context/askForReading``): asks for a
+/// fresh reading, taken on the engine's loop thread, when a reading the release thread would act
+/// on (one that asks for a release, or any while memory is exhausted) is no rise and was read
+/// before the latest release ended. Such a reading shows usage from before that release, so the
+/// release thread drops it; the fresh one, decided as any other, says whether another release is
+/// due.
+///
+/// The fresh reading is labelled `recheck`, as are the readings
+/// the level machine asks for while the level is raised: both are readings the monitor asks for
+/// itself, with no kernel signal behind them, to check usage again, and neither asks for a level
+/// (``WakeHint/readNow``). A level event caused by one cannot be told from the other (its
+/// `source`, `memwarn watch --json`): a label of its own would be a new public `PressureSignal`.
 ///
 /// It holds the engine weakly: the engine holds the release loop, which holds this.
 final class ReadingAsk: @unchecked Sendable {
@@ -21,8 +30,9 @@ final class ReadingAsk: @unchecked Sendable {
         self.engine = engine
     }
 
-    /// Asks for a reading, to be taken on the loop's thread soon (a re-check). Any thread.
+    /// Asks for a reading, to be taken on the loop's thread soon: a recheck after a release (see
+    /// above), asking for no level. Any thread.
     func ask() {
-        loop.execute { [weak self] in self?.engine?.wake(hint: .normal, source: .recheck) }
+        loop.execute { [weak self] in self?.engine?.wake(hint: .readNow, source: .recheck) }
     }
 }

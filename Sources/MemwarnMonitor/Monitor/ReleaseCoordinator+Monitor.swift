@@ -7,12 +7,14 @@ public import MemwarnRelease
 extension ReleaseCoordinator {
     /// Releases automatically for a monitor: on every rise of its level to `.warning` or
     /// `.critical`, and again whenever usage climbs back to the warning mark while the level
-    /// stays raised — each time to the target of ``/MemwarnRelease/ReleaseTarget`` (the recovery mark less
+    /// stays raised — each time to the target of `ReleaseTarget` (the recovery mark less
     /// headroom for the measured growth; just under the warning mark for a release while the level
-    /// stays raised at `.warning`), sized from the reading that asked for it (or, after a memory-warning responder, from a measurement of what it freed).
+    /// stays raised at `.warning`), sized from the reading that asked for it (or, after a
+    /// memory-warning responder, from a measurement of what it freed).
     ///
-    /// Releases run on the monitor's release thread, never on the thread that reads the
-    /// kernel's events: detection does not wait for a release. At most one release is under way;
+    /// Releases run on the monitor's release thread (`memwarn-release`), never on the thread that
+    /// reads the kernel's events (`memwarn-monitor`, where level observers are called): detection
+    /// does not wait for a release. At most one release is under way;
     /// readings that arrive meanwhile are coalesced. The thread starts and stops with the
     /// monitor's ``PressureMonitor/run()``, so the `ServiceGroup` that runs the monitor owns it.
     /// Attaching before or while the monitor runs both work.
@@ -21,7 +23,9 @@ extension ReleaseCoordinator {
     /// ``/MemwarnRelease/ReleaseCoordinator/addWarningResponder(_:)``). Attaching the same coordinator twice attaches it once.
     ///
     /// - Parameter monitor: the monitor whose levels start releases.
-    /// - Returns: a token; pass it to ``PressureMonitor/removeObserver(_:)`` to detach.
+    /// - Returns: an observer token (``PressureMonitor/ObserverToken``, the kind
+    ///   ``PressureMonitor/addObserver(_:)`` returns); ``PressureMonitor/removeObserver(_:)`` with
+    ///   it detaches the coordinator from the monitor: no more automatic releases for it.
     @discardableResult
     public func attach(to monitor: PressureMonitor) -> PressureMonitor.ObserverToken {
         monitor.attach(self)

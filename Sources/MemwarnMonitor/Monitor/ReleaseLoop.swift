@@ -10,26 +10,35 @@ import Glibc
 ///
 /// The monitor's event thread hands it every reading (``offer(_:)``) and goes back to
 /// `epoll_wait` at once. The release thread keeps only the newest reading (and the highest
-/// rise among those it skipped, so no rise is lost). Each reading carries its decision
-/// (``MonitorReading/releaseLevel``, from the ``LevelMachine``): the release thread acts on it
-/// and decides no level of its own. For a reading that asks for a release:
+/// rise among those it skipped, so no rise is lost). Each reading carries the level machine's
+/// decision (``MonitorReading/releaseLevel``, from the ``LevelMachine``): the pressure level, and
+/// whether a release is due and at which level, are decided there, never here. What the release
+/// thread decides is the rest:
+/// whether a reading is still fresh enough to act on (one read before the latest release ended
+/// is replaced by a fresh reading, unless it is a rise), how much to release and from which
+/// measurement, and when memory is exhausted — it enters and leaves
+/// ``/MemwarnRelease/MemoryExhaustion`` itself, and tells the monitor. For a reading that asks for
+/// a release:
 ///
 /// 1. on a rise, tells the coordinators' ``/MemwarnRelease/MemoryWarningResponder``s first (each
 ///    waited for at most its deadline), then measures what they freed; otherwise the reading's
 ///    own snapshot sizes the release (a reading at normal costs the release thread no read at
 ///    all), its age added to the lead time;
-/// 2. releases at the decided level to the ``/MemwarnRelease/ReleaseTarget`` with headroom for
+/// 2. releases at the decided level to the `ReleaseTarget` with headroom for
 ///    the measured growth: below the recovery mark, or, for a release while the level stays
 ///    raised at `warning`, just under the warning mark (``ReleaseDepth``);
 /// 3. measures usage again, records the drop in the ``ReleaseLedger`` (so the growth estimate
 ///    adds it back) and the duration (the next target's lead time); a reading taken before the
 ///    release ended is stale: a rise among them is sized from the measurement, for any other the
 ///    engine is asked for a reading now (``Context/askForReading``), which decides afresh;
-/// 4. enters ``/MemwarnRelease/MemoryExhaustion`` when a release at `.critical` fell short and usage is still at
-///    the critical mark, and leaves it once usage is below the warning mark.
+/// 4. enters ``/MemwarnRelease/MemoryExhaustion`` when a release at `.critical` fell short and
+///    usage is still at the critical mark (or the limit, when that mark lies above it), and
+///    leaves it on the first reading it acts on whose level is `.normal` or whose usage
+///    (``PressureSnapshot/levelRatio``) is below the warning mark.
 ///
 /// At most one release is under way; a burst of readings becomes one release. When the policy
-/// turns the proactive trim on, its steps run here too, between releases (``ProactiveTrim``).
+/// turns the proactive trim on, its steps run here too, between releases (``ProactiveTrim``), at
+/// the level of the newest reading — `.critical` while memory is exhausted.
 final class ReleaseLoop: MonitorReadingConsumer, @unchecked Sendable {
     // @unchecked: `handOver` is a ConditionLock; `lastReleaseDuration`, `exhaustion` and the
     // trim's state are touched only on the release thread; everything else is immutable.

@@ -1,4 +1,4 @@
-public import MemwarnRelease
+package import MemwarnRelease
 
 // The release layer sizes a release from bytes; from a snapshot and a policy, here in the
 // monitor's layer, which owns both.
@@ -14,7 +14,7 @@ extension ReleaseTarget {
     ///   - growthBytesPerSecond: the measured growth (negative counts as 0).
     ///   - leadTime: how long until the next release can act.
     /// - Returns: the target; 0 bytes when usage is already below the mark less the headroom.
-    public static func make(for snapshot: PressureSnapshot, policy: PressurePolicy, growthBytesPerSecond: Double, leadTime: Duration) -> ReleaseTarget {
+    package static func make(for snapshot: PressureSnapshot, policy: PressurePolicy, growthBytesPerSecond: Double, leadTime: Duration) -> ReleaseTarget {
         make(for: snapshot, under: .belowRecovery, policy: policy, growthBytesPerSecond: growthBytesPerSecond, leadTime: leadTime)
     }
 
@@ -40,14 +40,14 @@ extension ReleaseTarget {
 extension ReleaseCoordinator {
     /// The bytes to free so that usage falls back below the recovery mark, or 0 when it
     /// already is (then only discarded content is dropped). No headroom for growth: see
-    /// ``MemwarnRelease/ReleaseTarget/make(for:policy:growthBytesPerSecond:leadTime:)`` for the target the
+    /// `make(for:policy:growthBytesPerSecond:leadTime:)` for the target the
     /// monitor's automatic releases use.
     ///
     /// - Parameters:
     ///   - snapshot: the current reading.
     ///   - policy: the marks; the target is measured from the recovery mark.
     /// - Returns: the bytes to free, 0 or more.
-    public static func target(for snapshot: PressureSnapshot, policy: PressurePolicy) -> Int {
+    package static func target(for snapshot: PressureSnapshot, policy: PressurePolicy) -> Int {
         ReleaseTarget.make(for: snapshot, policy: policy, growthBytesPerSecond: 0, leadTime: .zero).bytes
     }
 }

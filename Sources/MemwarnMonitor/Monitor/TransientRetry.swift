@@ -9,7 +9,7 @@ import MemwarnSystem
 /// drained again). The monitor never stops for this. Confined to the monitor's loop thread.
 final class TransientRetry {
     /// A wake whose reading could not be taken.
-    typealias Wake = (hint: MemoryPressureLevel, signal: PressureSignal)
+    typealias Wake = (hint: WakeHint, signal: PressureSignal)
 
     private struct Episode {
         var backoff = Duration.milliseconds(5)
@@ -47,7 +47,7 @@ final class TransientRetry {
             logger.warning("memory monitor: a read failed transiently; it keeps its sources and retries", metadata: ["error": "\(error)"])
         }
         state.failures += 1
-        if let wake, wake.hint >= state.wake?.hint ?? .normal { state.wake = wake }
+        if let wake, wake.hint >= state.wake?.hint ?? .readNow { state.wake = wake }
         if let source { state.source = source }
         noted(error)
         guard !state.scheduled else {

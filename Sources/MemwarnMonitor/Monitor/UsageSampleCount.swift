@@ -1,5 +1,5 @@
 /// How many times usage was sampled: counted by the engine on its loop thread, read by anyone
-/// (``PressureMonitor/usageSampleCount``), and reported as `memwarn_usage_samples_total`. Up to
+/// (`usageSampleCount`), and reported as `memwarn_usage_samples_total`. Up to
 /// 200 reads a second: one relaxed add and one counter increment each, no lock, no hop.
 final class UsageSampleCount: Sendable {
     private let count = SharedCount()

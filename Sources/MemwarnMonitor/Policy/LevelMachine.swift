@@ -56,8 +56,9 @@ struct LevelMachine: Sendable {
         var cause: PressureSignal
     }
 
-    /// Decides a reading taken at `now`: `hint` is what the waking signal itself says (an OOM
-    /// kill is critical whatever the usage), `source` that signal; the forecast raises
+    /// Decides a reading taken at `now`: `hint` is the level the waking signal asks for by itself
+    /// (``WakeHint/level``: an OOM kill is critical whatever the usage; `.normal` for a signal that
+    /// only asks for a reading, ``WakeHint/readNow``), `source` that signal; the forecast raises
     /// `.warning` where nothing else asks for it.
     mutating func step(
         _ snapshot: PressureSnapshot, hint: MemoryPressureLevel, source: PressureSignal, forecast: PressureForecast?,
@@ -71,6 +72,7 @@ struct LevelMachine: Sendable {
     /// carries over, and a step down it asks for holds from now, at the new marks). The forecast
     /// does not count yet (it has one reading).
     mutating func start(_ snapshot: PressureSnapshot, carried: MemoryPressureLevel?, now: ContinuousClock.Instant) -> Decision {
+        // `.normal`: no signal asks for a level here (`WakeHint.readNow`); the reading alone decides.
         decide(snapshot, hint: .normal, source: carried == nil ? .initial : .policyChange, forecast: nil, previous: carried, now: now)
     }
 

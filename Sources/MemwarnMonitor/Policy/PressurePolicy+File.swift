@@ -7,7 +7,7 @@ import Glibc
 
 extension PressurePolicy {
     /// The environment variable naming a policy file.
-    public static let configFileVariable = "MEMWARN_CONFIG"
+    package static let configFileVariable = "MEMWARN_CONFIG"
 
     /// Loads the policy: the defaults, then a file's settings, then `MEMWARN_<KEY>`
     /// environment variables (for example `MEMWARN_WARNING_RATIO=0.75`).
@@ -57,7 +57,7 @@ extension PressurePolicy {
     ///   - path: the file's path, named in errors.
     /// - Throws: ``PolicyError`` naming the path and line of a line that is not a setting, an
     ///   unknown key or a bad value; the settings of the lines before it are applied.
-    public mutating func apply(fileText: String, path: String) throws(PolicyError) {
+    package mutating func apply(fileText: String, path: String) throws(PolicyError) {
         var lineNumber = 0
         // Any line break: "\r\n" (a file written on Windows) is one Character, not a "\n", and a
         // file split on "\n" alone would be one line — a comment, if it starts with one.
@@ -142,14 +142,14 @@ extension PressurePolicy {
     ///
     /// - Parameter text: the duration, with its unit.
     /// - Returns: the duration, or `nil` for anything else (a negative or absurdly large value included).
-    public static func parseDuration(_ text: String) -> Duration? { duration(text) }
+    package static func parseDuration(_ text: String) -> Duration? { duration(text) }
 
     /// Parses a growth rate as policy files write it: a size per second (`1G/s`, `512M/s`,
     /// `1.5GiB/s`; K, M, G and T are powers of 1024), or `0`.
     ///
     /// - Parameter text: the rate.
     /// - Returns: bytes a second, or `nil` for anything else.
-    public static func parseGrowthRate(_ text: String) -> UInt64? { growthRate(text) }
+    package static func parseGrowthRate(_ text: String) -> UInt64? { growthRate(text) }
 
     static func growthRate(_ text: String) -> UInt64? {
         if text == "0" { return 0 }
@@ -161,7 +161,7 @@ extension PressurePolicy {
     ///
     /// - Parameter duration: the duration.
     /// - Returns: milliseconds below a second, seconds from one on.
-    public static func formatDuration(_ duration: Duration) -> String {
+    package static func formatDuration(_ duration: Duration) -> String {
         let milliseconds = Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15
         if milliseconds < 1000 { return "\(ByteSize.fixed(milliseconds, decimals: milliseconds.rounded() == milliseconds ? 0 : 1))ms" }
         let seconds = milliseconds / 1000

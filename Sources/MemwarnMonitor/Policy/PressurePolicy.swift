@@ -186,7 +186,7 @@ public struct PolicyError: Error, Sendable, Hashable, CustomStringConvertible, C
     ///   - message: what is wrong, naming the file, line and key.
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
-    public init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
+    package init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
         backing = ErrorBacking(code, message, file: file, line: line)
     }
 

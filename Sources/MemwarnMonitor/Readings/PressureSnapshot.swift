@@ -13,9 +13,11 @@ public struct PressureSnapshot: Sendable, Hashable {
     /// The binding limit: of the cgroup and its limited ancestors, the one with the least
     /// headroom (``binding``), or `nil` when none is set.
     public var limit: EffectiveLimit?
-    /// Every limit that applies, nearest first, each with the usage it is measured against
-    /// (CgroupKit's `CgroupMemoryReader.constraints(includingAncestors:)`), less those an agent
-    /// coordinates (``coordinatedCgroups``). Empty when no limit applies.
+    /// The counted limits: every limit that applies, nearest first, each with the usage it is
+    /// measured against (CgroupKit's `CgroupMemoryReader.constraints(includingAncestors:)`), less
+    /// those a node agent coordinates (``coordinatedCgroups``). What the monitor decides from:
+    /// the level (``levelRatio``), the binding limit (``binding``, ``limit``, ``usageBytes``)
+    /// and how much a release frees. Empty when no limit applies.
     public var constraints: [MemoryConstraint] = []
     /// The watched cgroup's own usage (`nil` without a memory controller). It equals
     /// ``usageBytes`` when the cgroup's own limit binds.
@@ -24,17 +26,19 @@ public struct PressureSnapshot: Sendable, Hashable {
     /// left out of ``constraints`` while its lease holds, unless the agent leaves a crossing of
     /// that limit unanswered (see ``MemwarnMonitor/PressureMonitor`` on the backstop).
     public var coordinatedCgroups: [String] = []
-    /// Every limit read, nearest first, the coordinated ones included: the marks the usage
-    /// thresholds and the usage sampler follow, so that the backstop of a coordinated limit is
-    /// woken by the kernel as any other limit's crossing is. Empty in a snapshot made by hand
-    /// (then ``constraints``).
-    package var watchedConstraints: [MemoryConstraint] = []
+    /// Every limit read, nearest first: ``constraints`` with the limits a node agent coordinates
+    /// (``coordinatedCgroups``) kept in. Those count for neither the level nor a release; they are
+    /// kept here so that the usage thresholds and the usage sampler follow their marks too, and the
+    /// backstop of a coordinated limit is woken by the kernel as any other limit's crossing is.
+    /// Filled by the monitor's sampler; empty in a snapshot made by hand. To plan a watch, read
+    /// ``constraintsToWatch``, which falls back to ``constraints`` then.
+    package var constraintsWithCoordinated: [MemoryConstraint] = []
     /// The system's memory, read when no cgroup limit applies (the fallback measure).
     public var system: SystemMemory?
     /// Memory pressure stalls: the cgroup2 group's `memory.pressure`, or the system's.
     public var pressure: PressureStall?
     /// Which PSI file ``pressure`` came from.
-    public var pressureFile: String?
+    package var pressureFile: String?
 
     /// Creates a snapshot.
     ///
@@ -46,7 +50,7 @@ public struct PressureSnapshot: Sendable, Hashable {
     ///   - system: the system's memory, or `nil` when a cgroup limit applies.
     ///   - pressure: the pressure stalls read, or `nil` without PSI.
     ///   - pressureFile: the PSI file `pressure` came from.
-    public init(
+    package init(
         time: Duration, cgroup: CgroupLocation?, usageBytes: UInt64, limit: EffectiveLimit?, system: SystemMemory?, pressure: PressureStall?,
         pressureFile: String?
     ) {
@@ -62,17 +66,23 @@ public struct PressureSnapshot: Sendable, Hashable {
     /// The constraint whose limit binds (the least headroom), or `nil` when no limit applies.
     public var binding: MemoryConstraint? { MemoryConstraint.binding(constraints) }
 
-    /// The limits the monitor's thresholds and sampling follow: ``watchedConstraints``, or
-    /// ``constraints`` in a snapshot made by hand.
-    var limitsWatched: [MemoryConstraint] { watchedConstraints.isEmpty ? constraints : watchedConstraints }
+    /// The limits to watch: those whose marks the usage thresholds (cgroup v1) and the usage
+    /// sampler follow. ``constraintsWithCoordinated`` (the counted limits and the coordinated
+    /// ones), or ``constraints`` in a snapshot made by hand, which has no coordinated limits.
+    var constraintsToWatch: [MemoryConstraint] {
+        constraintsWithCoordinated.isEmpty ? constraints : constraintsWithCoordinated
+    }
 
-    /// The share of the limit that is nearest its marks: the highest of every counted limit's
-    /// usage against that limit (each limit at the same marks), or ``ratio`` when none applies.
+    /// The share the level is decided from: the highest usage-to-limit share among the counted
+    /// limits (``constraints``), each limit held to the same marks; ``ratio`` when it is higher
+    /// or no limit applies. Never below ``ratio``.
     ///
-    /// The level is decided from it, not from the binding limit alone: a service at 50 % of its
-    /// own 100 MiB under a 1 GiB parent at 85 % has less headroom in bytes under its own limit
-    /// (which binds, and sizes what an OOM kill would take), yet the parent, shared with
-    /// siblings, is past its warning mark: the level is `warning`.
+    /// Compare this, not ``ratio``, with the policy's marks (`PressurePolicy.warningRatio`,
+    /// `criticalRatio`, `recoveryRatio`): it says which level usage asks for. The binding limit is the one with
+    /// the least headroom in bytes, not necessarily the one nearest its marks: a service at 50 %
+    /// of its own 100 MiB under a 1 GiB parent at 85 % has less headroom under its own limit
+    /// (which binds: ``ratio`` is 0.5), yet the parent, shared with siblings, is past its
+    /// warning mark: ``levelRatio`` is 0.85 and the level is `warning`.
     public var levelRatio: Double {
         constraints.reduce(ratio) { max($0, $1.ratio) }
     }
@@ -97,7 +107,13 @@ public struct PressureSnapshot: Sendable, Hashable {
     /// The bytes usage is measured against: the binding limit, else the system's total.
     public var capacityBytes: UInt64? { limit?.bytes ?? system?.totalBytes }
 
-    /// Usage as a share of ``capacityBytes`` (0 when unknown).
+    /// How full the binding limit is: ``usageBytes`` as a share of ``capacityBytes`` — usage
+    /// against the binding limit (``binding``: the least headroom in bytes), or the system's
+    /// used memory against its total when no limit applies; 0 when neither is known.
+    ///
+    /// Use it to show or log how full the memory that would run out first is (the limit an OOM
+    /// kill would come from). It is not what the level is decided from: another counted limit
+    /// can be nearer its marks, and ``levelRatio`` takes it into account.
     public var ratio: Double {
         guard let capacity = capacityBytes, capacity > 0 else { return 0 }
         return Double(usageBytes) / Double(capacity)

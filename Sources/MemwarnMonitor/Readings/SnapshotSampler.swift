@@ -1,4 +1,4 @@
-public import CgroupKit
+package import CgroupKit
 import MemwarnSystem
 
 #if canImport(Glibc)
@@ -6,20 +6,20 @@ import Glibc
 #endif
 
 /// Reads one ``PressureSnapshot`` from the kernel's files for a cgroup layout.
-public struct SnapshotSampler: Sendable {
+package struct SnapshotSampler: Sendable {
     /// The cgroups read.
-    public let layout: CgroupLayout
+    package let layout: CgroupLayout
     /// Where the files are read.
-    public let files: KernelFiles
+    package let files: KernelFiles
     /// The PSI file read: the cgroup2 group's `memory.pressure` when it exists, else
     /// `/proc/pressure/memory`, else `nil` (a kernel without PSI).
-    public let pressureFile: String?
+    package let pressureFile: String?
     /// Whether the limits of the cgroup's ancestors count (the policy's `ancestor_limits`).
-    public let includesAncestors: Bool
+    package let includesAncestors: Bool
     /// Whether inactive page cache counts as usage (the policy's `inactive_page_cache`): when
     /// not, each usage read is less its cgroup's inactive file pages
     /// (``/CgroupKit/MemoryConstraint/inactiveFileBytes``).
-    public let countsInactivePageCache: Bool
+    package let countsInactivePageCache: Bool
     /// The ancestors a node agent coordinates for this process, left out while their leases hold.
     let leases: AgentLeases?
     /// A node agent's floor on the node's `MemAvailable`: read as one more limit
@@ -29,17 +29,17 @@ public struct SnapshotSampler: Sendable {
     /// whole machine's memory) rather than measured against the system's memory.
     let requiresLimit: Bool
     /// Which ancestors set a limit, from the latest walk up the mount (shared by every copy of
-    /// this sampler: the monitor's thread and its release thread both read).
+    /// this sampler: the monitor's event thread and its release thread both read).
     private let ancestors = Locked<(found: LimitedAncestors, at: ContinuousClock.Instant)?>(nil)
     /// The readings taken so far, by every copy of this sampler (one relaxed add a reading).
     private let reads = SharedCount()
-    /// The release thread's measurements so far (``measure()``).
+    /// The release thread's measurements so far (`measure()`).
     private let measurements = SharedCount()
 
     /// How many readings every copy of this sampler has taken (``sample()``): the monitor's
     /// engine, one a wake, and a forecast's.
     var readCount: Int { reads.value }
-    /// How many measurements of what a release freed the release thread took (``measure()``).
+    /// How many measurements of what a release freed the release thread took (`measure()`).
     var measurementCount: Int { measurements.value }
 
     /// How long a walk up the mount stands: an ancestor that gains or loses a limit is seen within
@@ -54,7 +54,7 @@ public struct SnapshotSampler: Sendable {
     ///   - files: where the kernel's files are read; the real host by default.
     ///   - includesAncestors: whether limited ancestors count (their usage against their limits);
     ///     `false` reads the cgroup's own limit alone.
-    public init(layout: CgroupLayout, files: KernelFiles = .host, includesAncestors: Bool = true) {
+    package init(layout: CgroupLayout, files: KernelFiles = .host, includesAncestors: Bool = true) {
         self.init(layout: layout, files: files, includesAncestors: includesAncestors, leases: nil)
     }
 
@@ -64,7 +64,7 @@ public struct SnapshotSampler: Sendable {
     ///   - layout: the cgroups to read, as CgroupKit's `CgroupDiscovery` finds them.
     ///   - files: where the kernel's files are read; the real host by default.
     ///   - policy: the policy whose reading settings apply.
-    public init(layout: CgroupLayout, files: KernelFiles = .host, policy: PressurePolicy) {
+    package init(layout: CgroupLayout, files: KernelFiles = .host, policy: PressurePolicy) {
         self.init(
             layout: layout, files: files, includesAncestors: policy.countsAncestorLimits, countsInactivePageCache: policy.countsInactivePageCache,
             leases: nil)
@@ -93,7 +93,7 @@ public struct SnapshotSampler: Sendable {
     }
 
     /// The memory cgroup's reader, when there is a memory controller.
-    public var reader: CgroupMemoryReader? {
+    package var reader: CgroupMemoryReader? {
         layout.memory.map { CgroupMemoryReader(location: $0, files: files) }
     }
 
@@ -103,7 +103,7 @@ public struct SnapshotSampler: Sendable {
     /// - Returns: the snapshot, stamped with the current time.
     /// - Throws: CgroupKit's `CgroupError` when a file is missing or malformed, including a
     ///   cgroup that was deleted (`.notFound`).
-    public func sample() throws(CgroupError) -> PressureSnapshot {
+    package func sample() throws(CgroupError) -> PressureSnapshot {
         reads.add()
         return try read()
     }
@@ -170,7 +170,7 @@ public struct SnapshotSampler: Sendable {
         snapshot.constraints = constraints
         snapshot.cgroupUsageBytes = cgroupUsage
         snapshot.coordinatedCgroups = coordinated
-        snapshot.watchedConstraints = watched
+        snapshot.constraintsWithCoordinated = watched
         return snapshot
     }
 

@@ -4,7 +4,7 @@
 ///
 /// ``DiscardableCache`` discards such content into one batch per release. It knows nothing
 /// else of the content's memory: the allocator behind it is the content's own business.
-public protocol BatchDiscardableContent: DiscardableContent {
+@usableFromInline package protocol BatchDiscardableContent: DiscardableContent {
     /// ``DiscardableContent/discardContentIfPossible()``, with what it frees gathered into
     /// `batch` rather than freed alone.
     ///
@@ -32,7 +32,7 @@ extension BatchDiscardableContent {
     ///   - batch: the batch of the discards in progress.
     /// - Returns: whether the content is discarded now.
     @inlinable
-    public static func discardContent(at object: UnsafeMutableRawPointer, into batch: inout DiscardBatch) -> Bool {
+    package static func discardContent(at object: UnsafeMutableRawPointer, into batch: inout DiscardBatch) -> Bool {
         Unmanaged<Self>.fromOpaque(object)._withUnsafeGuaranteedRef { $0.discardContentIfPossible(into: &batch) }
     }
 
@@ -56,23 +56,23 @@ extension BatchDiscardableContent {
     }
 }
 
-/// What one kind of ``BatchDiscardableContent`` gathers in a ``DiscardBatch``: the frees it
+/// What one kind of `BatchDiscardableContent` gathers in a `DiscardBatch`: the frees it
 /// defers, given back by ``finish()``.
-public protocol DiscardBatchLane: AnyObject {
+@usableFromInline package protocol DiscardBatchLane: AnyObject {
     /// Gives back everything gathered. Called once, when the batch finishes.
     func finish()
 }
 
 /// The discards of one release: a lane for each kind of content that discarded into it, each
 /// finished when the batch is (when it goes out of scope).
-public struct DiscardBatch: ~Copyable {
+@usableFromInline package struct DiscardBatch: ~Copyable {
     @usableFromInline var lanes: [any DiscardBatchLane] = []
     /// The lane asked for last and its type: a batch is usually asked for one lane a million
     /// times in a row.
     @usableFromInline var last: (type: ObjectIdentifier, lane: Unmanaged<AnyObject>)?
 
     /// An empty batch.
-    public init() {}
+    @usableFromInline package init() {}
 
     deinit {
         for lane in lanes { lane.finish() }
@@ -88,7 +88,7 @@ public struct DiscardBatch: ~Copyable {
     /// - Complexity: O(1) when the lane asked for last is asked again; else O(k) for k kinds of
     ///   content in the batch (usually 1).
     @inlinable
-    public mutating func withLane<Lane: DiscardBatchLane, Result>(_ make: () -> Lane, _ body: (Lane) -> Result) -> Result {
+    package mutating func withLane<Lane: DiscardBatchLane, Result>(_ make: () -> Lane, _ body: (Lane) -> Result) -> Result {
         if let last, last.type == ObjectIdentifier(Lane.self) {
             return last.lane._withUnsafeGuaranteedRef { body(unsafeDowncast($0, to: Lane.self)) }
         }
@@ -103,7 +103,7 @@ public struct DiscardBatch: ~Copyable {
     /// - Complexity: O(1) when the lane asked for last is asked again; else O(k) for k kinds of
     ///   content in the batch (usually 1).
     @inlinable
-    public mutating func lane<Lane: DiscardBatchLane>(_ make: () -> Lane) -> Lane {
+    package mutating func lane<Lane: DiscardBatchLane>(_ make: () -> Lane) -> Lane {
         if let last, last.type == ObjectIdentifier(Lane.self) {
             return unsafeDowncast(last.lane.takeUnretainedValue(), to: Lane.self)
         }

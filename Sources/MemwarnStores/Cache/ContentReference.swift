@@ -4,7 +4,7 @@
 ///
 /// Asking a million entries whether their content was discarded is a release's inner loop,
 /// so a reference is `unowned(unsafe)`: no reference count is kept for it. Content that can
-/// discard into a batch (``BatchDiscardableContent``) is told so, to gather its frees.
+/// discard into a batch (`BatchDiscardableContent`) is told so, to gather its frees.
 @usableFromInline
 enum ContentReference {
     case batched(Batched)

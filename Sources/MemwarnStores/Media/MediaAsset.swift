@@ -57,7 +57,7 @@ public final class MediaAsset: Sendable {
     public var checksum: UInt64? { state.withLock { $0.checksum } }
 
     /// How many times the file was decoded (1 after the first access; +1 per reload).
-    public var decodeCount: Int { state.withLock { $0.decodeCount } }
+    package var decodeCount: Int { state.withLock { $0.decodeCount } }
 
     /// Decodes the file now if the pixels are not resident.
     ///

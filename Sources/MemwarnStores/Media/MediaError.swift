@@ -78,7 +78,7 @@ public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible, Cu
     ///   - errno: the `errno` behind the failure, when a system call failed.
     ///   - file: where it is thrown; the default is the caller's.
     ///   - line: where it is thrown; the default is the caller's.
-    public init(_ code: Code, _ message: String, path: String, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
+    package init(_ code: Code, _ message: String, path: String, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
         backing = ErrorBacking(code, message, path: path, errno: errno, file: file, line: line)
     }
 

@@ -190,7 +190,7 @@ final class PurgeableArena: Sendable {
     /// A batch of frees (see ``Deallocations``).
     func deallocations() -> Deallocations { Deallocations(arena: self) }
 
-    /// The arena's lane in a ``DiscardBatch``: the blocks of the purgeable data discarded into
+    /// The arena's lane in a `DiscardBatch`: the blocks of the purgeable data discarded into
     /// the batch, freed page by page as ``Deallocations`` frees them, finished with the batch.
     final class DeallocationLane: DiscardBatchLane {
         // Unchecked: the lane belongs to one batch, which is one release's, on one thread; a

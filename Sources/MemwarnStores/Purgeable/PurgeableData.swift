@@ -128,7 +128,7 @@ public final class PurgeableData: BatchDiscardableContent, Sendable {
     ///
     /// - Parameter batch: the batch of the discards in progress.
     /// - Returns: whether the content is discarded now (it was not in use).
-    public func discardContentIfPossible(into batch: inout DiscardBatch) -> Bool {
+    @usableFromInline package func discardContentIfPossible(into batch: inout DiscardBatch) -> Bool {
         guard accesses.compareExchange(expected: 0, desired: Self.discarded, ordering: .acquiringAndReleasing).exchanged else {
             return isContentDiscarded()
         }
@@ -145,7 +145,7 @@ public final class PurgeableData: BatchDiscardableContent, Sendable {
     ///   - object: the object's address (`Unmanaged.toOpaque()`).
     ///   - batch: the batch of the discards in progress.
     /// - Returns: whether the content is discarded now.
-    public static func discardContent(at object: UnsafeMutableRawPointer, into batch: inout DiscardBatch) -> Bool {
+    @usableFromInline package static func discardContent(at object: UnsafeMutableRawPointer, into batch: inout DiscardBatch) -> Bool {
         Unmanaged<PurgeableData>.fromOpaque(object)._withUnsafeGuaranteedRef { $0.discardContentIfPossible(into: &batch) }
     }
 

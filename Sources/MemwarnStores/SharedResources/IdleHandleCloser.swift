@@ -1,6 +1,6 @@
 /// Something that holds shared-resource handles and can close the idle ones: the hook a unit
 /// calls when it goes to the background (``ResourcePool`` conforms).
-public protocol IdleHandleCloser: AnyObject, Sendable {
+package protocol IdleHandleCloser: AnyObject, Sendable {
     /// Closes every idle handle; handles in use stay open.
     ///
     /// - Returns: what was closed and what failed.

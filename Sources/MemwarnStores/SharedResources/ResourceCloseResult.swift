@@ -5,19 +5,19 @@
 /// unknown state and is never handed out again), so it no longer counts in the footprint.
 public struct ResourceCloseError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure (one kind: the pool's `close` closure threw; ``error`` says what).
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
+    package struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable { case closeFailed }
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
         /// The pool's `close` closure threw.
-        public static let closeFailed = Code(.closeFailed)
+        package static let closeFailed = Code(.closeFailed)
 
-        public var description: String { base.rawValue }
+        package var description: String { base.rawValue }
     }
 
     /// The kind of failure: ``Code/closeFailed``.
-    public var code: Code { .closeFailed }
+    package var code: Code { .closeFailed }
     /// The pool's name.
     public var pool: String
     /// What `close` threw.
@@ -28,7 +28,7 @@ public struct ResourceCloseError: Error, Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - pool: the pool's name.
     ///   - error: what `close` threw.
-    public init(pool: String, error: any Error) {
+    package init(pool: String, error: any Error) {
         self.pool = pool
         self.error = error
     }
@@ -54,7 +54,7 @@ public struct ResourceCloseResult: Sendable, CustomStringConvertible {
     ///   - bytesFreed: the bytes those handles accounted for.
     ///   - inUse: the handles left open because they were in use.
     ///   - failures: the closes that failed, in the order tried.
-    public init(closed: Int, bytesFreed: Int, inUse: Int, failures: [ResourceCloseError]) {
+    package init(closed: Int, bytesFreed: Int, inUse: Int, failures: [ResourceCloseError]) {
         self.closed = closed
         self.bytesFreed = bytesFreed
         self.inUse = inUse

@@ -255,7 +255,7 @@ public final class ResourcePool<Resource>: MemoryConsumer, Sendable {
     /// Borrowers waiting for a handle.
     public var waitingCount: Int { state.withLock { $0.waiters.count } }
     /// Closes started and not yet ended.
-    public var closingCount: Int { state.withLock { $0.closing } }
+    package var closingCount: Int { state.withLock { $0.closing } }
     /// How many times handles that a release closed came back soon after (each one made the
     /// pool wait longer before closing idle handles).
     public var comebackCount: Int { state.withLock { $0.retention.comebacks } }
