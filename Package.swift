@@ -4,7 +4,7 @@
 //   CLinuxCalls     the Linux calls Swift's Glibc module does not export: epoll, eventfd, inotify,
 //                   prctl, accept4, SO_PEERCRED, pipe2, unshare, malloc_trim, futex, a fork-and-exec into a cgroup
 //   MemwarnSystem   the system layer: owned descriptors, one syscall wrapper (EINTR, SystemError),
-//                   the epoll EventLoop (registration ids, loop-thread assertions), sockets, pipes,
+//                   the epoll EventLoop (registration ids, loop-thread checks), sockets, pipes,
 //                   inotify, threads, the package's lock (a pthread mutex the thread sanitizer sees), a futex word,
 //                   spawning into a cgroup, line streams, sizes
 //   CgroupKit       the kernel side: discovery, file readers and strict parsers, libcgroup calls (public:

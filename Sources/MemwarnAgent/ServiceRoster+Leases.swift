@@ -79,14 +79,21 @@ extension ServiceRoster {
     }
 
     /// Ends every lease at once (the agent stops): each service counts the parent's limit again.
-    /// `finished` runs on the loop's thread once every service answered, or after `timeout`.
+    /// `finished` runs on the loop's thread once every service answered, or after `timeout`; by
+    /// then no exchange is left watched on the loop (the loop may end, and its owners be released
+    /// on another thread).
     func endLeases(within timeout: Duration, finished: @escaping () -> Void) {
         directories.stop()
+        stopFinding()
         var waiting = 0
         var done = false
-        let finish = {
+        let finish = { [self] in
             guard !done else { return }
             done = true
+            for pid in entries.keys {
+                entries[pid]?.renewal?.cancel()
+                entries[pid]?.refresh?.cancel()
+            }
             finished()
         }
         for (pid, entry) in entries {

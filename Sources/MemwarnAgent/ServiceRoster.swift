@@ -100,6 +100,8 @@ final class ServiceRoster {
     private var queue: [String] = []
     private var queued: Set<String> = []
     private var discoveries: [String: (exchange: ControlExchange, pid: Int32)] = [:]
+    /// False once the agent stops: no discovery starts (``stopFinding()``).
+    private var isFinding = true
     /// Sockets and directories reported (unreachable, not searched): said once while they are there.
     private var reported: Set<String> = []
     /// The parent's children with no service, as last said (``noteUnlinked()``).
@@ -176,9 +178,19 @@ final class ServiceRoster {
         pump()
     }
 
+    /// Stops finding services (the agent stops): the discoveries under way are cancelled, and none
+    /// starts, so no exchange is left watched on the loop when it ends. Loop thread.
+    func stopFinding() {
+        isFinding = false
+        queue.removeAll()
+        queued.removeAll()
+        for discovery in discoveries.values { discovery.exchange.cancel() }
+        discoveries.removeAll()
+    }
+
     /// Starts asking queued sockets, up to ``maximumDiscoveries`` at once.
     private func pump() {
-        while discoveries.count < Self.maximumDiscoveries, !queue.isEmpty {
+        while isFinding, discoveries.count < Self.maximumDiscoveries, !queue.isEmpty {
             let socket = queue.removeFirst()
             queued.remove(socket)
             discover(socket)

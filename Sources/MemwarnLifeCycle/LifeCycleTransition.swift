@@ -17,7 +17,7 @@
 /// | suspended | not running | none (discarded: a suspended unit runs no code, as on iOS) |
 ///
 /// The launch callbacks run in the state launched into; the other `will…` callbacks in the
-/// state being left, the `did…` ones in the state entered (`runsBeforeTheStateChanges`).
+/// state being left, the `did…` ones in the state entered.
 public struct LifeCycleTransition: Sendable, Hashable, CustomStringConvertible {
     /// The state left.
     public let from: LifeCycleState

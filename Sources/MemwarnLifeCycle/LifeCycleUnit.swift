@@ -91,8 +91,8 @@ public final class LifeCycleUnit: MemoryConsumer, Sendable {
     public var delegate: (any LifeCycleDelegate<LifeCycleUnit>)? { storage.withLock { $0.delegate } }
 
     /// Makes a consumer part of the unit: released and unregistered when the unit terminates,
-    /// out of the release tiers while it is suspended, and — for an `IdleHandleCloser` such
-    /// as a `ResourcePool` — its idle handles closed when the unit enters the background.
+    /// out of the release tiers while it is suspended, and — for a `ResourcePool` — its idle
+    /// handles closed when the unit enters the background.
     /// The unit holds it strongly until it terminates. Call from the delegate, typically in
     /// `willFinishLaunching`. The tiers are the application's coordinator's: a store made with
     /// another coordinator (memwarn's stores join `.shared` by default) stays in that one's

@@ -22,6 +22,12 @@ public enum MemoryPressureLevel: String, Sendable, Hashable, Codable, Comparable
 }
 
 /// The signal that woke the monitor and produced a level.
+///
+/// Three are public, for a service to tell apart: ``initial``, ``forecast`` and ``request``. The
+/// others say which kernel event or reading it was, by ``name``: `usage-threshold`,
+/// `pressure-level`, `oom`, `memory-events`, `psi-trigger`, `systemd-memory-pressure`, `poll`,
+/// `usage-sample`, `recheck`, `agent-lease`, `limit-change` and `policy-change`
+/// (the article "What the monitor listens to" says when each comes).
 public struct PressureSignal: Sendable, Hashable, CustomStringConvertible {
     /// The signal's name, as printed by `memwarn watch --json` (`source`).
     public let name: String

@@ -52,13 +52,13 @@ public struct ReleaseReport: Sendable, Hashable {
     public var level: MemoryPressureLevel
     /// The bytes wanted: enough to bring usage back below the recovery mark (just under the
     /// warning mark for a monitor's release while its level stays at `warning`), less headroom
-    /// for growth (`ReleaseTarget`).
+    /// for growth (``headroomBytes``).
     public var targetBytes: Int
     /// The part of ``targetBytes`` that is headroom for the growth expected before the next
     /// release can act (0 for a release on request).
-    package var headroomBytes: Int = 0
+    public var headroomBytes: Int = 0
     /// The growth rate the headroom was sized with, in bytes a second.
-    package var growthBytesPerSecond: Double = 0
+    public var growthBytesPerSecond: Double = 0
     /// The consumers asked, in order.
     public var entries: [Entry]
     /// The bytes freed in all: the entries' ``Entry/bytesFreed`` summed, held at `Int.max` (and

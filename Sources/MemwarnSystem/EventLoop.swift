@@ -8,7 +8,7 @@ import Glibc
 ///
 /// It sleeps in `epoll_wait` with no timeout unless a deadline is pending, so it uses no CPU
 /// while nothing happens. Everything registered runs on the loop's thread, and every method but
-/// ``execute(_:)`` and ``run(_:)`` must be called there (each asserts it): other threads hand
+/// ``execute(_:)`` and ``run(_:)`` must be called there (each checks it, in release builds too): other threads hand
 /// work over with ``execute(_:)``, which wakes the loop through an eventfd.
 ///
 /// Each watch gets a ``Registration`` whose number travels with the descriptor's events, so an
@@ -20,7 +20,7 @@ import Glibc
 /// what a deadline does is then tested synchronously, by moving the clock, not by waiting.
 package final class EventLoop: @unchecked Sendable {
     // @unchecked: `handlers`, `deadlines`, `nextTag`, `nextDeadline` and `state` are touched only
-    // on the loop's thread (asserted); `inbox` is guarded by its lock; `owner` is written by the
+    // on the loop's thread (checked); `inbox` is guarded by its lock; `owner` is written by the
     // thread that turns the loop before its turn — once by `run`, at each call by `drive` (a test's
     // one caller) — and read by it.
 

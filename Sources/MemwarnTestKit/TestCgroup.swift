@@ -22,7 +22,7 @@ public final class TestCgroup: Sendable {
 
     /// Creates a child of this process's own memory cgroup with `memory.limit_in_bytes = limit`.
     ///
-    /// - Throws: `CgroupError` when there is no v1 memory hierarchy or creation fails.
+    /// - Throws: an error naming the cgroup when there is no v1 memory hierarchy or creation fails.
     public init(limit: UInt64, prefix: String = "memwarn-test") throws {
         let layout = try CgroupDiscovery().layout()
         guard let own = layout.memory, own.version == .v1 else {
@@ -37,7 +37,7 @@ public final class TestCgroup: Sendable {
     /// Makes the cgroup at `location` with `mkdir` and writes `settings` (file, value) in order,
     /// such as `memory.max`.
     ///
-    /// - Throws: `CgroupError` from `mkdir` or a write; nothing is left behind then.
+    /// - Throws: an error naming the file when `mkdir` or a write fails; nothing is left behind then.
     public init(at location: CgroupLocation, settings: [(file: String, value: String)] = []) throws {
         guard mkdir(location.directory, 0o755) == 0 else { throw KernelFiles.openError(errno, location.directory, writing: true) }
         self.location = location

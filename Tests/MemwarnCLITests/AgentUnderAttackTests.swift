@@ -136,6 +136,29 @@ extension RunCommandTests {
             }
         }
 
+        /// Stopped while a service's first status is still on its way (a `mute` endpoint never
+        /// answers): the agent cancels the exchange, starts no other, and ends with status 0.
+        /// Before, the exchange stayed watched on the agent's loop after it ended, and its owner,
+        /// released on another thread, unwatched it there: a stop of the program, now that the
+        /// loop checks its thread in release builds too.
+        @Test func anAgentStoppedWhileAStatusIsOnItsWayEndsCleanly() async throws {
+            let directory = try AgentCommandTests.privateDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try await withTestCgroup(limit: 128 * UInt64(Self.mebibyte)) { parent in
+                let agent = try LineChild([Self.memwarn, "agent", "--cgroup", parent.location.path, "--control-dir", directory, "--json"])
+                defer { agent.killIfRunning() }
+                _ = try await Self.records(of: agent, until: Self.event("started"))
+                let child = try parent.child("mute")
+                defer { try? child.remove() }
+                let hog = try MemoryHog(in: child, arguments: ["--endpoint", directory, "mute"])
+                defer { hog.terminate() }
+                _ = try await Self.records(of: agent, until: Self.event("found"))
+                agent.signal(SIGTERM)  // its status is asked, and unanswered for 2 s
+                let status = try await agent.exitStatus(within: .seconds(10))
+                #expect(status == 0, "the agent ended with \(status): \(agent.standardErrorTail)")
+            }
+        }
+
         /// cgroup v1 as an ordinary user: `cgroup.event_control` is root's, so the agent samples the
         /// parent alone, says so, and still reports a crossing promptly.
         @Test func asAnOrdinaryUserTheAgentSamplesItsParentAndSaysSo() async throws {

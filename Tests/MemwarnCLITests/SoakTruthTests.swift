@@ -157,7 +157,9 @@ extension RunCommandTests.SoakServiceTests {
                 ], in: parent)
             // Real processes in /proc, whose start raises no event here: looked for again and again.
             await #expect(throws: Never.self, "\(soak.standardErrorText)") {
-                try await waitUntil(within: .seconds(30), "the service's and the load's sleeps") { markers.allSatisfy { !Self.sleeping($0).isEmpty } }
+                try await waitUntil(within: .seconds(30), every: .milliseconds(20), "the service's and the load's sleeps") {
+                    markers.allSatisfy { !Self.sleeping($0).isEmpty }
+                }
             }
             soak.signal(SIGKILL)  // the soak we started
             _ = try await soak.exitStatus(within: .seconds(60))

@@ -169,7 +169,7 @@ struct IdleBenchmark {
         guard let pollerTid = ThreadCPU.thread(named: PollingReader.threadName), let bareTid = ThreadCPU.thread(named: Self.bareTimerThreadName) else {
             throw BenchmarkError("a peer thread is missing")
         }
-        measured.append(Measured(name: "100 ms polling reader, \(Self.positions[0].name)", pid: getpid(), tid: pollerTid, note: "CgroupKit reader: open, read, close"))
+        measured.append(Measured(name: "100 ms polling reader, \(Self.positions[0].name)", pid: getpid(), tid: pollerTid, note: "open, read, close the usage file"))
         measured.append(Measured(name: "bare 5 ms timer (sleeps only)", pid: getpid(), tid: bareTid, note: "the platform's price of the wake-ups"))
 
         func sample() throws -> [(UInt64, UInt64)] {

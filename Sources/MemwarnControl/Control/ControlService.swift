@@ -13,8 +13,11 @@ public import ServiceLifecycle
 /// let group = ServiceGroup(configuration: .init(services: [monitor, control, myService], logger: logger))
 /// ```
 ///
-/// While it runs, the process listens on a Unix socket, `<pid>.sock` in `ControlDirectory`:
-/// one JSON line in, one JSON line out (see `ControlRequest` and `ControlReply`). `status`
+/// While it runs, the process listens on a Unix socket, `<pid>.sock` in its user's control
+/// directory — `$XDG_RUNTIME_DIR/memwarn`, else `/run/user/<euid>/memwarn`, else for root
+/// `/run/memwarn`, else `/tmp/memwarn-<euid>` (made 0700; one that is a symbolic link, owned by
+/// another user or writable by others is refused) — one JSON line in, one JSON line out
+/// (`memwarn status`, `trigger` and `agent` speak it). `status`
 /// answers with the monitor's latest reading and the coordinator's consumers; `warn` and
 /// `terminate-suspended` release through the coordinator, on the endpoint's own thread. Only
 /// the process's own user and root are served. Services of one process with the same directory
@@ -46,7 +49,7 @@ public final class ControlService: Service, Sendable {
     /// - Parameters:
     ///   - monitor: the monitor whose latest reading `status` reports.
     ///   - coordinator: the coordinator that `warn` and `terminate-suspended` requests release through.
-    ///   - directory: the directory for the socket; `nil` uses `defaultPath`.
+    ///   - directory: the directory for the socket; `nil` uses the user's control directory (above).
     ///   - environment: the environment read for `MEMWARN_CONTROL`; `nil` reads this process's.
     ///   - logger: the caller's logger.
     public init(

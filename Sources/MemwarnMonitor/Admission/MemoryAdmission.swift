@@ -93,7 +93,7 @@ public final class MemoryAdmission: Sendable {
     ///
     /// - Parameter bytes: what the work will hold at most (a body's declared length; the
     ///   largest body accepted when none is declared). Negative counts as 0, more than
-    ///   `largestReservation` as that.
+    ///   2^48 bytes as that.
     /// - Returns: the reservation, or `nil` when memory is exhausted or `bytes` do not fit in the
     ///   headroom below the critical mark left by the work in flight: shed the request then.
     public func reserve(bytes: Int) -> Reservation? {

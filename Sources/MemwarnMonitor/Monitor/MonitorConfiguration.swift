@@ -18,7 +18,7 @@ public struct MonitorConfiguration: Sendable {
     /// request and follows ``environment``, not this flag.
     public var watchesPressureStall: Bool = true
     /// The environment consulted for systemd's `MEMORY_PRESSURE_WATCH` / `MEMORY_PRESSURE_WRITE`,
-    /// and for `disableVariable`.
+    /// and for `MEMWARN_DISABLE`.
     public var environment: [String: String]
     /// Where kernel files are read (the host; tests may point elsewhere).
     package var files: KernelFiles = .host
@@ -45,7 +45,7 @@ public struct MonitorConfiguration: Sendable {
     /// other value is an error (``PressureMonitor/run()`` throws it).
     package static let disableVariable = "MEMWARN_DISABLE"
 
-    /// Whether ``environment`` turns the monitor off (`disableVariable`).
+    /// Whether ``environment`` turns the monitor off (`MEMWARN_DISABLE`).
     ///
     /// - Returns: `true` for `1`, `true`, `yes`, `on` (in any case); `false` when unset, empty,
     ///   `0`, `false`, `no` or `off`.

@@ -7,11 +7,11 @@ extension PressureMonitor {
     /// triggers and growth settings are planned again on every path, as for a new limit, by
     /// arming a new session with it and ending the old one; the level carries over (its hold
     /// time too), and the first reading at the new marks is a ``LevelEvent`` with source
-    /// `policyChange` only when it changes the level. A monitor
+    /// `policy-change` only when it changes the level. A monitor
     /// not armed (a run ended) takes the policy at its next ``run()``.
     ///
     /// - Parameter policy: the new policy.
-    /// - Throws: ``PolicyError`` for an inconsistent policy, and CgroupKit's `CgroupError` or
+    /// - Throws: ``PolicyError`` for an inconsistent policy, an error naming the cgroup and file, or
     ///   ``MonitorError`` when the monitor cannot be armed anew: either way nothing changes, the
     ///   running policy is kept.
     public func apply(policy: PressurePolicy) throws {

@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// Creating a monitor **arms** it: it finds the cgroup, opens and registers its sources, takes
 /// the first reading and starts its release thread before the initializer returns (a few
-/// milliseconds; `arming` says how long), so the services started after it are protected from
+/// milliseconds; its log and `memwarn status` say how long), so the services started after it are protected from
 /// their first instruction. Run it as a `Service` in a `ServiceGroup` (or call ``run()``
 /// yourself) to keep it running; it stops on graceful shutdown or task cancellation, and a
 /// failure to arm is thrown by ``run()``. While it runs, a thread of its own sleeps in
@@ -23,7 +23,7 @@ import Synchronization
 /// could reach the next mark (every 5 ms near a mark, at most every
 /// ``PressurePolicy/pollInterval`` far from them); on cgroup v1 as root it samples only in the
 /// guard bands just below the marks, for crossings the kernel leaves unreported.
-/// `watchedSources` says which.
+/// `memwarn status --pid` says which.
 ///
 /// ```swift
 /// let monitor = PressureMonitor(configuration: .init(policy: try .load(environment: env)), logger: logger)
@@ -99,7 +99,7 @@ public final class PressureMonitor: Service, Sendable {
     /// Creates a monitor and arms it: when it returns, the cgroup's sources are registered, the
     /// first reading is taken (``latestEvent``) and the release thread waits for readings. A
     /// failure to arm is kept and thrown by ``run()``. With `MEMWARN_DISABLE=1` in the
-    /// configuration's environment (`disableVariable`) it does not arm:
+    /// configuration's environment it does not arm:
     /// it reads nothing and reports nothing.
     ///
     /// - Parameters:
@@ -161,11 +161,12 @@ public final class PressureMonitor: Service, Sendable {
 
     /// Keeps the armed monitor running — reporting levels and releasing — until graceful
     /// shutdown or cancellation. A monitor run again after it stopped is armed anew here. A
-    /// monitor turned off by `disableVariable` only waits for shutdown.
+    /// monitor turned off by `MEMWARN_DISABLE` only waits for shutdown.
     ///
     /// - Throws: ``MonitorError`` when already running or when the system refuses a thread, an
-    ///   epoll instance or an eventfd; ``PolicyError`` for an inconsistent policy; CgroupKit's
-    ///   `CgroupError` when the cgroup cannot be found or read, or is deleted while watched;
+    ///   epoll instance or an eventfd; ``PolicyError`` for an inconsistent policy; an error whose
+    ///   description names the cgroup and the file when the cgroup cannot be found or read, or is
+    ///   deleted while watched;
     ///   ``MonitorError`` for a value of `MEMWARN_DISABLE` that is neither on nor off.
     public func run() async throws {
         /// What ``run()`` finds the monitor in, and so where it starts from.

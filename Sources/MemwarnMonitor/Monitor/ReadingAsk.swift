@@ -12,7 +12,7 @@ import MemwarnSystem
 /// the level machine asks for while the level is raised: both are readings the monitor asks for
 /// itself, with no kernel signal behind them, to check usage again, and neither asks for a level
 /// (``WakeHint/readNow``). A level event caused by one cannot be told from the other (its
-/// `source`, `memwarn watch --json`): a label of its own would be a new public `PressureSignal`.
+/// `source`, `memwarn watch --json`); a label of its own would change what those print.
 ///
 /// It holds the engine weakly: the engine holds the release loop, which holds this.
 final class ReadingAsk: @unchecked Sendable {

@@ -7,7 +7,7 @@ public import MemwarnRelease
 extension ReleaseCoordinator {
     /// Releases automatically for a monitor: on every rise of its level to `.warning` or
     /// `.critical`, and again whenever usage climbs back to the warning mark while the level
-    /// stays raised — each time to the target of `ReleaseTarget` (the recovery mark less
+    /// stays raised — each time to a target (the recovery mark less
     /// headroom for the measured growth; just under the warning mark for a release while the level
     /// stays raised at `.warning`), sized from the reading that asked for it (or, after a
     /// memory-warning responder, from a measurement of what it freed).

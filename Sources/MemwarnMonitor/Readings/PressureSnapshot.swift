@@ -14,7 +14,7 @@ public struct PressureSnapshot: Sendable, Hashable {
     /// headroom (``binding``), or `nil` when none is set.
     public var limit: EffectiveLimit?
     /// The counted limits: every limit that applies, nearest first, each with the usage it is
-    /// measured against (CgroupKit's `CgroupMemoryReader.constraints(includingAncestors:)`), less
+    /// measured against (the cgroup's own limit and each limited ancestor's), less
     /// those a node agent coordinates (``coordinatedCgroups``). What the monitor decides from:
     /// the level (``levelRatio``), the binding limit (``binding``, ``limit``, ``usageBytes``)
     /// and how much a release frees. Empty when no limit applies.

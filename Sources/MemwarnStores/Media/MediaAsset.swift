@@ -40,10 +40,10 @@ public final class MediaAsset: Sendable {
     public var residentBytes: Int { state.withLock { $0.pixels?.count ?? 0 } }
 
     /// Whether the decoded pixels are in memory.
-    public var isResident: Bool { state.withLock { $0.pixels != nil } }
+    package var isResident: Bool { state.withLock { $0.pixels != nil } }
 
     /// Whether a ``withPixels(_:)`` body is running (the buffer cannot be released).
-    public var isInUse: Bool { state.withLock { $0.users > 0 } }
+    package var isInUse: Bool { state.withLock { $0.users > 0 } }
 
     /// The decoded bytes held now while in use, else 0: one read of the state, not two.
     var residentBytesInUse: Int { state.withLock { $0.users > 0 ? $0.pixels?.count ?? 0 : 0 } }

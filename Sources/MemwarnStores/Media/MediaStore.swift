@@ -75,7 +75,7 @@ public final class MediaStore: MemoryConsumer, Sendable {
     /// - Complexity: O(n) in the assets.
     public var footprintBytes: Int { snapshot().reduce(0) { $0 + $1.residentBytes } }
 
-    /// The decoded bytes of assets in use now (``MediaAsset/isInUse``): no release drops them.
+    /// The decoded bytes of assets in use now (inside a ``MediaAsset/withPixels(_:)``): no release drops them.
     ///
     /// - Complexity: O(n) in the assets.
     public var inUseBytes: Int? { snapshot().reduce(0) { $0 + $1.residentBytesInUse } }
