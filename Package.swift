@@ -31,7 +31,8 @@
 //   memwarn-demo    a memory-hungry demo service using every part of the library (the soak's subject)
 // Test support:
 //   MemwarnTestKit  real test cgroups (v1, and made with mkdir for the v2 VM), memwarn-hog, children
-//                   spoken to by lines and JSON lines, sibling products: for tests, benchmarks, the VM
+//                   spoken to by lines and JSON lines, sibling products, a monitor's diagnostics: for tests,
+//                   benchmarks, the VM
 //   MemwarnTestTraits  Swift Testing tags and conditions: a run that cannot make cgroups skips with the reason
 //   MemwarnTestFixtures  what the test targets share in process: synthetic hosts of plain files (v2, v1, a pod),
 //                   a fake consumer and the cache fixtures, a scratch directory, the test logger and waits
@@ -43,7 +44,7 @@
 //   memwarn-fuzz    every parser under libFuzzer (Scripts/fuzz), or a replay of inputs (tests)
 // A target of this package depends on the layers it uses, not on the umbrella Memwarn, so that
 // Scripts/check-layers sees them; memwarn-demo and the probes import Memwarn as a service does (and
-// MemwarnMonitor by @_spi(Diagnostics), for the diagnostics they print).
+// MemwarnMonitor too, for the diagnostics they print, which are package).
 // A test target a module, in the same order: MemwarnSystemTests, CgroupKitTests, MemwarnReleaseTests,
 // MemwarnStoresTests, MemwarnMonitorTests, MemwarnControlTests, MemwarnConfigurationTests,
 // MemwarnLifeCycleTests, MemwarnAgentTests (in process, on fixtures), and MemwarnCLITests (the
@@ -206,7 +207,7 @@ let package = Package(
             name: "MemwarnDemo",
             dependencies: [
                 "Memwarn",
-                "MemwarnMonitor",  // its diagnostics, by @_spi(Diagnostics), for its status lines
+                "MemwarnMonitor",  // its diagnostics (package), for its status lines
                 "MemwarnSystem",
                 "MemwarnLifeCycle",
                 .product(name: "Logging", package: "swift-log"),
@@ -214,7 +215,7 @@ let package = Package(
         ),
         .target(
             name: "MemwarnTestKit",
-            dependencies: ["CgroupKit", "MemwarnSystem"]
+            dependencies: ["CgroupKit", "MemwarnMonitor", "MemwarnSystem"]
         ),
         .target(
             name: "MemwarnTestTraits",
@@ -257,7 +258,7 @@ let package = Package(
             name: "memwarn-growth-probe",
             dependencies: [
                 "Memwarn",
-                "MemwarnMonitor",  // its diagnostics, by @_spi(Diagnostics), for the armed line
+                "MemwarnMonitor",  // its diagnostics (package), for the armed line
                 "MemwarnSystem",
                 "CgroupKit",
                 .product(name: "Logging", package: "swift-log"),

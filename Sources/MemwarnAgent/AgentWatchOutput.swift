@@ -1,5 +1,5 @@
 import CgroupKit
-@_spi(Diagnostics) import MemwarnMonitor
+import MemwarnMonitor
 
 /// What the engine watching the parent tells the agent, on the engine's thread: how the parent's
 /// changes reach it (`watching`, again whenever that changes: the v1 thresholds registered, a

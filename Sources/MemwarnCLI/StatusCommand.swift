@@ -3,7 +3,7 @@ import CgroupKit
 import Foundation
 import Logging
 import MemwarnControl
-@_spi(Diagnostics) import MemwarnMonitor
+import MemwarnMonitor
 import MemwarnSoak
 import MemwarnSystem
 

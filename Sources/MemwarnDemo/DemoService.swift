@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import Memwarn
 import MemwarnLifeCycle
-@_spi(Diagnostics) import MemwarnMonitor
+import MemwarnMonitor
 import MemwarnSystem
 
 /// The demo's load: every 20 ms it renders a 256 KiB result into a cache that never evicts on

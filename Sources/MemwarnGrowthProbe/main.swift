@@ -46,7 +46,7 @@ import CgroupKit
 import Foundation
 import Logging
 import Memwarn
-@_spi(Diagnostics) import MemwarnMonitor
+import MemwarnMonitor
 import MemwarnSystem
 import ServiceLifecycle
 

@@ -15,7 +15,7 @@
 import Foundation
 import Logging
 import Memwarn
-@_spi(Diagnostics) import MemwarnMonitor
+import MemwarnMonitor
 import MemwarnSystem
 
 let megabyte = 1 << 20

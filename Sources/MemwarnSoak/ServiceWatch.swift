@@ -1,7 +1,7 @@
 import CgroupKit
 import Foundation
 import MemwarnControl
-@_spi(Diagnostics) import MemwarnMonitor
+import MemwarnMonitor
 import MemwarnSystem
 
 /// Reads a soaked service's own telemetry once a second while it runs: memwarn's control endpoint

@@ -1,5 +1,5 @@
 package import Logging
-@_spi(Diagnostics) package import MemwarnMonitor
+package import MemwarnMonitor
 import MemwarnTestKit
 
 /// The logger every test suite logs to.

@@ -1,4 +1,4 @@
-@_spi(Diagnostics) import MemwarnMonitor
+import MemwarnMonitor
 import MemwarnTestKit
 
 /// A limit lowered at run time, on cgroup v2: `memory.max` cut from 1 GiB to

@@ -1,4 +1,4 @@
-@_spi(Diagnostics) import MemwarnMonitor
+import MemwarnMonitor
 import MemwarnRelease
 
 /// Stepped usage under a plain `memory.max`: 60 %, 85 %, 95 %, then 0 % of 64 MiB give warning,

@@ -12,7 +12,7 @@ import ServiceLifecycleTestKit
 import SystemPackage
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 
 /// The policy from apple/swift-configuration: one `ConfigReader` over the
 /// environment and a file gives memwarn its policy under the `memwarn` prefix, with the names,

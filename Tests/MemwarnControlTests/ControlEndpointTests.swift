@@ -8,7 +8,7 @@ import MemwarnTestTraits
 import Testing
 
 @testable import MemwarnControl
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 @testable import MemwarnRelease
 @testable import MemwarnStores
 

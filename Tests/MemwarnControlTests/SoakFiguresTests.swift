@@ -5,7 +5,7 @@ import MemwarnSystem
 import Testing
 
 @testable import MemwarnControl
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 @testable import MemwarnRelease
 
 /// The figures `memwarn soak` reads from a service — its coordinator's totals, the process's

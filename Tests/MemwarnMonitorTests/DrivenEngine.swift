@@ -4,7 +4,7 @@ import MemwarnTestFixtures
 import MemwarnTestKit
 import Metrics
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 @testable import MemwarnRelease
 
 /// A monitor's engine and its release loop turned on the test's own thread, on a manual clock:

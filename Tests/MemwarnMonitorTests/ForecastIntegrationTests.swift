@@ -6,7 +6,7 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 
 /// The forecast on a real cgroup v1 memory cgroup with a real child process: a steady climb is
 /// warned of before the warning mark; a flat load with noise is not.

@@ -5,7 +5,7 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 @testable import MemwarnRelease
 
 #if canImport(Glibc)

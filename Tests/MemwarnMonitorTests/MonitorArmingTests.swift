@@ -6,7 +6,7 @@ import Metrics
 import Testing
 
 @testable import CgroupKit
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 
 /// A monitor is armed by its initializer: sources registered, first reading taken, release thread
 /// waiting, before the services it protects run; the usage thresholds of cgroup v1 follow behind.

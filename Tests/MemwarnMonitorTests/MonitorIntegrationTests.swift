@@ -5,7 +5,7 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 
 /// The monitor on real cgroup v1 memory cgroups, with a real child process holding memory.
 @Suite(.serialized, .tags(.root, .cgroupV1), .needsRealCgroups)

@@ -7,7 +7,7 @@ import MemwarnTestKit
 import MetricsTestKit
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 
 /// The proactive trim at work on a real `DiscardableCache`: the release loop on a manual clock
 /// over a synthetic v2 host (its PSI file written by the test), each step taken on the test's

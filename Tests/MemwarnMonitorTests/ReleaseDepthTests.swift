@@ -1,7 +1,7 @@
 import MemwarnRelease
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 
 /// How far an automatic release takes usage: a rise's release and a release at `critical` below
 /// the recovery mark; a release while the level stays raised at `warning` just under the warning

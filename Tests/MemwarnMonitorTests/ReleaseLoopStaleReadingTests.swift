@@ -5,7 +5,7 @@ import MemwarnTestFixtures
 import Metrics
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 
 /// A reading the release thread takes after a release that ended later than the reading was
 /// taken shows usage from before that release. The release loop, on a manual clock, on the

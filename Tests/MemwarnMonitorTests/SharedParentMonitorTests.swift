@@ -7,7 +7,7 @@ import MemwarnTestKit
 import MetricsTestKit
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 
 /// A monitor under a limited parent, on a synthetic cgroup v2 host (plain files in the shape of a
 /// pod: no kernel, no root): the level comes from the limit with the least headroom, the parent's

@@ -4,7 +4,7 @@ import MemwarnTestFixtures
 import MemwarnTestKit
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 @testable import MemwarnRelease
 
 /// A monitor on a synthetic cgroup v2 host (plain files, no kernel, no root): usage written in

@@ -5,7 +5,7 @@ import MemwarnTestFixtures
 import MemwarnTestKit
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 
 #if canImport(Glibc)
 import Glibc

@@ -5,7 +5,7 @@ import MemwarnTestKit
 import MemwarnTestTraits
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 @testable import MemwarnRelease
 
 /// cgroup v1 as root: usage that rests on a threshold and goes up and down across it has the

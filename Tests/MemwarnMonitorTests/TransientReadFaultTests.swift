@@ -6,7 +6,7 @@ import MemwarnTestKit
 import MetricsTestKit
 import Testing
 
-@_spi(Diagnostics) @testable import MemwarnMonitor
+@testable import MemwarnMonitor
 
 #if canImport(Glibc)
 import Glibc

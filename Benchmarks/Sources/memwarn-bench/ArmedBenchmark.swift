@@ -1,6 +1,5 @@
 import Foundation
 import Memwarn
-@_spi(Diagnostics) import MemwarnMonitor
 import MemwarnTestKit
 
 /// Time-to-armed: from a service's `exec` to its monitor armed (cgroup found, sources registered,
@@ -51,11 +50,11 @@ struct ArmedBenchmark {
                 configuration.watchesPressureStall = false
                 let monitor = PressureMonitor(configuration: configuration, logger: quietLogger)
                 let deadline = ContinuousClock.now + .seconds(10)
-                while monitor.arming?.thresholdsRegisteredAfter == nil {
+                while monitor.thresholdsRegisteredAfter == nil {
                     guard ContinuousClock.now < deadline else { throw BenchmarkError("thresholds not registered within 10 s") }
                     try await Task.sleep(for: .milliseconds(2))
                 }
-                if let arming = monitor.arming, let took = arming.thresholdsRegisteredAfter { measured.append((took, arming.pendingThresholds)) }
+                if let took = monitor.thresholdsRegisteredAfter { measured.append((took, monitor.pendingThresholds)) }
             }
             return measured
         }

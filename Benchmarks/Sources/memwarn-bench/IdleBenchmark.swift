@@ -1,6 +1,5 @@
 import Foundation
 import Memwarn
-@_spi(Diagnostics) import MemwarnMonitor
 import MemwarnTestKit
 import Synchronization
 #if canImport(Glibc)
@@ -155,7 +154,7 @@ struct IdleBenchmark {
         }
         // The events path is in its steady state once the usage thresholds are registered.
         let deadline = ContinuousClock.now + .seconds(15)
-        while monitors.contains(where: { $0.usageWatch != .thresholds }) {
+        while monitors.contains(where: { $0.usageWatchName != "thresholds" }) {
             guard ContinuousClock.now < deadline else { throw BenchmarkError("usage thresholds not registered within 15 s") }
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -191,7 +190,7 @@ struct IdleBenchmark {
                  note: measured[index].note)
         }
         return Result(
-            seconds: elapsed, costs: costs, watchedSources: monitors.map(\.watchedSources), countsInactivePageCache: countsInactivePageCache)
+            seconds: elapsed, costs: costs, watchedSources: monitors.map(\.sourcesWatched), countsInactivePageCache: countsInactivePageCache)
     }
 }
 

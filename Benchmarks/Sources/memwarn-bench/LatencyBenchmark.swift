@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import Memwarn
-@_spi(Diagnostics) import MemwarnMonitor
 import MemwarnTestKit
 import Synchronization
 
@@ -160,7 +159,7 @@ struct LatencyBenchmark {
                 watchForwarding.cancel()
             }
             // The monitor's usage thresholds follow arming (the kernel takes an RCU grace period for each).
-            while monitor.usageWatch != .thresholds {
+            while monitor.usageWatchName != "thresholds" {
                 guard ContinuousClock.now - armedAt < .seconds(10) else { throw BenchmarkError("the usage thresholds were not registered within 10 s") }
                 try await Task.sleep(for: .milliseconds(5))
             }
@@ -218,7 +217,7 @@ struct LatencyBenchmark {
             var results: [ReaderResult] = []
             for (index, reader) in readers.enumerated() {
                 var notes: [String] = []
-                if index == 0 { notes = monitor.watchedSources.filter { $0.hasPrefix("sample") } }
+                if index == 0 { notes = monitor.sourcesWatched.filter { $0.hasPrefix("sample") } }
                 results.append(ReaderResult(name: reader.name, latencies: LatencySummary(latencies[index]), notFound: notFound[index], late: late[index],
                                             stale: stale[index], sources: sources[index], notes: notes))
             }

@@ -1,4 +1,4 @@
-@_spi(Diagnostics) package import MemwarnMonitor
+package import MemwarnMonitor
 package import MemwarnRelease
 package import MemwarnSystem
 

@@ -1,4 +1,4 @@
-@_spi(Diagnostics) import MemwarnMonitor
+import MemwarnMonitor
 import MemwarnRelease
 import MemwarnSystem
 

@@ -1,4 +1,4 @@
-@_spi(Diagnostics) import MemwarnMonitor
+import MemwarnMonitor
 public import MemwarnRelease
 import MemwarnSystem
 

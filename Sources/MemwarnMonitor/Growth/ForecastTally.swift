@@ -4,14 +4,14 @@
 /// reaches the warning mark within twice the predicted time to it plus a second (the growth it
 /// foresaw happened, whether or not the release then kept usage down), and **false** when that
 /// deadline passes first (the service stopped growing: the warning woke it for nothing).
-@_spi(Diagnostics) public struct ForecastTally: Sendable, Hashable, Codable {
+package struct ForecastTally: Sendable, Hashable, Codable {
     /// Forecast warnings raised (rises to `.warning` whose source is `forecast`).
-    public var raised = 0
+    package var raised = 0
     /// Those whose growth came.
-    public var confirmed = 0
+    package var confirmed = 0
     /// Those whose growth did not come.
-    public var falseAlarms = 0
+    package var falseAlarms = 0
 
     /// An empty tally.
-    public init() {}
+    package init() {}
 }

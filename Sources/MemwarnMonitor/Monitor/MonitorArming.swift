@@ -5,45 +5,45 @@
 /// README's pattern it protects the services of a `ServiceGroup` from their first instruction.
 /// ``PressureMonitor/run()`` keeps it running; a monitor run again after it stopped is armed
 /// anew by that run.
-@_spi(Diagnostics) public struct MonitorArming: Sendable, Hashable {
+package struct MonitorArming: Sendable, Hashable {
     /// How changes of usage reach the monitor.
-    public struct UsageWatch: Sendable, Hashable, CustomStringConvertible {
+    package struct UsageWatch: Sendable, Hashable, CustomStringConvertible {
         /// The name, as `memwarn status --json` prints it (`usageWatch`).
-        public let name: String
+        package let name: String
 
         private init(_ name: String) { self.name = name }
 
         /// Kernel events: cgroup v1 usage thresholds (as root), with guard bands below each mark
         /// sampled for crossings the kernel does not report.
-        public static let thresholds = UsageWatch("thresholds")
+        package static let thresholds = UsageWatch("thresholds")
         /// Adaptive sampling: cgroup v2, a cgroup v1 monitor not run as root, a host without a
         /// limit (``PressurePolicy/worstCaseGrowthBytesPerSecond``).
-        public static let adaptiveSampling = UsageWatch("adaptive-sampling")
+        package static let adaptiveSampling = UsageWatch("adaptive-sampling")
         /// A fixed poll every ``PressurePolicy/pollInterval`` (adaptive sampling turned off).
-        public static let polling = UsageWatch("polling")
+        package static let polling = UsageWatch("polling")
 
-        public var description: String { name }
+        package var description: String { name }
     }
 
     /// From the start of arming (the initializer, or a later ``PressureMonitor/run()``) to armed.
-    public var duration: Duration
+    package var duration: Duration
     /// From the process's start to armed, as the kernel counts the start (to 10 ms; see
     /// CgroupKit's `ProcessAge`); `nil` when `/proc/self/stat` could not be read.
-    public var sinceProcessStart: Duration?
+    package var sinceProcessStart: Duration?
     /// How changes of usage reached the monitor when it was armed (`usageWatch`
     /// says how they reach it now).
-    public var usageWatch: UsageWatch
+    package var usageWatch: UsageWatch
     /// cgroup v1 as root: the usage thresholds still being registered when the monitor was armed.
     /// The kernel waits for an RCU grace period inside each registration (17.6 ms each at the median on the
     /// development machine), so they are registered after arming, on a thread of their own, while
     /// usage is sampled adaptively; `usageWatch` turns to ``UsageWatch/thresholds``
     /// once they are in.
-    public var pendingThresholds: Int
+    package var pendingThresholds: Int
     /// How long registering the pending thresholds took, once they are all in (`nil` before, and
     /// where there were none); they are registered right after arming.
-    public var thresholdsRegisteredAfter: Duration?
+    package var thresholdsRegisteredAfter: Duration?
     /// What it listens to, as `watchedSources` lists it.
-    public var sources: [String]
+    package var sources: [String]
 
     /// Creates a report.
     ///
@@ -53,7 +53,7 @@
     ///   - usageWatch: how changes of usage reached the monitor when armed.
     ///   - pendingThresholds: usage thresholds still being registered.
     ///   - sources: what it listens to.
-    public init(duration: Duration, sinceProcessStart: Duration?, usageWatch: UsageWatch, pendingThresholds: Int = 0, sources: [String]) {
+    package init(duration: Duration, sinceProcessStart: Duration?, usageWatch: UsageWatch, pendingThresholds: Int = 0, sources: [String]) {
         self.duration = duration
         self.sinceProcessStart = sinceProcessStart
         self.usageWatch = usageWatch

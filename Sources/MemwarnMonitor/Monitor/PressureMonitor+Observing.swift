@@ -6,13 +6,13 @@ public import MemwarnRelease
 extension PressureMonitor {
     /// How the monitor was armed — how long it took, how changes of usage reached it — or `nil`
     /// while it is not armed (arming failed, or a run ended).
-    @_spi(Diagnostics) public var arming: MonitorArming? { state.withLock { $0.arming } }
+    package var arming: MonitorArming? { state.withLock { $0.arming } }
 
     /// How changes of usage reach the monitor now, or `nil` while it is not armed. On cgroup v1
     /// as root it is `adaptiveSampling` from arming until the usage
     /// thresholds are registered (about 0.3 s; `pendingThresholds`), then
     /// `thresholds`.
-    @_spi(Diagnostics) public var usageWatch: MonitorArming.UsageWatch? { state.withLock { $0.usageWatch } }
+    package var usageWatch: MonitorArming.UsageWatch? { state.withLock { $0.usageWatch } }
 
     /// The current level (`.normal` before the first reading).
     public var level: MemoryPressureLevel { levelEvents.latest?.level ?? .normal }
@@ -23,7 +23,7 @@ extension PressureMonitor {
     /// What the running monitor listens to, one line a source, such as
     /// `usage-threshold 53687091 bytes (80% of 67108864)` or
     /// `poll /proc/pressure/memory some total every 1s (trigger refused: …)`.
-    @_spi(Diagnostics) public var watchedSources: [String] { state.withLock { $0.sources } }
+    package var watchedSources: [String] { state.withLock { $0.sources } }
 
     /// Level events: the latest one first (when there is one), then every change, until
     /// the monitor stops or the consumer stops iterating.
@@ -77,7 +77,7 @@ extension PressureMonitor {
     public var exhaustion: MemoryExhaustion? { state.withLock { $0.exhaustion } }
 
     /// The forecast warnings raised so far and how they turned out.
-    @_spi(Diagnostics) public var forecastTally: ForecastTally { state.withLock { $0.tally } }
+    package var forecastTally: ForecastTally { state.withLock { $0.tally } }
 
     /// The forecast of the latest reading, or `nil` when usage is not clearly growing.
     public var latestForecast: PressureForecast? { state.withLock { $0.latestForecast } }
@@ -90,18 +90,18 @@ extension PressureMonitor {
     /// monitor never stops for these: it keeps its sources, logs a warning once per episode,
     /// counts them (`memwarn_transient_errors_total`) and reads again after a wait that doubles
     /// up to a second.
-    @_spi(Diagnostics) public var transientErrorCount: Int { state.withLock { $0.transientErrors } }
+    package var transientErrorCount: Int { state.withLock { $0.transientErrors } }
 
     /// How many times usage was sampled since the monitor was made: the cheap reads of adaptive
     /// sampling (where the kernel sends no usage events) and of the guard bands (cgroup v1 as
     /// root); one `pread` each (`memwarn_usage_samples_total`).
-    @_spi(Diagnostics) public var usageSampleCount: Int { samples.value }
+    package var usageSampleCount: Int { samples.value }
 
     /// The latest transient read error, if any.
     package var lastTransientError: CgroupError? { state.withLock { $0.lastTransientError } }
 
     /// Whether reads are failing transiently now (the monitor is retrying them).
-    @_spi(Diagnostics) public var isRetryingReads: Bool { state.withLock { $0.retryingReads } }
+    package var isRetryingReads: Bool { state.withLock { $0.retryingReads } }
 
     /// Calls `observer` when memory becomes exhausted and when it stops being so (on the
     /// monitor's release thread, `memwarn-release`).
