@@ -114,16 +114,7 @@ extension RunCommandTests {
         /// pod whose first replies were slow was left out of the round that would have saved it.
         @Test(arguments: ["late", "slow"])
         func aServiceWhoseStatusComesLateIsFoundAtOnce(mode: String) async throws {
-            let directory = try AgentCommandTests.privateDirectory()
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            try await withTestCgroup(limit: 128 * UInt64(Self.mebibyte)) { parent in
-                let agent = try LineChild([Self.memwarn, "agent", "--cgroup", parent.location.path, "--control-dir", directory, "--json"])
-                defer { agent.killIfRunning() }
-                _ = try await Self.records(of: agent, until: Self.event("started"))
-                let child = try parent.child(mode)
-                defer { try? child.remove() }
-                let hog = try MemoryHog(in: child, arguments: ["--endpoint", directory, mode])
-                defer { hog.terminate() }
+            try await Self.withAgent(besideAnEndpointThat: mode) { agent, hog in
                 let began = ContinuousClock.now
                 let seen = try await Self.records(of: agent, until: Self.event("found"))
                 let waited = ContinuousClock.now - began
@@ -142,20 +133,28 @@ extension RunCommandTests {
         /// released on another thread, unwatched it there: a stop of the program, now that the
         /// loop checks its thread in release builds too.
         @Test func anAgentStoppedWhileAStatusIsOnItsWayEndsCleanly() async throws {
+            try await Self.withAgent(besideAnEndpointThat: "mute") { agent, _ in
+                _ = try await Self.records(of: agent, until: Self.event("found"))
+                agent.signal(SIGTERM)  // its status is asked, and unanswered for 2 s
+                let status = try await agent.exitStatus(within: .seconds(10))
+                #expect(status == 0, "the agent ended with \(status): \(agent.standardErrorTail)")
+            }
+        }
+
+        /// An agent on a 128 MiB test cgroup, started, and beside it a hog in a child cgroup whose
+        /// control endpoint misbehaves as `mode` says (`memwarn-hog --endpoint DIR MODE`).
+        static func withAgent(besideAnEndpointThat mode: String, _ body: (LineChild, MemoryHog) async throws -> Void) async throws {
             let directory = try AgentCommandTests.privateDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             try await withTestCgroup(limit: 128 * UInt64(Self.mebibyte)) { parent in
                 let agent = try LineChild([Self.memwarn, "agent", "--cgroup", parent.location.path, "--control-dir", directory, "--json"])
                 defer { agent.killIfRunning() }
                 _ = try await Self.records(of: agent, until: Self.event("started"))
-                let child = try parent.child("mute")
+                let child = try parent.child(mode)
                 defer { try? child.remove() }
-                let hog = try MemoryHog(in: child, arguments: ["--endpoint", directory, "mute"])
+                let hog = try MemoryHog(in: child, arguments: ["--endpoint", directory, mode])
                 defer { hog.terminate() }
-                _ = try await Self.records(of: agent, until: Self.event("found"))
-                agent.signal(SIGTERM)  // its status is asked, and unanswered for 2 s
-                let status = try await agent.exitStatus(within: .seconds(10))
-                #expect(status == 0, "the agent ended with \(status): \(agent.standardErrorTail)")
+                try await body(agent, hog)
             }
         }
 

@@ -75,7 +75,9 @@ final class PollingReader: Sendable {
         var deadline = ChildProcess.monotonicNanoseconds()
         while !stopping.load(ordering: .relaxed) {
             do {
-                let usage = try Self.readUsage(usageFile)
+                guard let text = readSmallFile(usageFile), let usage = UInt64(text.trimmingNewline) else {
+                    throw BenchmarkError("\(usageFile) held no usage")
+                }
                 let seen = ChildProcess.monotonicNanoseconds()
                 readCount.add(1, ordering: .relaxed)
                 let isAbove = usage >= threshold
@@ -90,21 +92,6 @@ final class PollingReader: Sendable {
             var until = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
             while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
         }
-    }
-}
-
-extension PollingReader {
-    /// Reads a usage file: open, read, close, and the decimal number it holds.
-    fileprivate static func readUsage(_ path: String) throws -> UInt64 {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw BenchmarkError("open \(path): errno \(errno)") }
-        defer { close(descriptor) }
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        guard count > 0, let usage = UInt64(String(decoding: buffer[..<count].prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)) else {
-            throw BenchmarkError("\(path) held no usage")
-        }
-        return usage
     }
 }
 
