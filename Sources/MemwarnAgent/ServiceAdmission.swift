@@ -6,10 +6,15 @@ import MemwarnSystem
 /// endpoint says) and that pid's memory cgroup (`/proc/PID/cgroup`), which must lie at or below
 /// the parent. Known the moment a connect succeeds, before any reply: a crossing never waits for a
 /// service's status to rank and ask it. Also lists the parent's children that hold no service
-/// (services that do not link memwarn): listed, never asked.
+/// (services that do not link memwarn): listed, never asked. Every usage is measured as the
+/// parent's is: less the inactive page cache when the policy leaves it out, so that a service's
+/// share and what no service holds are told in the parent's measure.
 struct ServiceAdmission {
     let parent: CgroupLocation?
     let files: KernelFiles
+    /// Whether a cgroup's usage is taken less its inactive file pages
+    /// (`inactive_page_cache = ignore`), as the parent's is.
+    let leavesOutInactiveFile: Bool
 
     /// Why a listener is not admitted.
     enum Refusal: Error {
@@ -40,10 +45,11 @@ struct ServiceAdmission {
     }
 
     /// A service's kernel-measured usage: its memory cgroup's, unless another service shares the
-    /// cgroup (or it is the parent itself), then its resident set (`/proc/PID/statm`).
+    /// cgroup (or it is the parent itself), then its resident set (`/proc/PID/statm`, which counts
+    /// the file pages the process maps and no other page cache).
     func usage(of service: AgentService, among services: some Collection<AgentService>) -> UInt64? {
         let shared = service.cgroup == parent || services.contains { $0.pid != service.pid && $0.cgroup == service.cgroup }
-        if !shared, let usage = try? CgroupMemoryReader(location: service.cgroup, files: files).usage() { return usage }
+        if !shared, let usage = usage(of: service.cgroup) { return usage }
         guard let text = try? files.read("/proc/\(service.pid)/statm") else { return nil }
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = UInt64(fields[1]) else { return nil }
@@ -58,10 +64,15 @@ struct ServiceAdmission {
         for entry in entries where entry.type == .directory {
             let child = parent.child(entry.name)
             guard !services.contains(where: { $0.cgroup.path == child.path || $0.cgroup.path.hasPrefix(child.path + "/") }),
-                let usage = try? CgroupMemoryReader(location: child, files: files).usage()
+                let usage = usage(of: child)
             else { continue }
             found.append((child.path, usage))
         }
         return found.sorted { $0.1 > $1.1 }
+    }
+
+    /// A cgroup's usage in the parent's measure, or `nil` when it cannot be read.
+    private func usage(of cgroup: CgroupLocation) -> UInt64? {
+        try? CgroupMemoryReader(location: cgroup, files: files).measuredUsage(leavingOutInactiveFile: leavesOutInactiveFile).bytes
     }
 }

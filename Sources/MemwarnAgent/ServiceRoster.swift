@@ -118,7 +118,8 @@ final class ServiceRoster {
         self.loop = loop
         self.metrics = metrics
         self.say = say
-        admission = ServiceAdmission(parent: configuration.parent, files: files)
+        admission = ServiceAdmission(
+            parent: configuration.parent, files: files, leavesOutInactiveFile: !configuration.policy.countsInactivePageCache)
         maximumServices = Self.maximumServices(descriptorLimit: ResourceLimits.openDescriptors)
     }
 

@@ -33,4 +33,11 @@ package final class SharedParentHost {
         try tree.overwrite("/sys/fs/cgroup/pod/memory.current", SyntheticFileTree.fixedWidth(parent))
         try tree.overwrite("/sys/fs/cgroup/pod/app/memory.current", SyntheticFileTree.fixedWidth(app))
     }
+
+    /// Sets the inactive page cache of the parent and of the app (`memory.stat`'s
+    /// `inactive_file`), read by a policy that leaves it out of usage.
+    package func setInactivePageCache(parent: UInt64, app: UInt64) throws {
+        try tree.write("/sys/fs/cgroup/pod/memory.stat", "anon 0\nfile \(parent)\ninactive_file \(parent)\n")
+        try tree.write("/sys/fs/cgroup/pod/app/memory.stat", "anon 0\nfile \(app)\ninactive_file \(app)\n")
+    }
 }

@@ -91,4 +91,26 @@ struct DrivenAgentTests {
             #expect(agent.records("relieved").count == 1)
         }
     }
+
+    /// With inactive page cache left out (`inactive_page_cache = ignore`), a service is measured
+    /// as the parent is: the parent's 230 MiB less its 10 MiB of page cache is past the warning
+    /// mark, the service's 40 MiB less the same 10 MiB (its own) is 30 MiB, and 190 MiB are held
+    /// by no service (with the service's page cache counted, 180).
+    @Test(.timeLimit(.minutes(1))) func aServiceIsMeasuredAsTheParentIsWithPageCacheLeftOut() async throws {
+        let empty = CacheFixtures.FakeConsumer("empty", tier: .caches, footprint: 0)
+        try await Self.withService(empty) { host, directory in
+            var policy = PressurePolicy()
+            policy.countsInactivePageCache = false
+            try host.setInactivePageCache(parent: 10 * Self.mebibyte, app: 10 * Self.mebibyte)
+            let agent = try DrivenAgent(files: host.files, parent: Self.parent, controlDirectory: directory, policy: policy)
+            try agent.start()
+            try agent.turn(until: { agent.roster.entries[getpid()]?.holding != nil }, "the service found, its status read")
+            try host.setUsage(parent: 230 * Self.mebibyte, app: 40 * Self.mebibyte)
+            for _ in 0..<50 where agent.records("unrelievable").isEmpty { try agent.advance(by: .milliseconds(100)) }
+            let said = agent.records("unrelievable")
+            #expect(said.count == 1, "\(said)")
+            #expect(said.first?.parentUsageBytes == 220 * Self.mebibyte, "\(said)")
+            #expect(said.first?.heldElsewhereBytes == 190 * Self.mebibyte, "\(said)")
+        }
+    }
 }
