@@ -64,9 +64,11 @@ struct GuardBandTests {
             defer { running.cancel() }
             try await waitForUsageThresholds(monitor)
             // Attempts, not a time: under the other suites' load many are spoiled (below) and
-            // do not count; 16 good ones are enough, however many attempts that takes.
+            // do not count; 16 good ones are enough, however many attempts that takes — and more,
+            // while the kernel has reported every crossing so far (it checks usage every 128 page
+            // events a CPU, so now and then it reports even a crossing of a few pages).
             var attempts = 0
-            for _ in 0..<150 where found.count < 16 {
+            for _ in 0..<150 where found.count < 16 || !found.contains(where: { $0.source == .usageSample }) {
                 attempts += 1
                 // Back below the recovery mark, and known to be there.
                 var held = try hog.hold(Int(Double(Self.limit) * 0.6))
@@ -95,8 +97,9 @@ struct GuardBandTests {
                 if let warning { found.append((warning.event.source, max(0, Int64(warning.nanoseconds) - Int64(step.endNanoseconds)) / 1_000_000)) }
             }
             let byGuard = found.filter { $0.source == .usageSample }
-            #expect(found.count == 16, "too few crossings could be set up: \(found.count) in \(attempts) attempts")
-            #expect(found.allSatisfy { $0.source == .usageSample || $0.source == .usageThreshold }, "\(found.map(\.source))")
+            #expect(found.count >= 16, "too few crossings could be set up: \(found.count) in \(attempts) attempts")
+            let fromUsage = found.allSatisfy { $0.source == .usageSample || $0.source == .usageThreshold }
+            #expect(fromUsage, "\(found.map(\.source))")
             #expect(!byGuard.isEmpty, "the kernel reported every small crossing: the guard was not exercised (\(found.map(\.source)))")
             // Found within the band's wait (100 ms) and a second look 5 ms later, not a 1 s re-read.
             #expect(byGuard.allSatisfy { $0.milliseconds < 250 }, "\(byGuard.map(\.milliseconds)) ms")
