@@ -58,7 +58,7 @@ struct ReleaseBenchmark {
         var runsTrimNanoseconds: [UInt64] = []
     }
 
-    /// One cache asked directly for half its bytes: the heap path (largest first) on its own.
+    /// One cache asked directly for half its bytes: a partial release (in the cache's release order) on its own.
     struct HeapPath {
         var values: ReleasedValues
         var entriesBefore: Int
@@ -94,7 +94,7 @@ struct ReleaseBenchmark {
                 ReleaseCoordinator.returnFreedMemory()  // every measurement starts with the heap given back
             }
             for (index, values) in values.enumerated() {
-                progress("run \(run)/\(Self.runs): \(values.rawValue), heap path alone")
+                progress("run \(run)/\(Self.runs): \(values.rawValue), part of one cache")
                 heapPaths[index].append(Self.measureHeapPath(values, sizes: sizes))
                 ReleaseCoordinator.returnFreedMemory()
             }
@@ -251,8 +251,8 @@ extension ReleaseBenchmark.Result {
         return ms(with.releaseNanoseconds) - ms(without.releaseNanoseconds)
     }
 
-    /// A consumer's entry in the caches tier took everything (the fast path) or part (the heap path).
-    private func path(_ entry: ReleaseReport.Entry) -> String { entry.bytesAfter == 0 ? "whole" : "heap" }
+    /// A consumer's entry in the caches tier took everything (the fast path) or part (in its release order).
+    private func path(_ entry: ReleaseReport.Entry) -> String { entry.bytesAfter == 0 ? "whole" : "part" }
 
     var report: String {
         var rows = [["values", "release (.critical)", "trimsHeap", "release ms", "runs ms", "freed MiB", "RSS before MiB", "on huge pages MiB", "RSS after MiB", "then trim ms", "RSS after trim MiB"]]
@@ -265,7 +265,7 @@ extension ReleaseBenchmark.Result {
             ])
         }
         for heapPath in heapPaths {
-            rows.append([heapPath.values.rawValue, "heap path alone (1 cache, half)", "n/a", fixed(ms(heapPath.nanoseconds), 2), runs(heapPath.runsNanoseconds), mib(heapPath.freedBytes), "", "", "", "", ""])
+            rows.append([heapPath.values.rawValue, "part of one cache (half)", "n/a", fixed(ms(heapPath.nanoseconds), 2), runs(heapPath.runsNanoseconds), mib(heapPath.freedBytes), "", "", "", "", ""])
         }
 
         var lines: [String] = []
@@ -284,16 +284,16 @@ extension ReleaseBenchmark.Result {
             if let partial = scenario("512 MiB", trimsHeap: true, values: values) {
                 let asked = partial.report.entries.filter { $0.tier == .caches }
                 let whole = asked.filter { path($0) == "whole" }
-                let heap = asked.filter { path($0) == "heap" }
+                let part = asked.filter { path($0) == "part" }
                 var line = "\(values.rawValue), 512 MiB, largest first: \(whole.count) caches cleared whole in \(fixed(ms(whole.reduce(Duration.zero) { $0 + $1.duration }), 2)) ms"
-                for entry in heap {
-                    line += "; \(entry.consumer) by the heap path: \(mib(entry.bytesFreed)) of \(mib(entry.bytesBefore)) MiB in \(fixed(ms(entry.duration), 2)) ms"
+                for entry in part {
+                    line += "; \(entry.consumer) in part: \(mib(entry.bytesFreed)) of \(mib(entry.bytesBefore)) MiB in \(fixed(ms(entry.duration), 2)) ms"
                 }
                 lines.append(line)
             }
         }
         for heapPath in heapPaths {
-            lines.append("\(heapPath.values.rawValue), heap path alone: \(heapPath.entriesBefore - heapPath.entriesAfter) of \(heapPath.entriesBefore) entries, \(mib(heapPath.freedBytes)) MiB for a target of \(mib(heapPath.targetBytes)) MiB, no trim")
+            lines.append("\(heapPath.values.rawValue), part of one cache: \(heapPath.entriesBefore - heapPath.entriesAfter) of \(heapPath.entriesBefore) entries, \(mib(heapPath.freedBytes)) MiB for a target of \(mib(heapPath.targetBytes)) MiB, no trim")
         }
         let fills = scenarios.map { "\($0.values.rawValue) \(fixed(ms($0.fillNanoseconds), 0))" }.joined(separator: ", ")
 
